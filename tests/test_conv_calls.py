@@ -191,7 +191,9 @@ def test_keras_dense_layers_built_before_calls():
         def f(x):
             return d2(d1(x)) + 1.0
 
-        return SimpleNamespace(fn=f, state=lambda: {"k1": d1.kernel, "b1": d1.bias, "k2": d2.kernel})
+        return SimpleNamespace(fn=f, state=lambda: {"k1": tf.convert_to_tensor(d1.kernel),
+                                                   "b1": tf.convert_to_tensor(d1.bias),
+                                                   "k2": tf.convert_to_tensor(d2.kernel)})
 
     calls = [(rnd((3, 4), i),) for i in range(4)] + [(rnd((2, 4), 4),), (rnd((5, 4), 5),),
                                                       (rnd((3, 4), 6),), (rnd((3, 4), 7),)]
