@@ -384,3 +384,40 @@ def test_python_exception_from_helper_called_with_bad_python_value():
     calls = [(x, "a"), (x, "a"), (x, "a"), (x, "a"), (x, "b"), (x, "zz"), (x, "a"), (x, 3),
              (x, "b")]
     check(make, calls)
+
+
+def test_keyword_arguments_defaults_and_bad_call_signatures():
+    def make(jit):
+        @jit
+        def f(x, scale=2.0, *, shift=0.0, **extra):
+            y = x * scale + shift
+            if "offset" in extra:
+                y = y + extra["offset"]
+            return y, sorted(extra)
+
+        return SimpleNamespace(fn=f)
+
+    x = rnd((3,), 0)
+    calls = [(x,), (x,), (x,), (x,), (x, 3.0), (lambda p: p.fn(x, shift=1.0)),
+             (lambda p: p.fn(x=x, scale=0.5)), (lambda p: p.fn(x, offset=2.0, other=1)),
+             (x, 1.0, 2.0), (lambda p: p.fn(scale=1.0)), (lambda p: p.fn(x, 2.0, scale=1.0)),
+             (x,), (lambda p: p.fn(x, shift=1.0))]
+    check(make, calls)
+
+
+def test_print_inside_loops_interleaving_python_and_tensor_output():
+    def make(jit):
+        @jit
+        def f(x, n):
+            for i in range(n):
+                print("row", i)
+                print(x[i])
+                if tf.reduce_sum(x[i]) > 0:
+                    print("positive row", i)
+            return tf.reduce_sum(x)
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(rnd((3, 2), 0), 2), (rnd((3, 2), 1), 2), (rnd((3, 2), 2), 2), (rnd((3, 2), 3), 2),
+             (rnd((3, 2), 4), 3), (rnd((3, 2), 5), 2), (rnd((4, 2), 6), 4), (rnd((3, 2), 7), 2)]
+    check(make, calls)

@@ -356,3 +356,38 @@ def test_tensor_branch_assigning_different_variables_per_side():
              (neg((3,), 4),), (neg((3,), 5),), (neg((3,), 6),), (pos((3,), 7),),
              (neg((3,), 8),), (pos((3,), 9),)]
     check(make, calls)
+
+
+def test_optional_none_argument_and_is_checks():
+    def make(jit):
+        @jit
+        def f(x, mask=None, bias=None):
+            if mask is not None:
+                x = x * mask
+            if bias is None:
+                return x, None
+            return x + bias, bias is x
+
+        return SimpleNamespace(fn=f)
+
+    x = rnd((3,), 0)
+    m = tf.constant([1.0, 0.0, 1.0])
+    b = tf.constant([0.5, 0.5, 0.5])
+    calls = [(x,), (x,), (x,), (x,), (x, m), (x, None, b), (x, m, b), (x,),
+             (lambda p: p.fn(x, bias=b)), (lambda p: p.fn(x, mask=m)), (x,)]
+    check(make, calls)
+
+
+def test_python_runtime_errors_zero_division_and_index():
+    def make(jit):
+        @jit
+        def f(xs, n, i):
+            k = 12 // n
+            return xs[i] * k
+
+        return SimpleNamespace(fn=f)
+
+    xs = [rnd((2,), k) for k in range(3)]
+    calls = [(xs, 3, 1), (xs, 3, 1), (xs, 3, 1), (xs, 3, 1), (xs, 0, 1), (xs, 3, 5), (xs, 4, 2),
+             (xs, 3, -4), (xs, 3, 1), (xs, 6, 0)]
+    check(make, calls)

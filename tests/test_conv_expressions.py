@@ -58,7 +58,8 @@ def test_python_int_arithmetic_returns_python_values():
         return SimpleNamespace(fn=f)
 
     x = rnd((3,), 3)
-    check(make, [(x, 2), (x, 2), (x, 2), (x, 2), (x, 5), (x, 5), (x, 2), (x, 7), (x, 7), (x, 0)])
+    check(make, [(x, 2), (x, 2), (x, 2), (x, 2), (x, 5), (x, 5), (x, 2), (x, 7), (x, 7), (x, 0),
+                 (x, -3), (x, -3)])
 
 
 def test_bitwise_and_logical_tensor_ops():
@@ -369,4 +370,49 @@ def test_shape_changes_first_dimension():
     calls = [(rnd((4, 8), 0),), (rnd((4, 8), 1),), (rnd((4, 8), 2),), (rnd((3, 8), 3),),
              (rnd((2, 8), 4),), (rnd((4, 8), 5),), (rnd((3, 8), 6),), (rnd((1, 8), 7),),
              (rnd((6, 8), 8),)]
+    check(make, calls)
+
+
+def test_large_python_ints_and_precise_floats_not_truncated():
+    def make(jit):
+        @jit
+        def f(x, n, a):
+            big = n * 1000003 + 7
+            q = big // 3
+            frac = a * 3.0
+            return x + 1.0, big, q, frac, frac == 0.30000000000000004, n > 2 ** 31
+
+        return SimpleNamespace(fn=f)
+
+    x = rnd((2,), 0)
+    calls = [(x, 5, 0.5), (x, 6, 0.25), (x, 7, 0.75), (x, 8, 0.5), (x, 2 ** 40, 0.1),
+             (x, 3 * 10 ** 9, 0.1), (x, 9, 0.2), (x, 2 ** 40 + 1, 0.1), (x, 10, 0.5)]
+    check(make, calls)
+
+
+def test_python_scalars_changing_every_call_with_float64_and_int_tensors():
+    def make(jit):
+        @jit
+        def f(x64, xi, a, n):
+            return x64 * a + a, xi * n + n, a * n, xi // n
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(rnd((3,), i, np.float64), ints((3,), 100 + i, 1, 50), 0.1 * (i + 1), i + 1)
+             for i in range(9)]
+    check(make, calls)
+
+
+def test_python_only_function_without_tensor_arguments():
+    def make(jit):
+        @jit
+        def f(n, words):
+            squares = [i * i for i in range(n)]
+            lengths = {w: len(w) for w in words}
+            return squares, lengths, " ".join(sorted(words)), sum(squares) / max(n, 1)
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(3, ["b", "a"]), (3, ["b", "a"]), (3, ["b", "a"]), (3, ["b", "a"]),
+             (4, ["b", "a"]), (3, ["cc", "a", "bbb"]), (0, []), (3, ["b", "a"])]
     check(make, calls)

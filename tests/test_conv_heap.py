@@ -454,3 +454,18 @@ def test_keras_kernel_assigned_between_calls():
     calls = [(x,), (x,), (x,), (x,), do(setk(-1.0), x), (x,), do(setk(2.0), rnd((2, 3), 1)),
              (x,)]
     check(make, calls)
+
+
+def test_returning_the_variable_object_itself():
+    def make(jit):
+        v = tf.Variable([0.0, 1.0])
+
+        @jit
+        def f(x):
+            v.assign_add(x)
+            return v, v.read_value()
+
+        return SimpleNamespace(fn=f, state=lambda: {"v": v})
+
+    calls = [(rnd((2,), i),) for i in range(8)]
+    check(make, calls)
