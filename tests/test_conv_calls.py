@@ -263,7 +263,9 @@ def test_lambdas():
             g = fns[which]
             h = (lambda a, b=3.0: a * b)(x)
             key = sorted([3, 1, 2], key=lambda v: -v)
-            return g(sq(x)), h, key, (lambda: c * 2)()
+            late = [lambda t: t * i for i in range(3)]
+            late_vals = [l(x) for l in late]
+            return g(sq(x)), h, key, (lambda: c * 2)(), late_vals
 
         return SimpleNamespace(fn=f)
 

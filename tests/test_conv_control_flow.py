@@ -391,3 +391,26 @@ def test_python_runtime_errors_zero_division_and_index():
     calls = [(xs, 3, 1), (xs, 3, 1), (xs, 3, 1), (xs, 3, 1), (xs, 0, 1), (xs, 3, 5), (xs, 4, 2),
              (xs, 3, -4), (xs, 3, 1), (xs, 6, 0)]
     check(make, calls)
+
+
+def test_print_before_failed_speculation_is_not_duplicated():
+    def make(jit):
+        @jit
+        def f(x):
+            print("enter", x.shape[0])
+            print(x)
+            if tf.reduce_sum(x) > 0:
+                y = x * 2.0
+                print("positive")
+            else:
+                y = -x
+                print("negative")
+            print("exit")
+            return y
+
+        return SimpleNamespace(fn=f)
+
+    a = tf.constant([1.0, 2.0])
+    b = tf.constant([-1.0, -2.0])
+    calls = [(a,), (a,), (a,), (a,), (b,), (a,), (b,), (tf.constant([3.0, 1.0, 1.0]),), (a,)]
+    check(make, calls)

@@ -267,3 +267,23 @@ def test_global_dict_counter_and_delete():
     keys = ["a", "a", "b", "a", "a", "b", "c", "b", "a"]
     calls = [(rnd((2,), i), k) for i, k in enumerate(keys)]
     check(make, calls, min_graph_calls=0)
+
+
+def test_list_append_before_flipping_tensor_branch():
+    def make(jit):
+        log = []
+
+        @jit
+        def f(x):
+            log.append(len(log))
+            if tf.reduce_mean(x) > 0:
+                log.append("pos")
+                return x
+            return -x
+
+        return SimpleNamespace(fn=f, state=lambda: {"log": list(log)})
+
+    a = tf.constant([1.0, 2.0])
+    b = tf.constant([-1.0, -2.0])
+    calls = [(a,), (a,), (a,), (a,), (b,), (a,), (b,), (b,), (a,)]
+    check(make, calls, min_graph_calls=0)
