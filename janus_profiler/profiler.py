@@ -1,0 +1,526 @@
+"""The runtime engine: CPython hooks -> records in a :class:`ProfileData`.
+
+Two backends feed one engine:
+
+* Python 3.11: ``sys.settrace``.  The global trace function is called once per new
+  frame; for code that is not profiled it returns None at once, so that frame gets
+  no further Python-level events.  Profiled frames get ``f_trace_opcodes = True``
+  and a per-frame :class:`FrameState` as their local trace function.
+* Python 3.12+: ``sys.monitoring`` (see :mod:`janus_profiler.monitoring`); events
+  are switched on per code object, so other code really runs at full speed.
+
+Either way the engine sees "the instruction at offset N is about to run in this
+frame", plus call/return/exception events.  It cannot see the value stack, so it
+learns a branch outcome from *where execution goes next* (a pending jump is
+resolved at the next instruction of the same frame), loop trip counts from
+``FOR_ITER`` and loop tests, callees and heap reads by re-evaluating the (side-effect
+free) expression statically with :mod:`janus_profiler.values`, and argument,
+return and local types from ``frame.f_locals``.  The static part -- which offset
+means what -- comes from :mod:`janus_profiler.sites`.
+"""
+from __future__ import annotations
+
+import dis
+import logging
+import os
+import sys
+import threading
+import time
+import types
+from collections import Counter
+from typing import Any, Callable
+
+from .data import ProfileData, SiteRecord, _code_of
+from .sites import CodeMap, build_codemap, nested_codes
+from .values import METHOD, OK, TypeInfo, callee_key, safe_getattr, safe_subscript, summarize
+
+log = logging.getLogger("janus.profiler")
+
+__all__ = ["Profiler"]
+
+_MISSING = object()
+_perf = time.perf_counter
+#: Opcode bytes of the instructions a function returns normally from (3.11: RETURN_VALUE).
+_RETURN_OPS = frozenset(dis.opmap[n] for n in ("RETURN_VALUE", "RETURN_CONST") if n in dis.opmap)
+
+_UNREADABLE = {
+    "property": TypeInfo("<property, not evaluated>"),
+    "dynamic": TypeInfo("<dynamic attribute, not evaluated>"),
+    "missing": TypeInfo("<missing>"),
+}
+
+
+class _Unavailable(Exception):
+    """A path could not be evaluated without running user code."""
+
+
+def _eval(path: tuple, loc: dict, glb: dict, bi: dict) -> Any:
+    k = path[0]
+    if k == "l":
+        try:
+            return loc[path[1]]
+        except KeyError:
+            raise _Unavailable from None
+    if k == "g":
+        n = path[1]
+        if n in glb:
+            return glb[n]
+        if n in bi:
+            return bi[n]
+        raise _Unavailable
+    if k == "c":
+        return path[1]
+    if k == "a":
+        st, v = safe_getattr(_eval(path[1], loc, glb, bi), path[2])
+        if st is OK:
+            return v
+        raise _Unavailable
+    st, v = safe_subscript(_eval(path[1], loc, glb, bi), _eval(path[2], loc, glb, bi))
+    if st is OK:
+        return v
+    raise _Unavailable
+
+
+class _Bound:
+    """A :class:`CodeMap` bound to the records of one :class:`ProfileData`."""
+
+    __slots__ = ("cm", "code", "frec", "actions", "regions", "loops", "params")
+
+    def __init__(self, cm: CodeMap, data: ProfileData, module: str | None):
+        self.cm, self.code = cm, cm.code
+        self.frec = data.function_record(cm.code, module)
+        self.frec.is_generator = bool(cm.code.co_flags & 0x220)
+        self.frec.is_coroutine = bool(cm.code.co_flags & 0x80)
+        recs = [data.site_record(s, self.frec.key) for s in cm.sites]
+        self.loops = [recs[i] for i in cm.loops]
+        self.regions = cm.regions
+        self.params = cm.params
+        acts: dict[int, tuple] = {}
+        for off, alist in cm.actions.items():
+            out = []
+            for a in alist:
+                kind = a[0]
+                if kind == "jump":
+                    conv = [tuple(("b", recs[r[1]], r[2]) if r[0] == "b" else r for r in side) for side in a[2:]]
+                    out.append(("jump", a[1], conv[0], conv[1]))
+                elif kind in ("for", "entry", "break"):
+                    out.append(a)
+                else:
+                    out.append((kind, recs[a[1]]) + a[2:])
+            acts[off] = tuple(out)
+        self.actions = acts
+
+
+class FrameState:
+    """Per-frame engine state; on 3.11 it is also the frame's local trace function."""
+
+    __slots__ = ("prof", "b", "pending", "active", "t0", "exc", "caught_exc", "chained", "expecting")
+
+    def __init__(self, prof: "Profiler", b: _Bound):
+        self.prof, self.b = prof, b
+        self.pending: tuple | None = None
+        self.active: dict[int, list] = {}
+        self.t0 = 0.0
+        self.exc: BaseException | None = None
+        self.caught_exc: BaseException | None = None
+        self.chained: Any = None
+        self.expecting = False
+
+    # -- sys.settrace protocol (3.11) -------------------------------------------------------
+    def __call__(self, frame: types.FrameType, event: str, arg: Any) -> Any:
+        ch = self.chained
+        if event == "opcode":
+            if ch is not None and type(ch) is FrameState:
+                self.chained = ch(frame, event, arg)
+            self.op(frame, frame.f_lasti)
+        elif event == "line":
+            if ch is not None:
+                self.chained = ch(frame, event, arg)
+        else:
+            if ch is not None:
+                self.chained = ch(frame, event, arg)
+            if event == "return":
+                self.ret(frame, arg)
+            elif event == "exception":
+                self.exception(arg[1])
+        return self
+
+    # -- engine events ------------------------------------------------------------------------
+    def start(self, frame: types.FrameType) -> None:
+        b, prof = self.b, self.prof
+        frec = b.frec
+        frec.calls += 1
+        if b.params:
+            loc = frame.f_locals
+            frec.add_args({n: summarize(loc[n]) for n in b.params if n in loc}, prof.max_history)
+        self.resume(frame)
+
+    def resume(self, frame: types.FrameType) -> None:
+        depth = self.prof._depth
+        depth[self.b.code] = depth.get(self.b.code, 0) + 1
+        self.t0 = _perf()
+
+    def ret(self, frame: types.FrameType, value: Any) -> None:
+        b = self.b
+        frec = b.frec
+        code = b.code
+        depth = self.prof._depth
+        d = depth.get(code, 1) - 1
+        if d <= 0:
+            depth.pop(code, None)
+            frec.total_time += _perf() - self.t0
+        else:
+            depth[code] = d
+        self.pending = None
+        lasti = frame.f_lasti
+        if lasti in b.cm.yield_offsets:
+            frec.yields += 1
+            return
+        for li in list(self.active):
+            self.loop_end(li)
+        if lasti < 0 or code.co_code[lasti] not in _RETURN_OPS:
+            exc = self.exc
+            name = type(exc).__name__ if exc is not None else "<unknown>"
+            frec.raised[name] += 1
+            if exc is not None and exc is self.caught_exc:
+                frec.caught[name] -= 1
+                if frec.caught[name] <= 0:
+                    del frec.caught[name]
+        else:
+            frec.returns[summarize(value)] += 1
+        self.exc = self.caught_exc = None
+
+    def exception(self, exc: BaseException | None) -> None:
+        self.pending = None
+        self.exc = exc
+
+    def op(self, frame: types.FrameType, off: int) -> None:
+        pend = self.pending
+        if pend is not None:
+            self.pending = None
+            jumped = off != pend[1]
+            if pend[0] == "for":
+                if jumped:
+                    self.loop_end(pend[2])
+                else:
+                    self.loop_iter(pend[2])
+            else:
+                for r in (pend[2] if jumped else pend[3]):
+                    k = r[0]
+                    if k == "b":
+                        r[1].branches[r[2]] += 1
+                    elif k == "i":
+                        self.loop_iter(r[1])
+                    else:
+                        self.loop_end(r[1])
+        if self.exc is not None:
+            exc, self.exc = self.exc, None
+            self.b.frec.caught[type(exc).__name__] += 1
+            self.caught_exc = exc
+        if self.expecting:
+            self.expecting = False
+            self.prof._expect = None
+        active = self.active
+        if active:
+            reg = self.b.regions.get(off)
+            if reg is not None and not (active.keys() <= reg):
+                for li in [x for x in active if x not in reg]:
+                    self.loop_end(li)
+        acts = self.b.actions.get(off)
+        if acts is not None:
+            for a in acts:
+                self.act(frame, a)
+
+    def act(self, frame: types.FrameType, a: tuple) -> None:
+        kind = a[0]
+        if kind == "jump" or kind == "for":
+            self.pending = a
+        elif kind == "stmt":
+            loc = frame.f_locals
+            rl = a[1].locals
+            for n in a[2]:
+                if n in loc:
+                    c = rl.get(n)
+                    if c is None:
+                        c = rl[n] = Counter()
+                    c[summarize(loc[n])] += 1
+        elif kind == "call":
+            if self.prof._static_calls:
+                self.prof._call_site(self, frame, a[1], a[2])
+        elif kind == "global":
+            n = a[2]
+            g = frame.f_globals
+            if n in g:
+                a[1].heap[summarize(g[n])] += 1
+            elif n in frame.f_builtins:
+                a[1].heap[summarize(frame.f_builtins[n])] += 1
+        elif kind == "cell":
+            loc = frame.f_locals
+            if a[2] in loc:
+                a[1].heap[summarize(loc[a[2]])] += 1
+        elif kind == "attr":
+            try:
+                obj = _eval(a[2], frame.f_locals, frame.f_globals, frame.f_builtins)
+            except _Unavailable:
+                return
+            except Exception:  # noqa: BLE001
+                return
+            st, v = safe_getattr(obj, a[3])
+            if st is OK:
+                a[1].heap[summarize(v)] += 1
+            elif st is METHOD:
+                a[1].heap[TypeInfo("method", value=callee_key(v), has_value=True)] += 1
+            else:
+                a[1].heap[_UNREADABLE[st]] += 1
+        elif kind == "sub":
+            try:
+                loc, glb, bi = frame.f_locals, frame.f_globals, frame.f_builtins
+                cont = _eval(a[2], loc, glb, bi)
+                key = _eval(a[3], loc, glb, bi)
+            except Exception:  # noqa: BLE001 - _Unavailable or a lookup we refuse to make
+                return
+            st, v = safe_subscript(cont, key)
+            if st is OK:
+                a[1].heap[summarize(v)] += 1
+            elif st == "dynamic" and summarize(cont).type in ("tf.Tensor", "tf.Variable", "np.ndarray"):
+                return  # tensor indexing is a TF op, not a heap read
+            else:
+                a[1].heap[_UNREADABLE.get(st, _UNREADABLE["dynamic"])] += 1
+        elif kind == "entry":
+            self.loop_iter(a[1])
+        elif kind == "break":
+            st = self.active.get(a[1])
+            if st is not None:
+                st[1] = True
+
+    # -- loops -------------------------------------------------------------------------------
+    def loop_iter(self, li: int) -> None:
+        st = self.active.get(li)
+        if st is None:
+            self.active[li] = [1, False]
+        else:
+            st[0] += 1
+
+    def loop_end(self, li: int) -> None:
+        st = self.active.pop(li, None)
+        rec = self.b.loops[li]
+        if st is None:
+            rec.trips[0] += 1
+        else:
+            rec.trips[st[0]] += 1
+            if st[1]:
+                rec.breaks += 1
+
+    # -- callees given by the hook itself (sys.monitoring CALL events) ------------------------
+    def call_object(self, off: int, obj: Any) -> None:
+        acts = self.b.actions.get(off)
+        if acts is not None:
+            for a in acts:
+                if a[0] == "call":
+                    self.prof._record_callee(a[1], obj)
+
+
+class Profiler:
+    """Profile chosen functions at the bytecode level.
+
+    ``include``: optional predicate ``(code object) -> bool`` selecting further code
+    objects to profile (e.g. every function defined in the user's files).  By default
+    only the code objects passed to :meth:`call` / :meth:`add` are profiled, together
+    with the functions, lambdas and comprehensions defined inside them.
+
+    Only the calling thread is profiled.  Profilers nest and chain with an existing
+    trace function (a debugger, coverage): it keeps receiving its events, and it is
+    restored when profiling stops.
+    """
+
+    def __init__(self, include: Callable[[types.CodeType], bool] | None = None, *,
+                 max_history: int = 1000):
+        self.include = include
+        self.max_history = max_history
+        self._data = ProfileData()
+        self._targets: set[types.CodeType] = set()
+        self._bound: dict[types.CodeType, _Bound | None] = {}
+        self._depth: dict[types.CodeType, int] = {}
+        self._expect: tuple | None = None
+        self._installed = 0
+        self._saved: list = []
+        self._thread: int | None = None
+        self._backend: Any = None
+        self._static_calls = True
+
+    @property
+    def data(self) -> ProfileData:
+        """All records so far (merged over every profiled call)."""
+        return self._data
+
+    def reset(self) -> None:
+        """Forget all records (keeps the set of profiled functions)."""
+        self._data = ProfileData()
+        self._bound.clear()
+
+    # -- choosing code -------------------------------------------------------------------------
+    def add(self, fn_or_code: Any) -> None:
+        """Profile ``fn_or_code`` (and everything defined inside it) whenever it runs while active."""
+        code = _code_of(fn_or_code)
+        if code is None:
+            log.debug("janus_profiler: %r has no Python code to profile", fn_or_code)
+            return
+        for c in nested_codes(code):
+            if c not in self._targets:
+                self._targets.add(c)
+                if self._bound.get(c, _MISSING) is None:
+                    del self._bound[c]
+
+    def wants(self, code: types.CodeType) -> bool:
+        if code in self._targets:
+            return True
+        if self.include is None:
+            return False
+        try:
+            return bool(self.include(code))
+        except Exception:  # noqa: BLE001 - a bad predicate must not break the program
+            log.warning("janus_profiler: include predicate failed on %s", code.co_qualname, exc_info=True)
+            return False
+
+    def _decide(self, code: types.CodeType, frame: types.FrameType | None = None) -> _Bound | None:
+        b = None
+        if self.wants(code):
+            module = frame.f_globals.get("__name__") if frame is not None else None
+            try:
+                b = _Bound(build_codemap(code), self._data, module if isinstance(module, str) else None)
+            except Exception:  # noqa: BLE001
+                log.warning("janus_profiler: cannot profile %s", code.co_qualname, exc_info=True)
+        self._bound[code] = b
+        return b
+
+    # -- running ----------------------------------------------------------------------------------
+    def call(self, fn: Callable, /, *args: Any, **kwargs: Any) -> Any:
+        """Run ``fn(*args, **kwargs)`` once under the profiler and return its result.
+
+        Exceptions propagate unchanged; records are merged into :attr:`data`.
+        """
+        self.add(fn)
+        self.start()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self.stop()
+
+    def __enter__(self) -> "Profiler":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Start profiling on the calling thread (nestable; pair with :meth:`stop`)."""
+        if self._installed:
+            if self._thread != threading.get_ident():
+                raise RuntimeError("a Profiler is active on another thread")
+            self._installed += 1
+            return
+        self._thread = threading.get_ident()
+        if hasattr(sys, "monitoring") and _use_monitoring():
+            from .monitoring import MonitoringBackend
+            self._backend = MonitoringBackend(self)
+            self._static_calls = False
+            self._backend.install()
+        else:
+            prev = sys.gettrace()
+            self._saved = [prev]
+            self._static_calls = True
+            sys.settrace(self._make_tracer(prev))
+        self._installed = 1
+
+    def stop(self) -> None:
+        """Undo one :meth:`start`; the last one restores the previous trace function."""
+        if not self._installed:
+            return
+        self._installed -= 1
+        if self._installed:
+            return
+        if self._backend is not None:
+            self._backend.uninstall()
+            self._backend = None
+        else:
+            sys.settrace(self._saved[0])
+            self._saved = []
+        self._depth.clear()
+        self._expect = None
+
+    @property
+    def active(self) -> bool:
+        return bool(self._installed)
+
+    # -- 3.11 global trace function ----------------------------------------------------------
+    def _make_tracer(self, prev: Any) -> Callable:
+        bound, decide = self._bound, self._decide
+        prof = self
+
+        def janus_trace(frame: types.FrameType, event: str, arg: Any) -> Any:
+            if prof._expect is not None:
+                prof._resolve_expect(frame)
+            code = frame.f_code
+            b = bound.get(code, _MISSING)
+            if b is _MISSING:
+                b = decide(code, frame)
+            if b is None:
+                return prev(frame, event, arg) if prev is not None else None
+            ft = frame.f_trace
+            if type(ft) is FrameState and ft.prof is prof:  # a generator/coroutine resuming
+                if ft.chained is not None or prev is not None:
+                    ft.chained = prev(frame, event, arg) if prev is not None else None
+                ft.resume(frame)
+                return ft
+            fs = FrameState(prof, b)
+            if prev is not None:
+                fs.chained = prev(frame, event, arg)
+            frame.f_trace_opcodes = True
+            frame.f_trace_lines = fs.chained is not None
+            fs.start(frame)
+            return fs
+
+        return janus_trace
+
+    # -- callees ------------------------------------------------------------------------------------
+    def _call_site(self, fs: FrameState, frame: types.FrameType, rec: SiteRecord, path: tuple | None) -> None:
+        obj = _MISSING
+        if path is not None:
+            try:
+                if path[0] == "a":
+                    st, v = safe_getattr(_eval(path[1], frame.f_locals, frame.f_globals, frame.f_builtins),
+                                         path[2])
+                    if st is OK or st is METHOD:
+                        obj = v
+                else:
+                    obj = _eval(path, frame.f_locals, frame.f_globals, frame.f_builtins)
+            except Exception:  # noqa: BLE001 - _Unavailable or a refused lookup
+                obj = _MISSING
+        if obj is _MISSING:
+            self._expect = (frame, rec)
+            fs.expecting = True
+            return
+        self._record_callee(rec, obj)
+
+    def _record_callee(self, rec: SiteRecord, obj: Any) -> None:
+        rec.callees[callee_key(obj)] += 1
+        rec.add_callee_object(obj)
+        code = _code_of(obj) if isinstance(obj, (types.FunctionType, types.MethodType)) else None
+        if code is not None and self._depth.get(code):
+            rec.recursive += 1
+
+    def _resolve_expect(self, frame: types.FrameType) -> None:
+        ef, rec = self._expect
+        if frame.f_back is ef:
+            self._expect = None
+            code = frame.f_code
+            mod = frame.f_globals.get("__name__")
+            rec.callees[f"{mod}.{code.co_qualname}" if isinstance(mod, str) else code.co_qualname] += 1
+            if self._depth.get(code):
+                rec.recursive += 1
+
+
+def _use_monitoring() -> bool:
+    """sys.monitoring is used on 3.12+ unless JANUS_PROFILER_SETTRACE=1 forces the 3.11 path."""
+    return os.environ.get("JANUS_PROFILER_SETTRACE", "") != "1"
