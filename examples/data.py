@@ -70,21 +70,22 @@ def gaussian_blobs(n, size, seed=0):
 
 
 def outline_fill_pairs(n, size, seed=0):
-    """Paired images in [-1, 1] for image-to-image translation.
+    """Paired images for image-to-image translation.
 
-    Input: a rectangle's outline (1 channel).  Target: the rectangle filled with a colour
-    set by its area, red when small and blue when large, on black (3 channels).
+    Input: a rectangle's outline, 1 on -1 (1 channel).  Target: the rectangle filled with
+    a colour set by its area, red when small and blue when large, on grey (3 channels,
+    within (-1, 1), away from where a tanh output saturates).
     """
     rng = np.random.default_rng(seed)
     inputs = -np.ones((n, size, size, 1), np.float32)
-    targets = -np.ones((n, size, size, 3), np.float32)
+    targets = np.full((n, size, size, 3), -0.5, np.float32)
     for i in range(n):
         h, w = rng.integers(4, size - 3, size=2)
         top, left = rng.integers(1, size - h), rng.integers(1, size - w)
         inputs[i, top:top + h, left:left + w] = 1.0
         inputs[i, top + 1:top + h - 1, left + 1:left + w - 1] = -1.0
         t = (h * w - 16) / ((size - 4) ** 2 - 16)
-        targets[i, top:top + h, left:left + w] = (1 - 2 * t, -0.5, 2 * t - 1)
+        targets[i, top:top + h, left:left + w] = (0.8 - 1.6 * t, 0.5, 1.6 * t - 0.8)
     return inputs, targets
 
 
