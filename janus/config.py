@@ -1,0 +1,22 @@
+"""Settings read from the environment (and their defaults)."""
+import os
+
+DEFAULT_PROFILE_CALLS = 3
+MAX_CACHE_ENTRIES = 8
+MAX_CONVERSIONS = 12
+
+
+def disabled() -> bool:
+    """``JANUS_DISABLE=1`` turns every Janus function into its plain eager self."""
+    return os.environ.get("JANUS_DISABLE", "") not in ("", "0", "false", "False")
+
+
+def profile_calls() -> int:
+    """Eager (profiled) calls before the first conversion: ``JANUS_PROFILE_CALLS``."""
+    value = os.environ.get("JANUS_PROFILE_CALLS")
+    if value is None or value == "":
+        return DEFAULT_PROFILE_CALLS
+    try:
+        return max(0, int(value))
+    except ValueError:
+        raise ValueError(f"JANUS_PROFILE_CALLS must be a whole number, got {value!r}") from None

@@ -1,0 +1,35 @@
+"""Source of a user function as a gast ``FunctionDef`` with file positions."""
+from __future__ import annotations
+
+import inspect
+import textwrap
+import types
+
+import gast
+
+from janus.errors import ConversionError
+
+
+def function_ast(fn: types.FunctionType) -> tuple[gast.FunctionDef, str, int, int]:
+    """Parse ``fn``'s source; returns (node, filename, line offset, column offset).
+
+    Node positions are relative to the dedented source; add the offsets to get the
+    file's positions (what the profiler's sites use).
+    """
+    if fn.__name__ == "<lambda>":
+        raise ConversionError("a lambda defined outside converted code")
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as e:
+        raise ConversionError(f"source of {fn.__qualname__} is not available ({e})") from None
+    source = "".join(lines)
+    dedented = textwrap.dedent(source)
+    indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
+    try:
+        module = gast.parse(dedented)
+    except SyntaxError as e:
+        raise ConversionError(f"source of {fn.__qualname__} does not parse on its own ({e.msg})") from None
+    defs = [n for n in module.body if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef))]
+    if len(defs) != 1 or defs[0].name != fn.__name__:
+        raise ConversionError(f"source of {fn.__qualname__} is not a single def")
+    return defs[0], fn.__code__.co_filename, first - 1, indent

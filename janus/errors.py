@@ -1,0 +1,13 @@
+"""Exceptions Janus raises internally.  None of them ever reaches the user: a
+conversion or trace problem makes the call run eagerly instead."""
+
+
+class ConversionError(Exception):
+    """The function (or this specialization of it) cannot be run as a graph.
+
+    The message is the human-readable reason shown by ``janus.explain``.
+    """
+
+
+class UndefinedValueError(ConversionError):
+    """Converted code touched a variable that eager Python would not have bound."""

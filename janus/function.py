@@ -1,0 +1,226 @@
+"""``@janus.function``: the per-function driver of profiling, conversion and caching.
+
+Per call: the guards of the cached graphs are checked, most recently built first; on
+a hit the graph runs and its deferred effects are committed.  Otherwise the call runs
+eagerly (profiled).  After ``profile_calls`` eager calls the function is converted
+and traced on the current call's arguments; a failure is recorded and retried only
+after another round of profiling, up to a bound.  When a tensor argument arrives
+with a new shape, the next graph is traced with the shape relaxed to cover every
+shape seen, so one graph serves them all.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import types
+import weakref
+from collections import Counter
+from typing import Any, Callable
+
+import tensorflow as tf
+
+from janus import config
+from janus.converter import support
+from janus.converter.pipeline import convert_source, converted_function
+from janus.errors import ConversionError
+from janus.tracer import CacheEntry, build_entry, tensor_leaves
+from janus.tracing import current
+
+log = logging.getLogger("janus")
+
+_REGISTRY: "weakref.WeakSet[JanusFunction]" = weakref.WeakSet()
+
+
+class JanusFunction:
+    """A Python function that Janus runs as specialized graphs whenever it safely can."""
+
+    def __init__(self, fn: types.FunctionType, profile_calls: int | None = None):
+        functools.update_wrapper(self, fn)
+        self.python_function = fn
+        self._profile_calls = profile_calls
+        self.entries: list[CacheEntry] = []
+        self.reasons: Counter[str] = Counter()
+        self.counts: Counter[str] = Counter()
+        self.permanent_reason: str | None = None
+        self.eager_since_attempt = 0
+        self.failed_attempts = 0
+        self.shapes: dict[str, tf.TensorShape] = {}
+        self.source: str | None = None
+        _REGISTRY.add(self)
+
+    @property
+    def __janus_function__(self) -> "JanusFunction":
+        return self
+
+    @property
+    def profile_calls(self) -> int:
+        return config.profile_calls() if self._profile_calls is None else self._profile_calls
+
+    # -- descriptor protocol: methods share one cache, with guards on ``self`` ---------
+    def __get__(self, obj: Any, objtype: type | None = None):
+        if obj is None:
+            return self
+        return BoundJanusFunction(self, obj)
+
+    # -- calls ------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if current() is not None:  # reached from library code during another trace
+            return self.python_function(*args, **kwargs)
+        self.counts["calls"] += 1
+        for entry in self.entries:
+            if entry.check(args, kwargs):
+                try:
+                    result = entry.run(args, kwargs)
+                except (tf.errors.OpError, ValueError, TypeError) as e:
+                    entry.failures += 1
+                    self._note(f"graph run aborted, re-ran eagerly: {_first_line(e)}")
+                    self.counts["assertion_failures"] += 1
+                    break
+                entry.hits += 1
+                self.counts["graph_calls"] += 1
+                return result
+        else:
+            if self.entries:
+                self._note("no cached graph's guards held")
+            entry = self._maybe_convert(args, kwargs)
+            if entry is not None:
+                return self._first_run(entry, args, kwargs)
+        return self._eager(args, kwargs)
+
+    def _first_run(self, entry: CacheEntry, args: tuple, kwargs: dict) -> Any:
+        if not entry.check(args, kwargs):
+            self._note("a new graph's guards did not hold on the call that built it")
+            return self._eager(args, kwargs)
+        try:
+            result = entry.run(args, kwargs)
+        except (tf.errors.OpError, ValueError, TypeError) as e:
+            entry.failures += 1
+            self.counts["assertion_failures"] += 1
+            self._note(f"graph run aborted, re-ran eagerly: {_first_line(e)}")
+            return self._eager(args, kwargs)
+        entry.hits += 1
+        self.counts["graph_calls"] += 1
+        return result
+
+    def _eager(self, args: tuple, kwargs: dict) -> Any:
+        self.counts["eager_calls"] += 1
+        if self.counts["conversions"] or self.failed_attempts or self.permanent_reason:
+            self.counts["fallbacks"] += 1
+        self.eager_since_attempt += 1
+        self._observe_shapes(args, kwargs)
+        return self.python_function(*args, **kwargs)
+
+    def _observe_shapes(self, args: tuple, kwargs: dict) -> None:
+        for path, value in tensor_leaves(args, kwargs):
+            seen = self.shapes.get(path)
+            self.shapes[path] = value.shape if seen is None else _common_shape(seen, value.shape)
+
+    # -- conversion -------------------------------------------------------------------
+    def _maybe_convert(self, args: tuple, kwargs: dict) -> CacheEntry | None:
+        if self.permanent_reason is not None or config.disabled():
+            return None
+        if self.eager_since_attempt < self.profile_calls:
+            return None
+        if self.counts["conversions"] + self.failed_attempts >= config.MAX_CONVERSIONS:
+            self._note("conversion budget exhausted; running eagerly")
+            return None
+        self.eager_since_attempt = 0
+        fn = self.python_function
+        reason = support.unsupported_reason(fn)
+        if reason is not None:
+            self.permanent_reason = reason
+            self._note(f"cannot convert: {reason}")
+            return None
+        try:
+            self.source = convert_source(fn)
+            converted = converted_function(fn)
+        except ConversionError as e:
+            self.permanent_reason = str(e)
+            self._note(f"cannot convert: {e}")
+            return None
+        self._observe_shapes(args, kwargs)
+        relaxed = {p: s for p, s in self.shapes.items() if s.is_fully_defined() is False}
+        entry = self._trace(converted, args, kwargs, relaxed)
+        if entry is None and relaxed:
+            entry = self._trace(converted, args, kwargs, None)
+        if entry is None:
+            self.failed_attempts += 1
+            return None
+        self.counts["conversions"] += 1
+        self.entries.insert(0, entry)
+        del self.entries[config.MAX_CACHE_ENTRIES:]
+        log.info("janus: converted %s (%d guards)", self.__qualname__, len(entry.guards))
+        return entry
+
+    def _trace(self, converted: Callable, args: tuple, kwargs: dict, relaxed: dict | None) -> CacheEntry | None:
+        try:
+            return build_entry(self.python_function, converted, args, kwargs, relaxed)
+        except ConversionError as e:
+            self._note(f"trace failed: {e}")
+        except Exception as e:  # noqa: BLE001 - eager will raise it (or not) for real
+            self._note(f"trace raised {type(e).__name__}: {_first_line(e)}")
+        return None
+
+    def _note(self, reason: str) -> None:
+        self.reasons[reason] += 1
+        log.debug("janus: %s: %s", self.__qualname__, reason)
+
+    def reset(self) -> None:
+        """Forget every graph, profile and count."""
+        self.entries.clear()
+        self.reasons.clear()
+        self.counts.clear()
+        self.permanent_reason = None
+        self.eager_since_attempt = 0
+        self.failed_attempts = 0
+        self.shapes.clear()
+        self.source = None
+
+
+class BoundJanusFunction:
+    """A Janus method bound to an instance (the cache stays on the function)."""
+
+    __slots__ = ("__janus_function__", "__self__")
+
+    def __init__(self, jf: JanusFunction, obj: Any):
+        self.__janus_function__ = jf
+        self.__self__ = obj
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.__janus_function__(self.__self__, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__janus_function__, name)
+
+    def __repr__(self) -> str:
+        return f"<janus bound method {self.__janus_function__.__qualname__} of {self.__self__!r}>"
+
+
+def _common_shape(a: tf.TensorShape, b: tf.TensorShape) -> tf.TensorShape:
+    if a.rank != b.rank:
+        return tf.TensorShape(None)
+    return tf.TensorShape([x if x == y else None for x, y in zip(a.as_list(), b.as_list())])
+
+
+def _first_line(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {lines[0][:300]}" if lines else type(e).__name__
+
+
+def function(fn: Callable | None = None, *, profile_calls: int | None = None):
+    """Decorator: run ``fn`` through Janus (``JANUS_DISABLE=1`` leaves it untouched)."""
+    def wrap(f: Callable):
+        if config.disabled():
+            return f
+        if isinstance(f, (JanusFunction, BoundJanusFunction)):
+            return f
+        if isinstance(f, types.MethodType):
+            return JanusFunction(f.__func__, profile_calls).__get__(f.__self__)
+        if not isinstance(f, types.FunctionType):
+            raise TypeError(f"janus.function expects a Python function or method, got {type(f).__name__}")
+        return JanusFunction(f, profile_calls)
+    return wrap(fn) if fn is not None else wrap
+
+
+def registry() -> list[JanusFunction]:
+    return list(_REGISTRY)

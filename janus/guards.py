@@ -1,0 +1,31 @@
+"""Generate the guard check and the input gathering of a cache entry.
+
+Guards are recorded during the trace as Python expressions over ``a`` (positional
+arguments), ``k`` (keyword arguments) and constants of the entry's namespace.  They
+are compiled once into a single function, so checking a cache entry costs one call
+and a chain of comparisons, not a walk over generic structures.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from janus.tracing import Guard
+
+
+def compile_guard(guards: list[Guard], n_args: int, kw_names: tuple[str, ...], namespace: dict[str, Any]) -> tuple[Callable, str]:
+    """``check(a, k) -> bool`` and its source."""
+    conditions = [f"len(a) == {n_args}", f"k.keys() == {set(kw_names)!r}" if kw_names else "not k"]
+    conditions += [f"({g.expr})" for g in guards]
+    body = "\n            and ".join(conditions)
+    source = f"def check(a, k):\n    try:\n        return ({body})\n    except Exception:\n        return False\n"
+    scope = dict(namespace)
+    exec(compile(source, "<janus guard>", "exec"), scope)  # noqa: S102 - generated from recorded guards
+    return scope["check"], source
+
+
+def compile_inputs(paths: list[str], namespace: dict[str, Any]) -> Callable:
+    """``inputs(a, k) -> list`` of the argument tensors the graph takes, in order."""
+    source = f"def inputs(a, k):\n    return [{', '.join(paths)}]\n"
+    scope = dict(namespace)
+    exec(compile(source, "<janus inputs>", "exec"), scope)  # noqa: S102
+    return scope["inputs"]

@@ -1,0 +1,83 @@
+"""``janus.stats``, ``janus.explain`` and ``janus.reset``: what Janus did and why."""
+from __future__ import annotations
+
+from typing import Any
+
+from janus import effects as _effects
+from janus.function import BoundJanusFunction, JanusFunction, registry
+
+STAT_KEYS = ("calls", "graph_calls", "eager_calls", "conversions", "fallbacks", "cache_entries",
+             "failed_conversions", "assertion_failures")
+
+
+def _resolve(f: Any) -> JanusFunction:
+    jf = getattr(f, "__janus_function__", None)
+    if isinstance(jf, JanusFunction):
+        return jf
+    raise TypeError(f"{f!r} is not a Janus function (decorate it with @janus.function)")
+
+
+def stats(f: Any) -> dict[str, int]:
+    """Counters of a Janus function: calls, graph_calls, eager_calls, conversions, fallbacks, cache_entries, ..."""
+    jf = _resolve(f)
+    out = {k: jf.counts.get(k, 0) for k in STAT_KEYS}
+    out["cache_entries"] = len(jf.entries)
+    out["failed_conversions"] = jf.failed_attempts
+    return out
+
+
+class Explanation:
+    """Readable report of a Janus function: its graphs, their guards, the generated code, and why calls ran eagerly."""
+
+    def __init__(self, jf: JanusFunction):
+        self.function = jf
+        self.code: str | None = jf.source
+        self.stats = stats(jf)
+        self.reasons = dict(jf.reasons)
+        self.entries = list(jf.entries)
+
+    def __str__(self) -> str:
+        jf = self.function
+        s = self.stats
+        lines = [f"Janus function {jf.__qualname__}",
+                 f"  calls {s['calls']}: {s['graph_calls']} as graphs, {s['eager_calls']} eagerly "
+                 f"({s['fallbacks']} fallbacks); {s['conversions']} conversions, {len(self.entries)} cached graphs"]
+        if jf.permanent_reason:
+            lines.append(f"  runs eagerly: {jf.permanent_reason}")
+        for i, entry in enumerate(self.entries):
+            shapes = ", ".join(f"{p}: {spec.dtype.name}{spec.shape.as_list()}" for p, spec in entry.input_specs)
+            lines.append(f"  graph {i}: {entry.hits} hits, {entry.failures} aborted runs"
+                         f"{' (relaxed shapes)' if entry.relaxed else ''}")
+            lines.append(f"    inputs: {shapes or 'none'}")
+            if entry.heap_inputs:
+                lines.append(f"    fed from Python state: {', '.join(entry.heap_inputs)}")
+            lines.append(f"    assertions in graph: {entry.assertions}")
+            if entry.effects:
+                lines.append(f"    deferred effects: {', '.join(_effects.describe(entry.effects))}")
+            lines.append("    guards:")
+            lines += [f"      - {g.description}" for g in entry.guards] or ["      (none)"]
+        if self.reasons:
+            lines.append("  why calls ran eagerly:")
+            lines += [f"    - {r} (x{n})" for r, n in self.reasons.items()]
+        if self.code:
+            lines.append("  generated code:")
+            lines += ["    " + line for line in self.code.rstrip().splitlines()]
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def explain(f: Any) -> Explanation:
+    return Explanation(_resolve(f))
+
+
+def reset(f: Any = None) -> None:
+    """Clear one function's graphs, profile and counters, or every function's."""
+    if f is None:
+        for jf in registry():
+            jf.reset()
+        return
+    _resolve(f).reset()
+
+
+__all__ = ["stats", "explain", "reset", "Explanation", "BoundJanusFunction"]

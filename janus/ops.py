@@ -1,0 +1,10 @@
+"""The operations generated code calls, imported there as ``_jn``.
+
+They are the paper's graph-side operations: state reads and writes (PyGetAttr /
+PySetAttr and friends), control flow decided at trace time, calls, assertions.
+"""
+from janus.calls import call, fmt, mod  # noqa: F401
+from janus.operators import (  # noqa: F401
+    UNDEF, and_, assert_, for_stmt, if_stmt, ifexp, not_, or_, while_stmt,
+)
+from janus.state import ld_attr, ld_cell, ld_global, st_attr, st_subscr  # noqa: F401

@@ -1,0 +1,156 @@
+"""Reads and writes of Python state from converted code (the paper's PyGetAttr /
+PySetAttr / PyGetSubscr / PySetSubscr operations).
+
+Reads go through the trace context, which turns heap tensors into graph inputs fed
+at every call and guards every Python value the trace depended on.  Writes to state
+that existed before the call are *deferred*: converted code sees the new value at
+once (a local copy), but the heap is only changed when the whole graph ran and every
+assertion held; the write is replayed then as an effect (see ``janus.effects``).
+"""
+from __future__ import annotations
+
+import builtins
+import inspect
+from typing import Any
+
+from janus.errors import ConversionError
+from janus.tracing import current, is_framework_object, is_symbolic, is_user_class
+
+_MISSING = object()
+
+
+def _ctx():
+    ctx = current()
+    if ctx is None:
+        raise ConversionError("converted code ran outside a Janus trace")
+    return ctx
+
+
+def ld_global(g: dict, name: str) -> Any:
+    """Read global ``name`` of the module whose globals are ``g``."""
+    ctx = _ctx()
+    gname = ctx.const(g, "g")
+    if name in g:
+        return ctx.read(g[name], f"{gname}[{name!r}]", f"global {name}")
+    b = g.get("__builtins__", builtins)
+    b = b if isinstance(b, dict) else vars(b)
+    if name not in b:
+        raise NameError(f"name '{name}' is not defined")
+    ctx.guard(f"{name!r} not in {gname}", f"global {name} is not rebound (builtin {name})")
+    return b[name]
+
+
+def ld_cell(cells: tuple, index: int, name: str) -> Any:
+    """Read free variable ``name`` from closure cell ``index`` of the converted function."""
+    ctx = _ctx()
+    cell = cells[index]
+    try:
+        value = cell.cell_contents
+    except ValueError:
+        raise ConversionError(f"free variable {name} is empty") from None
+    return ctx.read(value, f"{ctx.const(cell, 'c')}.cell_contents", f"closure variable {name}")
+
+
+def ld_attr(obj: Any, name: str) -> Any:
+    """``obj.name`` as converted code sees it."""
+    if is_symbolic(obj):
+        value = getattr(obj, name)
+        if name == "shape" and not value.is_fully_defined():
+            raise ConversionError("reads a static shape that the graph does not know (eager knows it)")
+        return value
+    ctx = current()
+    path = ctx.path_of(obj) if ctx is not None else None
+    if path is None:
+        return getattr(obj, name)
+    overlay = ctx.overlay.get((id(obj), name), _MISSING)
+    if overlay is not _MISSING:
+        return overlay
+    d = _instance_dict(obj)
+    if d is not None and name in d and not _is_data_descriptor(type(obj), name):
+        return ctx.read(d[name], f"{path}.__dict__[{name!r}]", f"{_describe(path)}.{name}")
+    static = inspect.getattr_static(obj, name, _MISSING)
+    if static is _MISSING and not is_framework_object(obj):
+        raise ConversionError(f"{type(obj).__qualname__}.{name}: attribute comes from __getattr__")
+    if _is_data_descriptor(type(obj), name) and _defined_by_user(type(obj), name):
+        raise ConversionError(f"{type(obj).__qualname__}.{name} is a property")
+    if d is not None and is_user_class(type(obj)):
+        ctx.guard(f"{name!r} not in {path}.__dict__", f"{_describe(path)}.{name} is not set on the instance")
+    return getattr(obj, name)
+
+
+def st_attr(obj: Any, name: str, value: Any) -> None:
+    """``obj.name = value``: immediate on objects the call created, deferred on the heap."""
+    ctx = current()
+    path = ctx.path_of(obj) if ctx is not None else None
+    if path is None:
+        setattr(obj, name, value)
+        return
+    cls = type(obj)
+    if getattr(cls, "__setattr__", object.__setattr__) is not object.__setattr__ and not is_framework_object(obj):
+        raise ConversionError(f"{cls.__qualname__} defines __setattr__")
+    if _is_data_descriptor(cls, name):
+        raise ConversionError(f"{cls.__qualname__}.{name} is a property or descriptor")
+    if _instance_dict(obj) is None:
+        raise ConversionError(f"{cls.__qualname__} instances have no __dict__")
+    ctx.effect("setattr", (path, name, value), f"write of {_describe(path)}.{name}")
+    ctx.overlay[(id(obj), name)] = value
+
+
+def st_subscr(obj: Any, key: Any, value: Any) -> None:
+    """``obj[key] = value``: immediate on containers the call created, deferred on the heap."""
+    ctx = current()
+    path = ctx.path_of(obj) if ctx is not None else None
+    if path is None:
+        obj[key] = value
+        return
+    if type(obj) not in (list, dict):
+        raise ConversionError(f"item assignment on a {type(obj).__name__} from Python state")
+    ctx.effect("call", (path, "__setitem__", (key, value)), f"write of {_describe(path)}[{key!r}]")
+    obj[key] = value
+
+
+MUTATORS = {
+    list: {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "__setitem__", "__delitem__"},
+    dict: {"update", "pop", "popitem", "clear", "setdefault", "__setitem__", "__delitem__"},
+    set: {"add", "discard", "remove", "pop", "clear", "update"},
+}
+
+
+def container_method(obj: Any, name: str, args: tuple, kwargs: dict) -> Any:
+    """Call a method of a builtin container; mutations of heap containers are deferred."""
+    method = getattr(obj, name)
+    ctx = current()
+    path = ctx.path_of(obj) if ctx is not None else None
+    if path is None or name not in MUTATORS.get(type(obj), ()):
+        return method(*args, **kwargs)
+    if kwargs:
+        raise ConversionError(f"{type(obj).__name__}.{name} with keyword arguments on Python state")
+    ctx.effect("call", (path, name, args), f"{_describe(path)}.{name}(...)")
+    return method(*args)
+
+
+def _instance_dict(obj: Any) -> dict | None:
+    try:
+        d = object.__getattribute__(obj, "__dict__")
+    except AttributeError:
+        return None
+    return d if isinstance(d, dict) else None
+
+
+def _is_data_descriptor(cls: type, name: str) -> bool:
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            attr = vars(klass)[name]
+            return hasattr(type(attr), "__set__") or hasattr(type(attr), "__delete__")
+    return False
+
+
+def _defined_by_user(cls: type, name: str) -> bool:
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            return is_user_class(klass)
+    return False
+
+
+def _describe(path: str) -> str:
+    return path.replace(".__dict__[", "[")

@@ -1,0 +1,121 @@
+"""Trace converted code into a TensorFlow concrete function: one cache entry.
+
+The converted function is traced by ``tf.function(autograph=False)`` — a tracer of
+code Janus already converted, not a converter.  Tensor arguments become the
+function's inputs (with relaxed shapes where the caller asked); everything else the
+trace reads is guarded through the trace context.  The entry bundles the concrete
+function with its compiled guard, input gathering, output recipe and deferred
+effects.
+"""
+from __future__ import annotations
+
+import inspect
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import tensorflow as tf
+
+from janus import _tf_private, effects, guards
+from janus.errors import ConversionError
+from janus.packing import Packer, Recipe, unpack
+from janus.tracing import CALL, Guard, TraceContext, guard_namespace_base, is_eager_tensor
+
+
+@dataclass
+class CacheEntry:
+    """One specialized graph of a function and the conditions under which it is valid."""
+
+    concrete: Any
+    check: Callable[[tuple, dict], bool]
+    inputs: Callable[[tuple, dict], list]
+    output: Recipe
+    effects: list[tuple]
+    guards: list[Guard]
+    guard_source: str
+    input_specs: list[tuple[str, tf.TensorSpec]]
+    heap_inputs: list[str]
+    assertions: int
+    relaxed: bool
+    hits: int = 0
+    failures: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def run(self, a: tuple, k: dict) -> Any:
+        """Run the graph; commit effects and rebuild the result only if it succeeded."""
+        CALL.args = (a, k)
+        try:
+            outs = _tf_private.call_flat(self.concrete, self.inputs(a, k))
+        finally:
+            CALL.args = None
+        outs = list(outs) if isinstance(outs, (list, tuple)) else ([] if outs is None else [outs])
+        effects.commit(self.effects, outs, a, k)
+        return unpack(self.output, outs, a, k)
+
+
+def tensor_leaves(args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
+    """Access paths of the eager tensors among the arguments (inside tuples, lists, dicts)."""
+    found: list[tuple[str, Any]] = []
+
+    def walk(value: Any, path: str, depth: int) -> None:
+        if is_eager_tensor(value):
+            found.append((path, value))
+        elif depth < 4 and type(value) in (tuple, list) and len(value) <= 256:
+            for i, v in enumerate(value):
+                walk(v, f"{path}[{i}]", depth + 1)
+        elif depth < 4 and type(value) is dict and len(value) <= 256:
+            for key, v in value.items():
+                walk(v, f"{path}[{key!r}]", depth + 1)
+
+    for i, v in enumerate(args):
+        walk(v, f"a[{i}]", 0)
+    for name, v in kwargs.items():
+        walk(v, f"k[{name!r}]", 0)
+    return found
+
+
+def _forbid_variables(next_creator, **kwargs):
+    raise ConversionError("creates a tf.Variable (eager creates a new one at every call)")
+
+
+def _param_names(fn: Callable) -> list[str]:
+    try:
+        return list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return []
+
+
+def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple, kwargs: dict,
+                relaxed_shapes: dict[str, tf.TensorShape] | None = None) -> CacheEntry:
+    """Trace ``converted`` on these arguments into a cache entry (raises on failure)."""
+    leaves = tensor_leaves(args, kwargs)
+    relaxed_shapes = relaxed_shapes or {}
+    specs = [(p, tf.TensorSpec(relaxed_shapes.get(p, v.shape), v.dtype)) for p, v in leaves]
+    ctx = TraceContext(relaxed=bool(relaxed_shapes))
+    ctx.namespace.update(guard_namespace_base())
+    names = _param_names(python_fn)
+    state: dict[str, Any] = {}
+
+    def graph_fn(*placeholders):
+        ctx.outer_graph = tf.compat.v1.get_default_graph()
+        ctx.arg_inputs = {p: ph for (p, _), ph in zip(specs, placeholders)}
+        ctx.arg_specs = dict(specs)
+        with ctx, tf.variable_creator_scope(_forbid_variables):
+            a = tuple(ctx.read(v, f"a[{i}]", f"argument {names[i] if i < len(names) else i}")
+                      for i, v in enumerate(args))
+            k = {n: ctx.read(v, f"k[{n!r}]", f"argument {n}") for n, v in kwargs.items()}
+            result = converted(*a, **k)
+            packer = Packer(ctx)
+            state["output"] = packer.pack(result)
+            state["effects"] = effects.pack_effects(ctx, packer)
+        return packer.tensors
+
+    traced = tf.function(graph_fn, autograph=False)
+    concrete = traced.get_concrete_function(*(s for _, s in specs))
+    check, guard_source = guards.compile_guard(ctx.guards, len(args), tuple(kwargs), ctx.namespace)
+    inputs = guards.compile_inputs([p for p, _ in specs], ctx.namespace)
+    return CacheEntry(
+        concrete=concrete, check=check, inputs=inputs, output=state["output"], effects=state["effects"],
+        guards=list(ctx.guards), guard_source=guard_source, input_specs=specs,
+        heap_inputs=list(ctx.heap_inputs), assertions=len(ctx.assertions), relaxed=ctx.relaxed,
+    )

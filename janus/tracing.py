@@ -1,0 +1,283 @@
+"""The trace context: what one trace of converted code depended on.
+
+While converted code runs inside a ``FuncGraph``, every value it reads from outside
+(arguments, globals, closure cells, object attributes) passes through
+:meth:`TraceContext.read`.  That method decides how the graph may use the value and
+records the *guard* that makes the decision safe to reuse:
+
+* an eager tensor becomes a graph input fed at every call (never a stale constant),
+  guarded on dtype and shape;
+* a Python scalar, string or ``None`` is specialized as a constant, guarded by value;
+* functions, modules, classes, variables and framework objects (Keras layers,
+  optimizers, ``tf.Module``) are used as they are, guarded by identity;
+* a user object is guarded by its class and *tracked*: reads of its attributes are
+  recorded in turn, relative to the access path it was reached by;
+* tuples, lists and dicts are rebuilt element by element (lists and dicts read from
+  the heap become shadow copies; mutating them is the state module's business).
+
+Access paths are Python expressions over ``a`` (positional arguments), ``k``
+(keyword arguments) and constants of the guard namespace, so the guard and feed
+code of a cache entry can be generated once and compiled.
+"""
+from __future__ import annotations
+
+import threading
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import tensorflow as tf
+
+from janus.errors import ConversionError
+
+_local = threading.local()
+
+SCALARS = (int, float, bool, str, bytes, complex, type(None))
+FRAMEWORK_PREFIXES = ("tensorflow", "keras", "tf_keras", "numpy", "absl")
+_EAGER_TENSOR = type(tf.constant(0))
+
+
+def current() -> "TraceContext | None":
+    """The trace being built on this thread, if any."""
+    return getattr(_local, "ctx", None)
+
+
+def is_symbolic(x: Any) -> bool:
+    """A graph tensor (not an eager value)."""
+    return isinstance(x, tf.Tensor) and not isinstance(x, _EAGER_TENSOR)
+
+
+def is_eager_tensor(x: Any) -> bool:
+    return isinstance(x, _EAGER_TENSOR)
+
+
+def is_framework_object(x: Any) -> bool:
+    """Objects whose behaviour is TensorFlow's own (their state lives in variables)."""
+    if isinstance(x, (tf.Variable, tf.Module, tf.keras.layers.Layer, tf.keras.optimizers.Optimizer)):
+        return True
+    mod = type(x).__module__ or ""
+    return mod.split(".")[0] in FRAMEWORK_PREFIXES
+
+
+def is_user_class(cls: type) -> bool:
+    mod = cls.__module__ or ""
+    return mod != "builtins" and mod.split(".")[0] not in FRAMEWORK_PREFIXES
+
+
+@dataclass
+class Guard:
+    """A condition over ``a``, ``k`` and namespace constants that must hold to reuse a graph."""
+
+    expr: str
+    description: str
+
+
+@dataclass
+class HeapInput:
+    """A tensor read from Python state, fed into the graph at every call."""
+
+    path: str
+    spec: tf.TensorSpec
+    placeholder: Any = None
+
+
+@dataclass
+class TraceContext:
+    """Everything one trace depends on and produces besides its outputs."""
+
+    relaxed: bool = False
+    guards: list[Guard] = field(default_factory=list)
+    namespace: dict[str, Any] = field(default_factory=dict)
+    heap_inputs: dict[str, HeapInput] = field(default_factory=dict)
+    effects: list[tuple] = field(default_factory=list)
+    dynamic_depth: int = 0
+    outer_graph: Any = None
+    arg_inputs: dict[str, Any] = field(default_factory=dict)
+    arg_specs: dict[str, tf.TensorSpec] = field(default_factory=dict)
+    overlay: dict[tuple, Any] = field(default_factory=dict)
+    assertions: list[Any] = field(default_factory=list)
+    py_kinds: dict[int, type] = field(default_factory=dict)
+    _paths: dict[int, str] = field(default_factory=dict)
+    _keep: list[Any] = field(default_factory=list)
+    _guard_exprs: set[str] = field(default_factory=set)
+    _const_ids: dict[int, str] = field(default_factory=dict)
+
+    # -- activation -------------------------------------------------------------
+    def __enter__(self) -> "TraceContext":
+        self._prev = current()
+        _local.ctx = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _local.ctx = self._prev
+
+    # -- namespace and guards ---------------------------------------------------
+    def const(self, obj: Any, hint: str = "o") -> str:
+        """Name under which ``obj`` is reachable from generated guard/feed code."""
+        name = self._const_ids.get(id(obj))
+        if name is None:
+            name = f"_{hint}{len(self.namespace)}"
+            self.namespace[name] = obj
+            self._const_ids[id(obj)] = name
+            self._keep.append(obj)
+        return name
+
+    def guard(self, expr: str, description: str) -> None:
+        if expr not in self._guard_exprs:
+            self._guard_exprs.add(expr)
+            self.guards.append(Guard(expr, description))
+
+    def path_of(self, obj: Any) -> str | None:
+        return self._paths.get(id(obj))
+
+    def track(self, obj: Any, path: str) -> None:
+        if id(obj) not in self._paths:
+            self._paths[id(obj)] = path
+            self._keep.append(obj)
+
+    # -- reads ------------------------------------------------------------------
+    def read(self, value: Any, path: str, what: str) -> Any:
+        """Return the value converted code should see for ``value`` read at ``path``."""
+        if is_eager_tensor(value):
+            return self._tensor_input(value, path, what)
+        if isinstance(value, bool) or value is None:
+            self.guard(f"{path} is {value!r}", f"{what} is {value!r}")
+            return value
+        if type(value) in SCALARS:
+            self.guard(f"type({path}) is {type(value).__name__} and {path} == {self._literal(value)}",
+                       f"{what} == {value!r}")
+            return value
+        if isinstance(value, tuple) and type(value) is tuple or isinstance(value, list) and type(value) in (list,):
+            return self._sequence(value, path, what)
+        if type(value) is dict:
+            return self._dict(value, path, what)
+        if isinstance(value, np.ndarray):
+            name = self.const(value.copy(), "arr")
+            self.guard(f"_np_equal({path}, {name})", f"{what} equals the array seen ({value.dtype}{list(value.shape)})")
+            return value
+        if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type,
+                              types.MethodType, types.BuiltinMethodType)) or callable(value) and not hasattr(value, "__dict__"):
+            self.guard(f"{path} is {self.const(value)}", f"{what} is {_name(value)}")
+            return value
+        if is_framework_object(value):
+            self.guard(f"{path} is {self.const(value)}", f"{what} is the same {type(value).__name__} object")
+            self.track(value, path)
+            return value
+        if hasattr(value, "__dict__") and is_user_class(type(value)):
+            self.guard(f"type({path}) is {self.const(type(value), 't')}", f"{what} is a {type(value).__qualname__}")
+            self.track(value, path)
+            return value
+        self.guard(f"{path} is {self.const(value)}", f"{what} is the same {type(value).__name__} object")
+        self.track(value, path)
+        return value
+
+    def _literal(self, value: Any) -> str:
+        if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+            return self.const(value, "f")
+        return repr(value)
+
+    def _sequence(self, value, path: str, what: str):
+        kind = type(value).__name__
+        if len(value) > 256:
+            raise ConversionError(f"{what} is a {kind} of {len(value)} items: too long to specialize")
+        if _only_scalars(value):
+            name = self.const(_frozen_copy(value), "v")
+            self.guard(f"type({path}) is {kind} and {path} == {name}", f"{what} == {_short(value)}")
+            out = value if isinstance(value, tuple) else list(value)
+        else:
+            self.guard(f"type({path}) is {kind} and len({path}) == {len(value)}", f"{what} is a {kind} of {len(value)}")
+            items = [self.read(v, f"{path}[{i}]", f"{what}[{i}]") for i, v in enumerate(value)]
+            out = tuple(items) if isinstance(value, tuple) else items
+        if isinstance(out, list):
+            self.track(out, path)
+        return out
+
+    def _dict(self, value: dict, path: str, what: str):
+        if len(value) > 256:
+            raise ConversionError(f"{what} is a dict of {len(value)} items: too long to specialize")
+        if not all(type(k) in SCALARS for k in value):
+            raise ConversionError(f"{what} is a dict with non-scalar keys")
+        self.guard(f"type({path}) is dict and list({path}) == {list(value)!r}", f"{what} has keys {list(value)!r}")
+        out = {k: self.read(v, f"{path}[{k!r}]", f"{what}[{k!r}]") for k, v in value.items()}
+        self.track(out, path)
+        return out
+
+    def _tensor_input(self, value, path: str, what: str):
+        spec = self.arg_specs.get(path) or tf.TensorSpec(value.shape, value.dtype)
+        dname = self.const(value.dtype, "dt")
+        dims = tuple(spec.shape.as_list())
+        if None in dims:
+            shape_check = f"_shape_ok({path}.shape, {dims!r})"
+        else:
+            shape_check = f"{path}.shape == {dims!r}"
+        self.guard(f"type({path}) is _EagerTensor and {path}.dtype == {dname} and {shape_check}",
+                   f"{what} is a {value.dtype.name} tensor of shape {dims}")
+        if path in self.arg_inputs:
+            return self.arg_inputs[path]
+        existing = self.heap_inputs.get(path)
+        if existing is not None:
+            return existing.placeholder
+        hi = HeapInput(path, spec)
+        hi.placeholder = _capture_at_call_time(self, hi)
+        self.heap_inputs[path] = hi
+        return hi.placeholder
+
+    # -- effects ----------------------------------------------------------------
+    def effect(self, kind: str, payload: Any, where: str) -> None:
+        """Record a Python side effect to replay after the graph ran successfully."""
+        if self.dynamic_depth:
+            raise ConversionError(f"{where} inside tensor-dependent control flow")
+        self.effects.append((kind, payload))
+
+
+# Arguments of the graph call in progress on this thread; heap-input closures read them.
+CALL = threading.local()
+
+
+def _capture_at_call_time(ctx: TraceContext, hi: HeapInput):
+    from janus import _tf_private
+
+    getter = eval(f"lambda a, k: {hi.path}", ctx.namespace)  # noqa: S307 - generated from access paths
+
+    def closure():
+        return getter(*CALL.args)
+
+    return _tf_private.call_time_input(ctx.outer_graph, closure, hi.spec, key=hi.path)
+
+
+def _only_scalars(value) -> bool:
+    return all(type(v) in SCALARS or (type(v) in (tuple, list) and _only_scalars(v)) for v in value)
+
+
+def _frozen_copy(value):
+    return tuple(_frozen_copy(v) if type(v) in (tuple, list) else v for v in value) if type(value) is tuple else \
+        [_frozen_copy(v) if type(v) in (tuple, list) else v for v in value]
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _name(value: Any) -> str:
+    mod = getattr(value, "__module__", None)
+    qual = getattr(value, "__qualname__", None) or getattr(value, "__name__", None) or type(value).__name__
+    return f"{mod}.{qual}" if mod else str(qual)
+
+
+def guard_namespace_base() -> dict[str, Any]:
+    """Helpers every generated guard function may use."""
+    return {"_EagerTensor": _EAGER_TENSOR, "_np_equal": _np_equal, "_shape_ok": _shape_ok}
+
+
+def _shape_ok(shape, dims: tuple) -> bool:
+    actual = shape.as_list()
+    return len(actual) == len(dims) and all(d is None or d == s for d, s in zip(dims, actual))
+
+
+def _np_equal(a, b) -> bool:
+    return isinstance(a, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+
+
+Getter = Callable[[tuple, dict], Any]

@@ -1,0 +1,155 @@
+"""Eager-equivalence harness: eager is the oracle.
+
+A test describes a *program* with a factory and a *call sequence*.  The factory is
+called twice, with ``jit=identity`` (the eager oracle) and with ``jit=janus.function``,
+so each run gets fresh state.  It returns a ``types.SimpleNamespace`` with at least
+
+* ``fn``: the callable the calls use by default (a function or a bound method),
+* ``state`` (optional): a zero-argument callable returning a dict of everything the
+  test wants compared after every call (attributes, list/dict contents, globals,
+  ``tf.Variable`` objects ...),
+
+and any other objects the calls need.  A call is either a tuple of positional
+arguments (applied to ``p.fn``) or a callable ``call(p)`` that may mutate the
+program's state before calling.
+
+After every call the harness compares return value (structure, type, dtype, shape,
+value within tolerance), the raised exception (type and message), captured stdout
+and the state dict.  At the end it checks ``janus.stats`` so that a test cannot pass
+by silently running everything eagerly.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import types
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+import janus
+
+RTOL = 1e-5
+ATOL = 1e-5
+
+
+def _identity(f):
+    return f
+
+
+def _leaf_value(x: Any) -> Any:
+    """Normalise a leaf for comparison; keep the kind so type changes are caught."""
+    if isinstance(x, tf.Variable):
+        return ("variable", x.dtype.name, tuple(x.shape), x.numpy())
+    if isinstance(x, (tf.Tensor, tf.RaggedTensor)) or tf.is_tensor(x):
+        return ("tensor", x.dtype.name, tuple(x.shape), x.numpy())
+    if isinstance(x, np.ndarray):
+        return ("ndarray", x.dtype.name, x.shape, x)
+    return ("py", type(x).__name__, None, x)
+
+
+def assert_same(eager: Any, jan: Any, where: str, rtol: float = RTOL, atol: float = ATOL) -> None:
+    """Assert that ``jan`` equals ``eager`` structurally, by kind, dtype, shape and value."""
+    if isinstance(eager, dict):
+        assert isinstance(jan, dict), f"{where}: expected dict, got {type(jan).__name__}"
+        assert list(eager.keys()) == list(jan.keys()), f"{where}: keys {list(eager)} != {list(jan)}"
+        for k in eager:
+            assert_same(eager[k], jan[k], f"{where}[{k!r}]", rtol, atol)
+        return
+    if isinstance(eager, (list, tuple)) and not hasattr(eager, "numpy"):
+        assert type(eager) is type(jan), f"{where}: type {type(eager).__name__} != {type(jan).__name__}"
+        assert len(eager) == len(jan), f"{where}: length {len(eager)} != {len(jan)}"
+        for i, (a, b) in enumerate(zip(eager, jan)):
+            assert_same(a, b, f"{where}[{i}]", rtol, atol)
+        return
+    ke, de, se, ve = _leaf_value(eager)
+    kj, dj, sj, vj = _leaf_value(jan)
+    assert ke == kj, f"{where}: kind {ke} != {kj} ({eager!r} vs {jan!r})"
+    assert de == dj, f"{where}: dtype/type {de} != {dj}"
+    assert se == sj, f"{where}: shape {se} != {sj}"
+    if ke == "py":
+        if isinstance(ve, float) and isinstance(vj, float):
+            np.testing.assert_allclose(vj, ve, rtol=rtol, atol=atol, err_msg=where)
+        elif hasattr(ve, "__dict__") and not isinstance(ve, type) and not callable(ve):
+            assert_same(vars(ve), vars(vj), f"{where}.__dict__", rtol, atol)
+        else:
+            assert ve == vj, f"{where}: {ve!r} != {vj!r}"
+        return
+    if np.issubdtype(np.asarray(ve).dtype, np.floating):
+        np.testing.assert_allclose(vj, ve, rtol=rtol, atol=atol, err_msg=where)
+    else:
+        np.testing.assert_array_equal(vj, ve, err_msg=where)
+
+
+def _run(call, prog) -> tuple[Any, BaseException | None, str]:
+    out = io.StringIO()
+    result, exc = None, None
+    with contextlib.redirect_stdout(out):
+        try:
+            result = call(prog) if callable(call) else prog.fn(*call)
+        except Exception as e:  # noqa: BLE001 - the exception is the observable
+            exc = e
+    return result, exc, out.getvalue()
+
+
+def _janus_fns(prog) -> list:
+    fns = getattr(prog, "janus_fns", None)
+    if fns is not None:
+        return list(fns)
+    return [prog.fn]
+
+
+def check(
+    factory: Callable[[Callable], types.SimpleNamespace],
+    calls: Sequence[Any] | Iterable[Any],
+    *,
+    graph_calls: int | None = None,
+    min_graph_calls: int | None = None,
+    eager_only: bool = False,
+    rtol: float = RTOL,
+    atol: float = ATOL,
+    check_message: bool = True,
+) -> dict:
+    """Run ``calls`` eagerly and through Janus and compare after every call.
+
+    ``graph_calls``: exact number of calls expected to run as graphs (summed over the
+    program's Janus functions: ``p.janus_fns`` if given, else ``p.fn``).
+    ``min_graph_calls``: lower bound instead (default: at least one graph call,
+    unless ``eager_only``).  ``eager_only``: the program must fall back; asserts that
+    no graph ran and that a reason was recorded.  Returns the summed stats.
+    """
+    calls = list(calls)
+    janus.reset()
+    eager = factory(_identity)
+    jan = factory(janus.function)
+    for i, call in enumerate(calls):
+        re_, ee, oe = _run(call, eager)
+        rj, ej, oj = _run(call, jan)
+        where = f"call {i}"
+        if ee is not None or ej is not None:
+            assert ej is not None, f"{where}: eager raised {ee!r}, Janus returned {rj!r}"
+            assert ee is not None, f"{where}: Janus raised {ej!r}, eager returned {re_!r}"
+            assert type(ee) is type(ej), f"{where}: exception {type(ee).__name__} != {type(ej).__name__}: {ej}"
+            if check_message:
+                assert str(ee) == str(ej), f"{where}: message {str(ee)!r} != {str(ej)!r}"
+        else:
+            assert_same(re_, rj, f"{where} result", rtol, atol)
+        assert oe == oj, f"{where}: stdout {oe!r} != {oj!r}"
+        if hasattr(eager, "state"):
+            assert_same(eager.state(), jan.state(), f"{where} state", rtol, atol)
+    total: dict = {}
+    for f in _janus_fns(jan):
+        for k, v in janus.stats(f).items():
+            if isinstance(v, (int, float)):
+                total[k] = total.get(k, 0) + v
+    assert total.get("calls", 0) >= 1, "Janus function was never called"
+    if eager_only:
+        assert total["graph_calls"] == 0, f"expected a fallback, but graphs ran: {total}"
+        assert total["fallbacks"] >= 1 or total["conversions"] == 0, total
+    elif graph_calls is not None:
+        assert total["graph_calls"] == graph_calls, f"expected {graph_calls} graph calls: {total}"
+    else:
+        lo = 1 if min_graph_calls is None else min_graph_calls
+        assert total["graph_calls"] >= lo, f"expected >= {lo} graph calls: {total}\n{janus.explain(_janus_fns(jan)[0])}"
+    return total
