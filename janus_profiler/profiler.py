@@ -128,6 +128,13 @@ class FrameState:
 
     # -- sys.settrace protocol (3.11) -------------------------------------------------------
     def __call__(self, frame: types.FrameType, event: str, arg: Any) -> Any:
+        try:
+            return self._event(frame, event, arg)
+        except Exception:  # noqa: BLE001 - never break the observed program: stop tracing this frame
+            _internal_error(self.b.code)
+            return self.chained
+
+    def _event(self, frame: types.FrameType, event: str, arg: Any) -> Any:
         ch = self.chained
         if event == "opcode":
             if ch is not None and type(ch) is FrameState:
@@ -372,9 +379,14 @@ class Profiler:
                     del self._bound[c]
 
     def wants(self, code: types.CodeType) -> bool:
+        """Is ``code`` profiled?  Targets always; otherwise functions the predicate selects.
+
+        Module and class bodies (code without CO_OPTIMIZED) are never chosen by the
+        predicate: they run once and are not what Janus converts.
+        """
         if code in self._targets:
             return True
-        if self.include is None:
+        if self.include is None or not code.co_flags & 0x1:
             return False
         try:
             return bool(self.include(code))
@@ -459,6 +471,13 @@ class Profiler:
         prof = self
 
         def janus_trace(frame: types.FrameType, event: str, arg: Any) -> Any:
+            try:
+                return trace(frame, event, arg)
+            except Exception:  # noqa: BLE001 - never break the observed program
+                _internal_error(frame.f_code)
+                return None
+
+        def trace(frame: types.FrameType, event: str, arg: Any) -> Any:
             if prof._expect is not None:
                 prof._resolve_expect(frame)
             code = frame.f_code
@@ -519,6 +538,17 @@ class Profiler:
             rec.callees[f"{mod}.{code.co_qualname}" if isinstance(mod, str) else code.co_qualname] += 1
             if self._depth.get(code):
                 rec.recursive += 1
+
+
+_reported: set = set()
+
+
+def _internal_error(code: types.CodeType) -> None:
+    """Log a profiler bug once per code object; the frame continues untraced."""
+    if code not in _reported:
+        _reported.add(code)
+        log.warning("janus_profiler: internal error while profiling %s; its records may be incomplete",
+                    getattr(code, "co_qualname", code), exc_info=True)
 
 
 def _use_monitoring() -> bool:

@@ -94,10 +94,26 @@ _CONTAINERS = {list, tuple, dict, set, frozenset}
 _kind_cache: dict[type, tuple[str, str]] = {}
 
 
+def _tmod(t: type) -> str:
+    try:
+        mod = _type_module(t)
+    except Exception:  # noqa: BLE001
+        return ""
+    return mod if isinstance(mod, str) else ""
+
+
+def _tqual(t: type) -> str:
+    try:
+        qn = _type_qualname(t)
+    except Exception:  # noqa: BLE001
+        qn = None
+    return qn if isinstance(qn, str) else getattr(t, "__name__", "?")
+
+
 def _type_name(t: type) -> str:
-    mod = _type_module(t)
-    qn = _type_qualname(t)
-    return qn if mod == "builtins" else f"{mod}.{qn}"
+    mod = _tmod(t)
+    qn = _tqual(t)
+    return qn if mod in ("builtins", "") else f"{mod}.{qn}"
 
 
 def _kind(t: type) -> tuple[str, str]:
@@ -118,8 +134,8 @@ def _kind(t: type) -> tuple[str, str]:
     else:
         k = ("object", _type_name(t))
         for base in _type_mro(t):
-            mod = _type_module(base)
-            name = _type_qualname(base)
+            mod = _tmod(base)
+            name = _tqual(base)
             if mod.startswith("tensorflow"):
                 if name in ("Tensor", "EagerTensor", "SymbolicTensor", "_EagerTensorBase"):
                     k = ("tensor", "tf.Tensor")
@@ -135,7 +151,7 @@ def _kind(t: type) -> tuple[str, str]:
                     k = ("ndarray", "np.ndarray")
                     break
                 if name == "generic":
-                    k = ("npscalar", "np." + _type_qualname(t))
+                    k = ("npscalar", "np." + _tqual(t))
                     break
     _kind_cache[t] = k
     return k
@@ -211,7 +227,7 @@ def _class_lookup(t: type, name: str) -> tuple[Any, bool]:
 
 def _instance_dict(obj: Any, t: type) -> dict | None:
     slot, found = _class_lookup(t, "__dict__")
-    if found and type(slot) is _GetSet:
+    if found and type(slot) in (_GetSet, _Member):  # C slots (modules use a member)
         try:
             d = slot.__get__(obj, t)
         except Exception:  # noqa: BLE001
@@ -239,6 +255,14 @@ def safe_getattr(obj: Any, name: str) -> tuple[str, Any]:
     ``"missing"``.
     """
     t = type(obj)
+    if issubclass(t, types.ModuleType):
+        d = _instance_dict(obj, t)
+        if d is not None:
+            if name in d:
+                return OK, d[name]
+            if "__getattr__" in d:  # PEP 562 lazy attributes (e.g. tf.*): never call it
+                return DYNAMIC, None
+            return MISSING, None
     if issubclass(t, type):
         v, found = _class_lookup(obj, name)
         if not found:
@@ -308,6 +332,11 @@ def callee_key(obj: Any) -> str:
         obj = obj.__func__
         t = type(obj)
     if t is types.FunctionType:
+        for _ in range(8):  # decorated (functools.wraps): name the function the user wrote
+            inner = obj.__dict__.get("__wrapped__")
+            if type(inner) is not types.FunctionType:
+                break
+            obj = inner
         return code_key_name(obj.__module__, obj.__qualname__)
     if t is types.BuiltinFunctionType or t in _C_METHODS:
         mod = getattr(obj, "__module__", None) if t is types.BuiltinFunctionType else None
