@@ -84,8 +84,9 @@ def main(argv=None):
     optimizer = tf.keras.optimizers.SGD(load_learning_rate("/nonexistent/lr.txt"))
     for step, (x, y) in enumerate(batches(args.steps, seed=0)):
         loss = float(train_step(model, optimizer, x, y))
+        octave = halvings(step + 1)  # 1, 2, 2, 3, 3, 3, 3, 4, ...: log2 buckets of the step
         if step % 4 == 0:
-            print(f"step {step:3d}  loss {loss:8.3f}  halvings {halvings(loss)}")
+            print(f"step {step:3d}  loss {loss:8.3f}  octave {octave}")
     print("done")
     if args.fail:
         raise RuntimeError("failing on purpose (--fail)")

@@ -266,7 +266,9 @@ def _render_args(f: FunctionRecord, w: Callable[[str], None]) -> None:
 def _site_line(r: SiteRecord, profiled: set[str]) -> str:
     s = r.site
     if r.trips:
-        data = "trips " + _fmt_counter(Counter(dict(sorted(r.trips.items()))), limit=8) \
+        hist = sorted(r.trips.items())
+        data = "trips " + ", ".join(f"{k}: {n}" for k, n in hist[:10]) \
+            + (f", ... ({len(hist) - 10} more)" if len(hist) > 10 else "") \
             + (f"; break {r.breaks}x" if r.breaks else "")
     elif r.branches:
         if s.kind == "BoolOp":

@@ -483,6 +483,9 @@ class _Builder:
 
     def names_read(self, stmt: ast.stmt) -> tuple[str, ...]:
         out: list[str] = []
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) \
+                and stmt.target.id in self.local_names:
+            out.append(stmt.target.id)  # x += ... reads x
         todo = [v for f, v in ast.iter_fields(stmt)
                 if f not in ("body", "orelse", "finalbody", "handlers", "cases")]
         while todo:
