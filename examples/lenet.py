@@ -12,6 +12,7 @@ import common
 import data
 
 SIZE, GRID, BATCH = 28, 3, 32
+TRAIN_SIZE = 1000  # the last batch of an epoch holds 8 images
 NUM_CLASSES = GRID * GRID
 
 
@@ -36,7 +37,7 @@ class LeNet(tf.keras.Model):
 class Trainer(common.Trainer):
     def __init__(self, seed):
         tf.keras.utils.set_random_seed(seed)
-        images, labels = data.blob_images(1000, SIZE, grid=GRID, seed=seed)
+        images, labels = data.blob_images(TRAIN_SIZE, SIZE, grid=GRID, seed=seed)
         self.batches = data.Batches([images, labels], BATCH, np.random.default_rng(seed))
         self.test_images, self.test_labels = data.blob_images(300, SIZE, grid=GRID, seed=seed + 1)
         self.model = LeNet(NUM_CLASSES)

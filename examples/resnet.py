@@ -14,6 +14,7 @@ import common
 import data
 
 SIZE, GRID, CHANNELS, BATCH = 32, 2, 3, 32
+TRAIN_SIZE = 1016  # the last batch of an epoch holds 24 images
 NUM_CLASSES = GRID * GRID * CHANNELS
 
 
@@ -82,7 +83,7 @@ class ResNet(tf.keras.Model):
 class Trainer(common.Trainer):
     def __init__(self, seed):
         tf.keras.utils.set_random_seed(seed)
-        images, labels = data.blob_images(1000, SIZE, CHANNELS, GRID, seed=seed)
+        images, labels = data.blob_images(TRAIN_SIZE, SIZE, CHANNELS, GRID, seed=seed)
         self.batches = data.Batches([images, labels], BATCH, np.random.default_rng(seed))
         self.test_images, self.test_labels = data.blob_images(200, SIZE, CHANNELS, GRID, seed=seed + 1)
         self.model = ResNet(NUM_CLASSES)
@@ -113,7 +114,7 @@ def build(seed=0):
 
 
 def main(argv=None):
-    return common.main(build, argv, doc=__doc__, steps=100, log_every=10)
+    return common.main(build, argv, doc=__doc__, steps=200, log_every=20)
 
 
 if __name__ == "__main__":
