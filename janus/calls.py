@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from janus import operators, state
 from janus.errors import ConversionError
+from janus.pyscalar import PyScalar
 from janus.tracing import current, is_symbolic, is_user_class
 
 ALLOWED_BUILTINS = {
@@ -30,6 +31,7 @@ ALLOWED_BUILTINS = {
 }
 ALLOWED_MODULE_ROOTS = {"tensorflow", "keras", "tf_keras", "numpy", "math", "_operator", "operator"}
 DENIED_MODULES = ("numpy.random",)
+_IMMUTABLE = (str, bytes, int, float, bool, tuple, frozenset, complex)
 _STDLIB = sysconfig.get_paths()["stdlib"]
 _SITE = (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])
 
@@ -100,6 +102,8 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
         raise ConversionError(f"callee not allow-listed: {_name(f)}")
     if isinstance(f, types.BuiltinMethodType) and type(f.__self__) in (list, dict, set):
         return state.container_method(f.__self__, f.__name__, args, kwargs)
+    if isinstance(f, types.BuiltinMethodType) and type(f.__self__) in _IMMUTABLE:
+        return _no_symbolic(f)(*args, **kwargs)
     if f in _SPECIAL:
         return _SPECIAL[f](*args, **kwargs)
     if isinstance(f, type):
@@ -173,7 +177,7 @@ def print_(*args: Any, sep: str | None = " ", end: str | None = "\n", file: Any 
 
 
 def _range(*bounds: Any):
-    if any(is_symbolic(b) for b in bounds):
+    if any(is_symbolic(b) or isinstance(b, PyScalar) for b in bounds):
         return operators.TensorRange(*bounds)
     return range(*bounds)
 
@@ -195,25 +199,26 @@ def _iterable(x: Any) -> Any:
 
 
 def _scalar(kind: type):
+    """``bool(t)``, ``int(t)``, ``float(t)`` of a graph value: a Python scalar the graph computes."""
     def convert(x: Any = 0, *rest: Any) -> Any:
+        if isinstance(x, PyScalar):
+            return PyScalar.of(operators.to_bool(x), bool) if kind is bool else PyScalar.of(x, kind)
         if not is_symbolic(x):
             return kind(x, *rest)
         if kind is bool:
-            t = operators.to_bool(x)
-        else:
-            if x.shape.num_elements() != 1:
-                raise ConversionError(f"{kind.__name__}() of a non-scalar tensor")
-            t = tf.reshape(x, [])
-            if kind is int and not x.dtype.is_integer:
-                t = tf.cast(tf.cast(t, tf.float64), tf.int64)
-            t = tf.cast(t, tf.int64 if kind is int else tf.float64)
-        return operators._mark_python(t, kind)  # noqa: SLF001
+            return PyScalar(operators.to_bool(x), bool)
+        if x.shape.num_elements() != 1:
+            raise ConversionError(f"{kind.__name__}() of a non-scalar tensor")
+        t = tf.reshape(x, [])
+        if kind is int and not x.dtype.is_integer:
+            t = tf.cast(t, tf.float64)
+        return PyScalar.of(t, kind)
     return convert
 
 
 def _no_symbolic(fn):
     def check(*args: Any, **kwargs: Any) -> Any:
-        if any(is_symbolic(a) for a in args):
+        if any(is_symbolic(a) or isinstance(a, PyScalar) for a in args):
             raise ConversionError(f"{fn.__name__}() of a tensor the graph has not computed yet")
         return fn(*args, **kwargs)
     return check
@@ -266,7 +271,7 @@ _SPECIAL = {
 
 def fmt(value: Any, conversion: int = -1, spec: str = "") -> str:
     """One ``{value!c:spec}`` field of an f-string."""
-    if is_symbolic(value):
+    if is_symbolic(value) or isinstance(value, PyScalar):
         raise ConversionError("formats a tensor into a string inside the graph")
     if conversion == ord("r"):
         value = repr(value)

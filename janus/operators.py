@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 import tensorflow as tf
 
 from janus.errors import ConversionError, UndefinedValueError
+from janus.pyscalar import PY_SCALARS, PyScalar
 from janus.tracing import current, is_symbolic
 
 
@@ -43,26 +44,20 @@ UNDEF = Undefined()
 
 
 def _is_tensor(x: Any) -> bool:
-    return is_symbolic(x)
+    """A value the graph computes: a graph tensor or a Python scalar derived from one."""
+    return is_symbolic(x) or isinstance(x, PyScalar)
 
 
 def to_bool(cond: Any) -> tf.Tensor:
     """The truth value of a scalar tensor, as eager's ``bool(t)`` computes it."""
+    if isinstance(cond, PyScalar):
+        cond = cond.tensor
     if cond.shape.rank is None or cond.shape.rank > 0 and cond.shape.num_elements() != 1:
         raise ConversionError("truth value of a non-scalar tensor")
     cond = tf.reshape(cond, [])
     if cond.dtype != tf.bool:
         cond = tf.not_equal(cond, tf.zeros([], cond.dtype))
     return cond
-
-
-def _mark_python(t: tf.Tensor, kind: type) -> tf.Tensor:
-    """Remember that eager would have produced a Python ``kind`` here, not a tensor."""
-    ctx = current()
-    if ctx is not None:
-        ctx.py_kinds[id(t)] = kind
-        ctx._keep.append(t)
-    return t
 
 
 # -- branches ---------------------------------------------------------------------
@@ -94,20 +89,38 @@ def or_(left: Any, right: Callable[[], Any]) -> Any:
     return _cond(to_bool(left), lambda: (left,), lambda: (right(),), ("<or>",), "or")[0]
 
 
+def test_and(left: Any, right: Callable[[], Any]) -> Any:
+    """Truth of ``left and right()`` where only the truth is used (an ``if``/``while`` test)."""
+    if not _is_tensor(left):
+        return right() if left else False
+    return _cond(to_bool(left), lambda: (_truth(right()),), lambda: (tf.constant(False),), ("<and>",), "and")[0]
+
+
+def test_or(left: Any, right: Callable[[], Any]) -> Any:
+    """Truth of ``left or right()`` where only the truth is used."""
+    if not _is_tensor(left):
+        return True if left else right()
+    return _cond(to_bool(left), lambda: (tf.constant(True),), lambda: (_truth(right()),), ("<or>",), "or")[0]
+
+
+def _truth(value: Any) -> tf.Tensor:
+    return to_bool(value) if _is_tensor(value) else tf.constant(bool(value))
+
+
 def not_(value: Any) -> Any:
     """``not value``; on a tensor, a boolean tensor that eager would have as a Python bool."""
     if not _is_tensor(value):
         return not value
-    return _mark_python(tf.logical_not(to_bool(value)), bool)
+    return PyScalar(tf.logical_not(to_bool(value)), bool)
 
 
 def _cond(pred: tf.Tensor, true_fn: Callable, false_fn: Callable, names: Sequence[str], what: str) -> tuple:
     """``tf.cond`` over two sides that return a tuple of values (one per name in ``names``).
 
-    Python values must agree on both sides.  Janus's own flags (``_jn_*``) that differ
-    become tensors, and a result that only one side defines (``_jn_ret`` where the
-    other side has not returned) is given a placeholder value; both need a second
-    trace, once the first has shown what each side produces.
+    Python scalars that differ between the sides become :class:`PyScalar` values;
+    other Python values must be the same on both sides.  A result only one side
+    defines (``_jn_ret`` where the other side has not returned) gets a placeholder.
+    Both fixes need a second trace, once the first has shown what each side produces.
     """
     ctx = current()
     fixes: dict[int, Any] = {}
@@ -116,10 +129,10 @@ def _cond(pred: tf.Tensor, true_fn: Callable, false_fn: Callable, names: Sequenc
         raised: dict[bool, BaseException] = {}
         ctx.dynamic_depth += 1
         try:
-            outs = tf.cond(pred, _side(true_fn, True, names, fixes, record, raised),
-                           _side(false_fn, False, names, fixes, record, raised))
+            outs = tf.cond(pred, _side(true_fn, True, fixes, record, raised),
+                           _side(false_fn, False, fixes, record, raised))
             error = None
-        except ConversionError:
+        except (ConversionError, UndefinedValueError):
             raise
         except Exception as e:  # noqa: BLE001 - classified below
             error = e
@@ -136,61 +149,95 @@ def _cond(pred: tf.Tensor, true_fn: Callable, false_fn: Callable, names: Sequenc
         if error is not None:
             raise ConversionError(f"{what}: the two sides do not agree ({type(error).__name__}: {_first_line(error)})")
         break
-    (t_out, t_mask, t_leaves), (f_out, f_mask, f_leaves) = record[True], record[False]
+    (t_out, t_kinds, t_leaves), (f_out, f_kinds, f_leaves) = record[True], record[False]
     try:
         tf.nest.assert_same_structure(t_out, f_out, expand_composites=False)
     except (TypeError, ValueError):
         raise ConversionError(f"{what}: the two sides produce different structures for {', '.join(names)}") from None
-    if t_mask != f_mask:
-        raise ConversionError(f"{what}: a variable is a tensor on one side and a Python value on the other")
-    for is_t, a, b in zip(t_mask, t_leaves, f_leaves):
-        if not is_t and not _same_python(a, b):
+    if t_kinds != f_kinds:
+        raise ConversionError(f"{what}: a variable has a different kind on each side ({', '.join(names)})")
+    for kind, a, b in zip(t_kinds, t_leaves, f_leaves):
+        if kind == "py" and not _same_python(a, b):
             raise ConversionError(f"{what}: a Python value differs between the two sides ({a!r} vs {b!r})")
     outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
-    it = iter(outs)
-    merged = [next(it) if is_t else leaf for is_t, leaf in zip(t_mask, t_leaves)]
-    return tf.nest.pack_sequence_as(t_out, merged, expand_composites=False)
+    return _join(t_out, t_leaves, t_kinds, iter(outs))
 
 
-def _side(fn: Callable, side: bool, names, fixes: dict, record: dict, raised: dict) -> Callable:
+def _kind(leaf: Any) -> Any:
+    if isinstance(leaf, PyScalar):
+        return leaf.kind
+    if is_symbolic(leaf):
+        return "tensor"
+    return "py"
+
+
+def _split(values: Any) -> tuple[list, list, list]:
+    """Leaves of ``values``, their kinds, and the tensors a TF construct must carry."""
+    leaves = tf.nest.flatten(values, expand_composites=False)
+    kinds = [_kind(x) for x in leaves]
+    tensors = [x.tensor if isinstance(x, PyScalar) else x for x, k in zip(leaves, kinds) if k != "py"]
+    return leaves, kinds, tensors
+
+
+def _join(structure: Any, leaves: list, kinds: list, tensors) -> Any:
+    """Rebuild ``structure`` with the carried tensors back in place (as PyScalars where they were)."""
+    out = []
+    for leaf, kind in zip(leaves, kinds):
+        if kind == "py":
+            out.append(leaf)
+        elif kind == "tensor":
+            out.append(next(tensors))
+        else:
+            out.append(PyScalar(next(tensors), kind))
+    return tf.nest.pack_sequence_as(structure, out, expand_composites=False)
+
+
+def _side(fn: Callable, side: bool, fixes: dict, record: dict, raised: dict) -> Callable:
     def run():
         try:
             out = list(fn())
-        except ConversionError:
+        except (ConversionError, UndefinedValueError):
             raise
         except Exception as e:  # noqa: BLE001 - a raising side is speculated away by _cond
             raised[side] = e
             raise
         for i, fix in fixes.items():
-            if fix[0] == "tensor" and not _is_tensor(out[i]):
-                out[i] = tf.constant(out[i], fix[1])
+            if fix[0] == "scalar" and type(out[i]) in PY_SCALARS:
+                out[i] = PyScalar.of(out[i], fix[1])
             elif fix[0] == "fill" and out[i] is UNDEF:
-                out[i] = tf.nest.map_structure(lambda spec: tf.zeros([d or 0 for d in spec.shape.as_list()], spec.dtype)
-                                               if isinstance(spec, tf.TensorSpec) else spec, fix[1])
+                out[i] = tf.nest.map_structure(
+                    lambda spec: tf.zeros([d or 0 for d in spec.shape.as_list()], spec.dtype)
+                    if isinstance(spec, tf.TensorSpec) else spec, fix[1])
         out = tuple(out)
-        leaves = tf.nest.flatten(out, expand_composites=False)
-        record[side] = (out, [_is_tensor(x) for x in leaves], leaves)
-        return [x for x in leaves if _is_tensor(x)]
+        leaves, kinds, tensors = _split(out)
+        record[side] = (out, kinds, leaves)
+        return tensors
     return run
 
 
 def _fixes(record: dict, names: Sequence[str]) -> dict[int, Any]:
-    """Differences between the sides that Janus's own variables may resolve by a second trace."""
+    """Differences between the sides that a second trace can reconcile."""
     fixes: dict[int, Any] = {}
     (t_out, *_), (f_out, *_) = record[True], record[False]
     for i, name in enumerate(names):
-        if not name.startswith("_jn_"):
-            continue
         a, b = t_out[i], f_out[i]
+        ka, kb = _scalar_kind(a), _scalar_kind(b)
         if name == "_jn_ret" and (a is UNDEF) != (b is UNDEF):
             other = b if a is UNDEF else a
             fixes[i] = ("fill", tf.nest.map_structure(
-                lambda x: tf.TensorSpec(x.shape, x.dtype) if _is_tensor(x) else x, other))
-        elif type(a) in (bool, int) and type(b) in (bool, int) and a != b:
-            fixes[i] = ("tensor", tf.bool if type(a) is bool else tf.int32)
-        elif _is_tensor(a) != _is_tensor(b) and type(a if not _is_tensor(a) else b) in (bool, int):
-            fixes[i] = ("tensor", (a if _is_tensor(a) else b).dtype)
+                lambda x: tf.TensorSpec(x.shape, x.dtype) if is_symbolic(x) else x, other))
+        elif ka is not None and ka == kb and (type(a) in PY_SCALARS or type(b) in PY_SCALARS) \
+                and not (type(a) in PY_SCALARS and type(b) in PY_SCALARS and a == b):
+            fixes[i] = ("scalar", ka)
     return fixes
+
+
+def _scalar_kind(x: Any) -> type | None:
+    if isinstance(x, PyScalar):
+        return x.kind
+    if type(x) in PY_SCALARS:
+        return type(x)
+    return None
 
 
 def _speculate_not_raising(pred, raised, true_fn, false_fn, what):
@@ -256,14 +303,16 @@ class TensorRange:
             bounds = (0, bounds[0], 1)
         elif len(bounds) == 2:
             bounds = (bounds[0], bounds[1], 1)
-        dtype = next(b.dtype for b in bounds if _is_tensor(b))
-        if not dtype.is_integer:
+        tensors = [b.tensor if isinstance(b, PyScalar) else b for b in bounds]
+        if any(_is_tensor(b) and not b.dtype.is_integer for b in tensors):
             raise ConversionError("range() of a non-integer tensor")
-        self.start, self.stop, self.step = (tf.cast(b, dtype) for b in bounds)
+        self.start, self.stop, self.step = (tf.cast(b, tf.int64) for b in tensors)
 
 
 def for_stmt(iterable: Any, extra_test: Callable | None, body: Callable, args: tuple, names: Sequence[str]) -> tuple:
     """``for item in iterable: vars = body(item, *vars)``, stopping when ``extra_test`` fails."""
+    if is_symbolic(iterable) and iterable.shape.rank and iterable.shape[0] is not None:
+        iterable = tf.unstack(iterable)  # its length is fixed by the shape guard: iterate in Python
     if isinstance(iterable, TensorRange) or _is_tensor(iterable):
         return _tensor_for(iterable, extra_test, body, tuple(args), names)
     state = tuple(args)
@@ -284,16 +333,14 @@ def _tensor_for(iterable, extra_test, body, state, names):
         start, stop, step = iterable.start, iterable.stop, iterable.step
 
         def item_at(i):
-            return i
-        dtype = start.dtype
+            return PyScalar.of(i, int)
     else:
         if iterable.shape.rank == 0:
             raise TypeError("iteration over a 0-d tensor")
-        start, stop, step = tf.constant(0), tf.shape(iterable)[0], tf.constant(1)
+        start, stop, step = tf.constant(0, tf.int64), tf.cast(tf.shape(iterable)[0], tf.int64), tf.constant(1, tf.int64)
 
         def item_at(i):
             return tf.gather(iterable, i)
-        dtype = tf.int32
 
     def test(i, *s):
         more = tf.logical_or(tf.logical_and(step > 0, i < stop), tf.logical_and(step < 0, i > stop))
@@ -304,7 +351,7 @@ def _tensor_for(iterable, extra_test, body, state, names):
     def step_body(i, *s):
         return (i + step,) + tuple(body(item_at(i), *s))
 
-    out = _while_loop(test, step_body, (tf.cast(start, dtype),) + state, ("<index>",) + tuple(names), "for loop")
+    out = _while_loop(test, step_body, (start,) + state, ("<index>",) + tuple(names), "for loop")
     return out[1:]
 
 
@@ -313,33 +360,48 @@ def _as_bool_tensor(x: Any) -> tf.Tensor:
 
 
 def _while_loop(test: Callable, body: Callable, state: tuple, names: Sequence[str], what: str) -> tuple:
-    """Run the rest of a loop as ``tf.while_loop``; every carried value must be a tensor."""
+    """Run the rest of a loop as ``tf.while_loop``.
+
+    Carried values must be tensors or Python scalars (which become PyScalars, so a
+    counter stays an ``int`` for Python); each keeps its kind across iterations.
+    """
     ctx = current()
-    init = []
+    init_values = []
     for name, value in zip(names, state):
-        leaves = tf.nest.flatten(value)
-        for leaf in leaves:
+        for leaf in tf.nest.flatten(value):
             if leaf is UNDEF:
                 raise ConversionError(f"{what}: {name} is first assigned inside a tensor-dependent loop")
-            if not _is_tensor(leaf) and not (name.startswith("_jn_") or name == "<index>"):
-                raise ConversionError(f"{what}: {name} is a Python {type(leaf).__name__} carried by a tensor loop")
-        init.append(tf.nest.map_structure(lambda v: v if _is_tensor(v) else tf.constant(v), value))
+            if not _is_tensor(leaf) and type(leaf) not in PY_SCALARS:
+                raise ConversionError(f"{what}: {name} holds a Python {type(leaf).__name__} across a tensor loop")
+        init_values.append(tf.nest.map_structure(lambda v: PyScalar.of(v) if type(v) in PY_SCALARS else v, value))
+    structure = tuple(init_values)
+    leaves, kinds, init = _split(structure)
 
-    def cond(*s):
-        return _as_bool_tensor(test(*s))
+    def unpack(flat):
+        return _join(structure, leaves, kinds, iter(flat))
 
-    def loop_body(*s):
-        out = tuple(body(*s))
-        return tuple(tf.nest.map_structure(
-            lambda new, old: new if _is_tensor(new) else tf.constant(new, old.dtype), o, i)
-            for o, i in zip(out, s))
+    def cond(*flat):
+        return _as_bool_tensor(test(*unpack(flat)))
+
+    def loop_body(*flat):
+        out = tuple(tf.nest.map_structure(lambda v: PyScalar.of(v) if type(v) in PY_SCALARS else v,
+                                          tuple(body(*unpack(flat)))))
+        try:
+            tf.nest.assert_same_structure(out, structure)
+        except (TypeError, ValueError):
+            raise ConversionError(f"{what}: a carried variable changes structure") from None
+        _, new_kinds, tensors = _split(out)
+        if new_kinds != kinds:
+            raise ConversionError(f"{what}: a carried variable changes kind ({', '.join(names)})")
+        return tensors
 
     ctx.dynamic_depth += 1
     try:
-        return tuple(tf.while_loop(cond, loop_body, tuple(init)))
+        flat = tf.while_loop(cond, loop_body, init)
     except (ConversionError, UndefinedValueError):
         raise
     except (TypeError, ValueError) as e:
         raise ConversionError(f"{what}: {_first_line(e)}") from None
     finally:
         ctx.dynamic_depth -= 1
+    return tuple(unpack(flat if isinstance(flat, (list, tuple)) else [flat]))

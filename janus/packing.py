@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from janus.errors import ConversionError
 from janus.operators import Undefined
+from janus.pyscalar import PyScalar, to_python
 from janus.tracing import SCALARS, TraceContext, is_framework_object, is_symbolic
 
 Recipe = tuple
@@ -33,7 +34,10 @@ class Packer:
             raise ConversionError(f"{what} may be unassigned")
         if is_symbolic(value):
             self.tensors.append(value)
-            return ("t", len(self.tensors) - 1, self.ctx.py_kinds.get(id(value)))
+            return ("t", len(self.tensors) - 1, None)
+        if isinstance(value, PyScalar):
+            self.tensors.append(value.tensor)
+            return ("t", len(self.tensors) - 1, value.kind)
         if type(value) in SCALARS or isinstance(value, np.generic):
             return ("c", value)
         path = self.ctx.path_of(value)
@@ -45,6 +49,8 @@ class Packer:
             return ("tuple", [self.pack(v, what) for v in value])
         if isinstance(value, tuple) and hasattr(value, "_fields"):
             return ("named", type(value), [self.pack(v, what) for v in value])
+        if type(value) in (set, frozenset) and all(type(v) in SCALARS for v in value):
+            return ("set", type(value), list(value))
         if type(value) is dict:
             return ("dict", list(value.keys()), [self.pack(v, what) for v in value.values()])
         if isinstance(value, np.ndarray):
@@ -60,7 +66,7 @@ def unpack(recipe: Recipe, outputs: list, a: tuple, k: dict) -> Any:
     kind = recipe[0]
     if kind == "t":
         value = outputs[recipe[1]]
-        return value if recipe[2] is None else recipe[2](value)
+        return value if recipe[2] is None else to_python(value, recipe[2])
     if kind == "c":
         return recipe[1]
     if kind == "p":
@@ -73,6 +79,8 @@ def unpack(recipe: Recipe, outputs: list, a: tuple, k: dict) -> Any:
         return recipe[1](*(unpack(r, outputs, a, k) for r in recipe[2]))
     if kind == "dict":
         return dict(zip(recipe[1], (unpack(r, outputs, a, k) for r in recipe[2])))
+    if kind == "set":
+        return recipe[1](recipe[2])
     if kind == "array":
         return recipe[1].copy()
     raise AssertionError(f"unknown recipe {kind}")

@@ -97,7 +97,6 @@ class TraceContext:
     arg_specs: dict[str, tf.TensorSpec] = field(default_factory=dict)
     overlay: dict[tuple, Any] = field(default_factory=dict)
     assertions: list[Any] = field(default_factory=list)
-    py_kinds: dict[int, type] = field(default_factory=dict)
     _paths: dict[int, str] = field(default_factory=dict)
     _keep: list[Any] = field(default_factory=list)
     _guard_exprs: set[str] = field(default_factory=set)

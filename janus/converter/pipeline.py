@@ -21,11 +21,13 @@ import linecache
 import types
 import weakref
 
-import astunparse
+import ast
+
 import gast
 
 import janus.ops
 from janus.converter import analysis, parse, support
+from janus.converter.unparse import unparse
 from janus.converter.passes.break_continue import LowerBreakContinue
 from janus.converter.passes.calls import LowerCalls
 from janus.converter.passes.control_flow import LowerControlFlow
@@ -91,11 +93,8 @@ def _compiled(fn: types.FunctionType) -> tuple[str, types.CodeType]:
     ]
     for p in passes:
         module = p.visit(module)
-    tree = gast.gast_to_ast(module)
-    import ast
-
-    ast.fix_missing_locations(tree)
-    source = astunparse.unparse(tree).strip() + "\n"
+    tree = ast.fix_missing_locations(gast.gast_to_ast(module))
+    source = unparse(tree).strip() + "\n"
     virtual = f"<janus {fn.__qualname__} from {filename}:{code.co_firstlineno}>"
     linecache.cache[virtual] = (len(source), None, source.splitlines(True), virtual)
     compiled = compile(source, virtual, "exec")
@@ -112,7 +111,7 @@ def converted_function(fn: types.FunctionType) -> types.FunctionType:
     namespace = {"_jn": janus.ops, "_jn_g": fn.__globals__, "_jn_c": fn.__closure__ or (),
                  "__builtins__": builtins}
     exec(compiled, namespace)  # noqa: S102 - our own generated code
-    out = namespace[fn.__name__]
+    out = namespace[parse.LAMBDA_NAME if fn.__name__ == "<lambda>" else fn.__name__]
     out.__defaults__ = fn.__defaults__
     out.__kwdefaults__ = fn.__kwdefaults__
     out.__janus_original__ = fn

@@ -43,8 +43,6 @@ def unsupported_in(node: gast.FunctionDef) -> str | None:
             if child.handlers:
                 return "try/except catches"
             return "try/finally"
-        if isinstance(child, gast.Starred) and isinstance(child.ctx, gast.Store):
-            return "starred assignment target"
     return None
 
 

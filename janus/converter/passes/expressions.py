@@ -25,6 +25,37 @@ def _call(op: str, *args: gast.expr) -> gast.Call:
 
 
 class LowerExpressions(gast.NodeTransformer):
+    def _test(self, node: gast.expr) -> gast.expr:
+        """A condition whose truth alone matters: ``and``/``or`` need not keep the operand's kind."""
+        if isinstance(node, gast.BoolOp):
+            op = "test_and" if isinstance(node.op, gast.And) else "test_or"
+            values = [self._test(v) for v in node.values]
+            result = values[-1]
+            for value in reversed(values[:-1]):
+                result = _call(op, value, _lambda(result))
+            return result
+        if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.Not):
+            return _call("not_", self._test(node.operand))
+        return self.visit(node)
+
+    def visit_If(self, node: gast.If):
+        node.test = self._test(node.test)
+        node.body = [self.visit(s) for s in node.body]
+        node.orelse = [self.visit(s) for s in node.orelse]
+        return node
+
+    def visit_While(self, node: gast.While):
+        node.test = self._test(node.test)
+        node.body = [self.visit(s) for s in node.body]
+        node.orelse = [self.visit(s) for s in node.orelse]
+        return node
+
+    def visit_comprehension(self, node: gast.comprehension):
+        node.target = self.visit(node.target)
+        node.iter = self.visit(node.iter)
+        node.ifs = [self._test(i) for i in node.ifs]
+        return node
+
     def visit_BoolOp(self, node: gast.BoolOp):
         self.generic_visit(node)
         op = "and_" if isinstance(node.op, gast.And) else "or_"
@@ -40,8 +71,9 @@ class LowerExpressions(gast.NodeTransformer):
         return node
 
     def visit_IfExp(self, node: gast.IfExp):
-        self.generic_visit(node)
-        return _call("ifexp", node.test, _lambda(node.body), _lambda(node.orelse))
+        test = self._test(node.test)
+        body, orelse = self.visit(node.body), self.visit(node.orelse)
+        return _call("ifexp", test, _lambda(body), _lambda(orelse))
 
     def visit_Compare(self, node: gast.Compare):
         self.generic_visit(node)
@@ -57,8 +89,10 @@ class LowerExpressions(gast.NodeTransformer):
         return result
 
     def visit_Assert(self, node: gast.Assert):
-        self.generic_visit(node)
-        args = [node.test] + ([_lambda(node.msg)] if node.msg is not None else [])
+        test = self._test(node.test)
+        if node.msg is not None:
+            node.msg = self.visit(node.msg)
+        args = [test] + ([_lambda(node.msg)] if node.msg is not None else [])
         return gast.Expr(value=_call("assert_", *args))
 
     def visit_FormattedValue(self, node: gast.FormattedValue):
@@ -79,5 +113,5 @@ class LowerExpressions(gast.NodeTransformer):
         self.generic_visit(node)
         extra = getattr(node, "jn_extra_test", None)
         if extra is not None:
-            node.jn_extra_test = self.visit(extra)
+            node.jn_extra_test = self._test(extra)
         return node

@@ -1,0 +1,154 @@
+"""Python scalars whose value the graph computes.
+
+Eager code often derives a plain Python ``int``, ``float`` or ``bool`` from tensor
+values: a counter incremented inside a ``while`` on a tensor condition, the index
+where a loop broke, ``not t``, ``int(t)``.  In a graph such a value can only be a
+tensor, but it must keep *Python* semantics (``i + 1`` is an ``int``, ``n / 2`` a
+``float``) and come back to the user as the Python type.  ``PyScalar`` is that
+value: a tensor (``int64``, ``float64`` or ``bool``, as wide as Python's own) plus
+the Python kind.  Arithmetic follows Python's promotion rules; mixed with a tensor it
+converts like a Python scalar does; anything that needs the concrete value while
+tracing (indexing a list, ``range`` length in Python, formatting) fails the
+conversion, so the call runs eagerly.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import tensorflow as tf
+
+from janus.errors import ConversionError
+
+DTYPES = {bool: tf.bool, int: tf.int64, float: tf.float64}
+PY_SCALARS = (bool, int, float)
+
+
+def _kind_of(value: Any) -> type | None:
+    if isinstance(value, PyScalar):
+        return value.kind
+    if type(value) in PY_SCALARS:
+        return type(value)
+    return None
+
+
+def _result_kind(a: type, b: type, op: str) -> type:
+    if op in ("lt", "le", "gt", "ge", "eq", "ne"):
+        return bool
+    if op == "truediv":
+        return float
+    if float in (a, b):
+        return float
+    if op in ("and", "or", "xor") and a is bool and b is bool:
+        return bool
+    return int
+
+
+_OPS = {
+    "add": tf.add, "sub": tf.subtract, "mul": tf.multiply, "truediv": tf.truediv,
+    "floordiv": tf.math.floordiv, "mod": tf.math.floormod, "pow": tf.pow,
+    "lt": tf.less, "le": tf.less_equal, "gt": tf.greater, "ge": tf.greater_equal,
+    "eq": tf.equal, "ne": tf.not_equal, "and": tf.bitwise.bitwise_and, "or": tf.bitwise.bitwise_or,
+    "xor": tf.bitwise.bitwise_xor,
+}
+_BOOL_OPS = {"and": tf.logical_and, "or": tf.logical_or, "xor": tf.math.logical_xor}
+
+
+class PyScalar:
+    """A Python ``bool``/``int``/``float`` held in the graph as a tensor."""
+
+    __slots__ = ("tensor", "kind")
+
+    def __init__(self, tensor: tf.Tensor, kind: type):
+        self.tensor = tensor
+        self.kind = kind
+
+    @classmethod
+    def of(cls, value: Any, kind: type | None = None) -> "PyScalar":
+        """Wrap a Python scalar, a PyScalar or a scalar tensor as a PyScalar of ``kind``."""
+        kind = kind or _kind_of(value)
+        if isinstance(value, PyScalar):
+            tensor = value.tensor
+        elif isinstance(value, tf.Tensor):
+            tensor = value
+        else:
+            tensor = tf.constant(value, DTYPES[kind])
+        if tensor.dtype != DTYPES[kind]:
+            tensor = tf.cast(tensor, DTYPES[kind])
+        return cls(tensor, kind)
+
+    def __tf_tensor__(self, dtype: tf.DType | None = None, name: str | None = None) -> tf.Tensor:
+        if dtype is not None and dtype != self.tensor.dtype:
+            return tf.cast(self.tensor, dtype)
+        return self.tensor
+
+    def _binary(self, other: Any, op: str, reflected: bool = False) -> Any:
+        kind = _kind_of(other)
+        if kind is None:
+            if isinstance(other, tf.Tensor):
+                mine = tf.cast(self.tensor, other.dtype)
+                a, b = (other, mine) if reflected else (mine, other)
+                return _OPS[op](a, b)
+            return NotImplemented
+        result = _result_kind(self.kind, kind, op)
+        operand = float if float in (self.kind, kind) else (bool if self.kind is kind is bool else int)
+        mine = PyScalar.of(self, operand).tensor
+        theirs = PyScalar.of(other, operand).tensor
+        a, b = (theirs, mine) if reflected else (mine, theirs)
+        fn = _BOOL_OPS[op] if operand is bool and op in _BOOL_OPS else _OPS[op]
+        if operand is bool and op not in _BOOL_OPS and op not in ("eq", "ne"):
+            a, b = tf.cast(a, tf.int64), tf.cast(b, tf.int64)
+        if op == "truediv":
+            a, b = tf.cast(a, tf.float64), tf.cast(b, tf.float64)
+        return PyScalar.of(fn(a, b), result)
+
+    def __add__(self, o): return self._binary(o, "add")
+    def __radd__(self, o): return self._binary(o, "add", True)
+    def __sub__(self, o): return self._binary(o, "sub")
+    def __rsub__(self, o): return self._binary(o, "sub", True)
+    def __mul__(self, o): return self._binary(o, "mul")
+    def __rmul__(self, o): return self._binary(o, "mul", True)
+    def __truediv__(self, o): return self._binary(o, "truediv")
+    def __rtruediv__(self, o): return self._binary(o, "truediv", True)
+    def __floordiv__(self, o): return self._binary(o, "floordiv")
+    def __rfloordiv__(self, o): return self._binary(o, "floordiv", True)
+    def __mod__(self, o): return self._binary(o, "mod")
+    def __rmod__(self, o): return self._binary(o, "mod", True)
+    def __pow__(self, o): return self._binary(o, "pow")
+    def __rpow__(self, o): return self._binary(o, "pow", True)
+    def __and__(self, o): return self._binary(o, "and")
+    def __rand__(self, o): return self._binary(o, "and", True)
+    def __or__(self, o): return self._binary(o, "or")
+    def __ror__(self, o): return self._binary(o, "or", True)
+    def __xor__(self, o): return self._binary(o, "xor")
+    def __rxor__(self, o): return self._binary(o, "xor", True)
+    def __lt__(self, o): return self._binary(o, "lt")
+    def __le__(self, o): return self._binary(o, "le")
+    def __gt__(self, o): return self._binary(o, "gt")
+    def __ge__(self, o): return self._binary(o, "ge")
+    def __eq__(self, o): return self._binary(o, "eq")
+    def __ne__(self, o): return self._binary(o, "ne")
+
+    def __neg__(self):
+        return PyScalar.of(-PyScalar.of(self, float if self.kind is float else int).tensor,
+                           float if self.kind is float else int)
+
+    def __pos__(self):
+        return PyScalar.of(self, float if self.kind is float else int)
+
+    def __abs__(self):
+        kind = float if self.kind is float else int
+        return PyScalar.of(tf.abs(PyScalar.of(self, kind).tensor), kind)
+
+    def _concrete(self, *args, **kwargs):
+        raise ConversionError(f"a Python {self.kind.__name__} computed from tensors is needed while tracing")
+
+    __bool__ = __index__ = __int__ = __float__ = __len__ = __iter__ = __hash__ = _concrete
+    __format__ = __str__ = _concrete
+
+    def __repr__(self) -> str:
+        return f"<PyScalar {self.kind.__name__} {self.tensor!r}>"
+
+
+def to_python(value: Any, kind: type) -> Any:
+    """The Python scalar of ``kind`` for an eager result tensor."""
+    return kind(value.numpy().item())
