@@ -4,6 +4,9 @@ Every example defines ``build(seed) -> Trainer`` where the trainer has ``next_ba
 (Python-side data, numpy -> tf.constant), ``train_step(*batch)`` (one ordinary eager
 training step; the function Janus converts) and ``step()`` (both, returning the loss as a
 float). ``main`` trains for ``--steps`` steps, eagerly or with ``--janus``.
+
+The examples import each other as top-level modules (``import common``, ``import data``):
+to import one from elsewhere, put ``examples/`` on ``sys.path`` first.
 """
 import argparse
 import time
