@@ -41,7 +41,13 @@ def _code_of(fn_or_code: Any) -> types.CodeType | None:
         if inner is None:
             break
         fn_or_code, seen = inner, seen + 1
-    return getattr(fn_or_code, "__code__", None) if isinstance(fn_or_code, types.FunctionType) else None
+    if isinstance(fn_or_code, types.FunctionType):
+        return fn_or_code.__code__
+    for klass in type(fn_or_code).__mro__:  # a callable instance: its class's __call__
+        call = klass.__dict__.get("__call__")
+        if call is not None:
+            return call.__code__ if isinstance(call, types.FunctionType) else None
+    return None
 
 
 def func_key(fn_or_code: Any) -> str:

@@ -79,7 +79,7 @@ class MonitoringBackend:
     def _start(self, code: types.CodeType, offset: int) -> Any:
         prof = self.prof
         frame = sys._getframe(1)
-        b = prof._bound.get(code, _MISSING)
+        b = prof._bound.get(id(code), _MISSING)
         if b is _MISSING:
             b = prof._decide(code, frame)
         if b is None:

@@ -129,6 +129,9 @@ class FrameState:
     # -- sys.settrace protocol (3.11) -------------------------------------------------------
     def __call__(self, frame: types.FrameType, event: str, arg: Any) -> Any:
         try:
+            if event == "opcode" and self.chained is None:  # the hot path
+                self.op(frame, frame.f_lasti)
+                return self
             return self._event(frame, event, arg)
         except Exception:  # noqa: BLE001 - never break the observed program: stop tracing this frame
             _internal_error(self.b.code)
@@ -346,7 +349,10 @@ class Profiler:
         self.max_history = max_history
         self._data = ProfileData()
         self._targets: set[types.CodeType] = set()
-        self._bound: dict[types.CodeType, _Bound | None] = {}
+        # keyed by id(code): hash(code) is not cached on 3.11 and this lookup runs on every call;
+        # _codes keeps every decided code object alive so its id cannot be reused
+        self._bound: dict[int, _Bound | None] = {}
+        self._codes: list[types.CodeType] = []
         self._depth: dict[types.CodeType, int] = {}
         self._expect: tuple | None = None
         self._installed = 0
@@ -364,6 +370,7 @@ class Profiler:
         """Forget all records (keeps the set of profiled functions)."""
         self._data = ProfileData()
         self._bound.clear()
+        self._codes.clear()
 
     # -- choosing code -------------------------------------------------------------------------
     def add(self, fn_or_code: Any) -> None:
@@ -375,8 +382,8 @@ class Profiler:
         for c in nested_codes(code):
             if c not in self._targets:
                 self._targets.add(c)
-                if self._bound.get(c, _MISSING) is None:
-                    del self._bound[c]
+                if self._bound.get(id(c), _MISSING) is None:
+                    del self._bound[id(c)]
 
     def wants(self, code: types.CodeType) -> bool:
         """Is ``code`` profiled?  Targets always; otherwise functions the predicate selects.
@@ -402,7 +409,8 @@ class Profiler:
                 b = _Bound(build_codemap(code), self._data, module if isinstance(module, str) else None)
             except Exception:  # noqa: BLE001
                 log.warning("janus_profiler: cannot profile %s", code.co_qualname, exc_info=True)
-        self._bound[code] = b
+        self._bound[id(code)] = b
+        self._codes.append(code)
         return b
 
     # -- running ----------------------------------------------------------------------------------
@@ -467,25 +475,30 @@ class Profiler:
 
     # -- 3.11 global trace function ----------------------------------------------------------
     def _make_tracer(self, prev: Any) -> Callable:
-        bound, decide = self._bound, self._decide
+        """The global trace function.  Its fast path (code not profiled) is one dict lookup:
+        it runs on every Python call the program makes, TensorFlow's included."""
+        get, decide = self._bound.get, self._decide
         prof = self
 
         def janus_trace(frame: types.FrameType, event: str, arg: Any) -> Any:
             try:
-                return trace(frame, event, arg)
+                b = get(id(frame.f_code), _MISSING)
+                if b is None:
+                    if prof._expect is not None:
+                        prof._resolve_expect(frame)
+                    return None if prev is None else prev(frame, event, arg)
+                return new_frame(frame, event, arg, b)
             except Exception:  # noqa: BLE001 - never break the observed program
                 _internal_error(frame.f_code)
                 return None
 
-        def trace(frame: types.FrameType, event: str, arg: Any) -> Any:
+        def new_frame(frame: types.FrameType, event: str, arg: Any, b: Any) -> Any:
             if prof._expect is not None:
                 prof._resolve_expect(frame)
-            code = frame.f_code
-            b = bound.get(code, _MISSING)
             if b is _MISSING:
-                b = decide(code, frame)
-            if b is None:
-                return prev(frame, event, arg) if prev is not None else None
+                b = decide(frame.f_code, frame)
+                if b is None:
+                    return None if prev is None else prev(frame, event, arg)
             ft = frame.f_trace
             if type(ft) is FrameState and ft.prof is prof:  # a generator/coroutine resuming
                 if ft.chained is not None or prev is not None:

@@ -366,3 +366,21 @@ def test_nested_profilers():
     assert sys.gettrace() is None
     assert inner.data.calls(helper) == 1
     assert outer.data.calls(runs_inner) == 1
+
+
+class CallableModel:
+    def __init__(self):
+        self.scale = 2
+
+    def __call__(self, x):
+        if x > 0:
+            return x * self.scale
+        return 0
+
+
+def test_callable_instances_profile_their_call_method():
+    p = Profiler()
+    m = CallableModel()
+    assert p.call(m, 3) == 6
+    assert p.data.calls(CallableModel.__call__) == 1
+    assert p.data.branch_outcomes(site("CallableModel", "If")) == Counter({True: 1})
