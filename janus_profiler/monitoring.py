@@ -12,8 +12,9 @@ no instrumentation at all), and profiled code objects get local events:
   events of ``sys.settrace``, so both backends record the same thing);
 * ``CALL`` -> the callee object itself (better than the static re-evaluation 3.11
   needs);
-* ``PY_START``/``PY_RESUME``/``PY_RETURN``/``PY_YIELD``/``PY_UNWIND``/``RAISE`` ->
-  arguments, returns, generator suspension, exceptions.
+* ``PY_START``/``PY_RESUME``/``PY_RETURN``/``PY_YIELD`` -> arguments, returns,
+  generator suspension; ``RAISE``/``PY_UNWIND`` (global-only events, ignored for
+  frames that are not profiled) -> exceptions.
 
 This module is only imported on 3.12+ (``hasattr(sys, "monitoring")``).  Set
 ``JANUS_PROFILER_SETTRACE=1`` to force the settrace backend there.
@@ -48,14 +49,14 @@ class MonitoringBackend:
         mon.use_tool_id(tool, "janus-profiler")
         self.tool = tool
         E = mon.events
-        self.local_events = (E.INSTRUCTION | E.CALL | E.PY_RESUME | E.PY_RETURN | E.PY_YIELD
-                             | E.PY_UNWIND | E.RAISE)
+        self.local_events = E.INSTRUCTION | E.CALL | E.PY_RESUME | E.PY_RETURN | E.PY_YIELD
         for ev, cb in ((E.PY_START, self._start), (E.PY_RESUME, self._resume),
-                       (E.PY_RETURN, self._return), (E.PY_YIELD, self._return),
+                       (E.PY_RETURN, self._return), (E.PY_YIELD, self._yield),
                        (E.PY_UNWIND, self._unwind), (E.RAISE, self._raise),
                        (E.INSTRUCTION, self._instruction), (E.CALL, self._call)):
             mon.register_callback(tool, ev, cb)
-        mon.set_events(tool, E.PY_START)
+        # RAISE and PY_UNWIND exist only as global events; their callbacks ignore other frames
+        mon.set_events(tool, E.PY_START | E.RAISE | E.PY_UNWIND)
         mon.restart_events()  # code that was DISABLEd by an earlier session is seen again
 
     def uninstall(self) -> None:
@@ -115,15 +116,19 @@ class MonitoringBackend:
 
     def _return(self, code: types.CodeType, offset: int, value: Any) -> None:
         frame = sys._getframe(1)
+        fs = self.states.pop(frame, None)
+        if fs is not None:
+            fs.ret(frame, value, "return")
+
+    def _yield(self, code: types.CodeType, offset: int, value: Any) -> None:
+        frame = sys._getframe(1)
         fs = self.states.get(frame)
         if fs is not None:
-            fs.ret(frame, value)
-            if frame.f_lasti not in fs.b.cm.yield_offsets:
-                self.states.pop(frame, None)
+            fs.ret(frame, value, "yield")
 
     def _unwind(self, code: types.CodeType, offset: int, exc: BaseException) -> None:
         frame = sys._getframe(1)
         fs = self.states.pop(frame, None)
         if fs is not None:
             fs.exception(exc)
-            fs.ret(frame, None)
+            fs.ret(frame, None, "raise")

@@ -170,7 +170,11 @@ class FrameState:
         depth[self.b.code] = depth.get(self.b.code, 0) + 1
         self.t0 = _perf()
 
-    def ret(self, frame: types.FrameType, value: Any) -> None:
+    def ret(self, frame: types.FrameType, value: Any, how: str | None = None) -> None:
+        """The frame returns, yields (``how="yield"``) or raises (``how="raise"``).
+
+        ``how=None`` (sys.settrace): decided from the instruction the frame stopped at.
+        """
         b = self.b
         frec = b.frec
         code = b.code
@@ -183,12 +187,15 @@ class FrameState:
             depth[code] = d
         self.pending = None
         lasti = frame.f_lasti
-        if lasti in b.cm.yield_offsets:
+        if how is None:
+            how = "yield" if lasti in b.cm.yield_offsets else \
+                "return" if lasti >= 0 and code.co_code[lasti] in _RETURN_OPS else "raise"
+        if how == "yield":
             frec.yields += 1
             return
         for li in list(self.active):
             self.loop_end(li)
-        if lasti < 0 or code.co_code[lasti] not in _RETURN_OPS:
+        if how == "raise":
             exc = self.exc
             name = type(exc).__name__ if exc is not None else "<unknown>"
             frec.raised[name] += 1
@@ -565,5 +572,9 @@ def _internal_error(code: types.CodeType) -> None:
 
 
 def _use_monitoring() -> bool:
-    """sys.monitoring is used on 3.12+ unless JANUS_PROFILER_SETTRACE=1 forces the 3.11 path."""
+    """sys.monitoring is used on 3.12+; JANUS_PROFILER_SETTRACE=1 forces the settrace path on 3.12
+    (for comparison).  3.13 re-implements settrace on top of sys.monitoring with different opcode
+    event semantics, so there sys.monitoring is always used."""
+    if sys.version_info >= (3, 13):
+        return True
     return os.environ.get("JANUS_PROFILER_SETTRACE", "") != "1"

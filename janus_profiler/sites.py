@@ -245,6 +245,7 @@ class _Builder:
         self.local_names = set(code.co_varnames) | set(code.co_cellvars) | set(code.co_freevars)
         self.loop_nodes: dict[ast.AST, int] = {}
         self.entries: set[ast.AST] = set()
+        self.for_iters: dict[int, int] = {}
         self.spans = [_span(i) for i in instrs]
 
     # -- helpers
@@ -282,9 +283,11 @@ class _Builder:
             span = self.spans[k]
             op = ins.opname
             if op == "FOR_ITER":
-                node = idx.find(span, (ast.For,) + _COMPS)
+                node = idx.find(span, (ast.For,) + _COMPS) or self.loop_of_iter(span)
                 if node is not None and (not isinstance(node, _COMPS) or len(node.generators) == 1):
-                    cm.add(ins.offset, ("for", self.fallthrough(k), self.loop_index(node)))
+                    li = self.loop_index(node)
+                    cm.add(ins.offset, ("for", self.fallthrough(k), li))
+                    self.for_iters[ins.offset] = li
             elif "JUMP" in op and "IF_" in op:
                 self.jump(k, ins)
             elif op in _CALLS:
@@ -331,12 +334,25 @@ class _Builder:
                 span = self.spans[k]
                 if span is None:
                     continue
-                cm.regions[ins.offset] = frozenset(
-                    li for li, outer, excl in regions
-                    if _encloses(outer, span) and not any(_encloses(e, span) for e in excl))
+                inside = {li for li, outer, excl in regions
+                          if _encloses(outer, span) and not any(_encloses(e, span) for e in excl)}
+                if ins.offset in self.for_iters:  # 3.13 gives FOR_ITER the iterable's span
+                    inside.add(self.for_iters[ins.offset])
+                cm.regions[ins.offset] = frozenset(inside)
         # 3. statement boundaries: types of the locals each statement reads
         if not cm.code.co_name.startswith("<"):
             self.statements()
+
+    def loop_of_iter(self, span: tuple | None) -> ast.AST | None:
+        """The loop whose iterable has this span (3.13 positions FOR_ITER there)."""
+        for n in self.idx.by_span.get(span, ()) if span else ():
+            if self.idx.field.get(n) == "iter":
+                p = self.idx.parent.get(n)
+                if isinstance(p, ast.For):
+                    return p
+                if isinstance(p, ast.comprehension):
+                    return self.idx.parent.get(p)
+        return None
 
     def while_entry(self, w: ast.While, li: int) -> None:
         body = _range(w.body)
