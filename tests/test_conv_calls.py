@@ -423,3 +423,133 @@ def test_print_inside_loops_interleaving_python_and_tensor_output():
     calls = [(rnd((3, 2), 0), 2), (rnd((3, 2), 1), 2), (rnd((3, 2), 2), 2), (rnd((3, 2), 3), 2),
              (rnd((3, 2), 4), 3), (rnd((3, 2), 5), 2), (rnd((4, 2), 6), 4), (rnd((3, 2), 7), 2)]
     check(make, calls)
+
+
+def test_zero_argument_super_in_janus_method():
+    def make(jit):
+        class Base:
+            def __init__(self):
+                self.w = tf.constant([[1.0, -1.0], [0.5, 2.0]])
+
+            def forward(self, x):
+                return tf.matmul(x, self.w)
+
+            def describe(self):
+                return "base"
+
+        class Child(Base):
+            def __init__(self, k):
+                super().__init__()
+                self.k = k
+
+            def describe(self):
+                return "child<" + super().describe() + ">"
+
+            @jit
+            def forward(self, x):
+                return tf.nn.relu(super().forward(x)) * self.k, self.describe()
+
+        c = Child(2.0)
+        return SimpleNamespace(fn=c.forward, c=c)
+
+    calls = [(rnd((3, 2), i),) for i in range(4)] + [(rnd((4, 2), 4),),
+                                                     (lambda p: (setattr(p.c, "k", 3.0), p.fn(rnd((3, 2), 5)))[1]),
+                                                     (rnd((3, 2), 6),), (rnd((1, 2), 7),)]
+    check(make, calls)
+
+
+def test_user_calls_tf_cond_and_tf_while_loop_explicitly():
+    def make(jit):
+        @jit
+        def f(x, k):
+            y = tf.cond(tf.reduce_sum(x) > 0, lambda: x * 2.0, lambda: x - 1.0)
+            i0 = tf.constant(0)
+            _, z = tf.while_loop(lambda i, acc: i < k, lambda i, acc: (i + 1, acc * 1.5),
+                                 (i0, y))
+            return z
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(rnd((3,), i), k) for i, k in enumerate([2, 2, 2, 2, 3, 2, 0, 2, 4])]
+    check(make, calls)
+
+
+def test_inlined_helper_with_tensor_branch_that_flips():
+    def normalise(t):
+        m = tf.reduce_max(tf.abs(t))
+        if m > 1.0:
+            return t / m
+        return t
+
+    def make(jit):
+        @jit
+        def f(x):
+            return normalise(x) + normalise(x * 0.1)
+
+        return SimpleNamespace(fn=f)
+
+    small = [tf.constant([0.1, -0.2, 0.3]) * (1 + 0.1 * i) for i in range(6)]
+    big = [tf.constant([5.0, -2.0, 1.0]) * (1 + 0.1 * i) for i in range(3)]
+    calls = [(small[0],), (small[1],), (small[2],), (small[3],), (big[0],), (small[4],),
+             (big[1],), (big[2],), (small[5],)]
+    check(make, calls)
+
+
+def test_range_over_tf_shape_value():
+    def make(jit):
+        @jit
+        def f(x):
+            acc = tf.zeros_like(x[0])
+            for i in range(tf.shape(x)[0]):
+                acc = acc + x[i] * 0.5
+            return acc
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(rnd((n, 3), i),) for i, n in enumerate([4, 4, 4, 4, 3, 2, 4, 5, 4])]
+    check(make, calls)
+
+
+def test_gradient_tape_manual_sgd_step():
+    def make(jit):
+        w = tf.Variable([[0.5], [-0.3], [0.2]])
+        b = tf.Variable([0.1])
+
+        @jit
+        def step(x, y, lr):
+            with tf.GradientTape() as tape:
+                pred = tf.matmul(x, w) + b
+                loss = tf.reduce_mean(tf.square(pred - y))
+            gw, gb = tape.gradient(loss, [w, b])
+            w.assign_sub(lr * gw)
+            b.assign_sub(lr * gb)
+            return loss
+
+        return SimpleNamespace(fn=step, state=lambda: {"w": w, "b": b})
+
+    calls = [(rnd((4, 3), i), rnd((4, 1), 50 + i), 0.1) for i in range(7)]
+    calls += [(rnd((2, 3), 8), rnd((2, 1), 58), 0.05), (rnd((4, 3), 9), rnd((4, 1), 59), 0.1)]
+    check(make, calls)
+
+
+def test_gradient_tape_with_keras_model_and_optimizer():
+    def make(jit):
+        layer = tf.keras.layers.Dense(2, kernel_initializer=tf.keras.initializers.Constant(0.2),
+                                      bias_initializer="zeros")
+        layer(tf.zeros((1, 3)))
+        opt = tf.keras.optimizers.SGD(learning_rate=0.1)
+
+        @jit
+        def step(x, y):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(layer(x) - y))
+            grads = tape.gradient(loss, layer.trainable_variables)
+            opt.apply_gradients(zip(grads, layer.trainable_variables))
+            return loss
+
+        return SimpleNamespace(fn=step, state=lambda: {
+            "k": tf.convert_to_tensor(layer.kernel), "b": tf.convert_to_tensor(layer.bias),
+            "it": tf.convert_to_tensor(opt.iterations)})
+
+    calls = [(rnd((4, 3), i), rnd((4, 2), 50 + i)) for i in range(8)]
+    check(make, calls)

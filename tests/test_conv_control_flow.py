@@ -414,3 +414,19 @@ def test_print_before_failed_speculation_is_not_duplicated():
     b = tf.constant([-1.0, -2.0])
     calls = [(a,), (a,), (a,), (a,), (b,), (a,), (b,), (tf.constant([3.0, 1.0, 1.0]),), (a,)]
     check(make, calls)
+
+
+def test_raise_with_message_formatting_a_tensor():
+    def make(jit):
+        @jit
+        def f(x):
+            s = tf.reduce_sum(x)
+            if s < 0:
+                raise ValueError(f"negative sum {s:.2f} for {x.shape[0]} values")
+            return x / (s + 1.0)
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(pos((3,), i),) for i in range(4)] + [(neg((3,), 4),), (pos((3,), 5),),
+                                                   (neg((2,), 6),), (pos((3,), 7),)]
+    check(make, calls)

@@ -416,3 +416,57 @@ def test_python_only_function_without_tensor_arguments():
     calls = [(3, ["b", "a"]), (3, ["b", "a"]), (3, ["b", "a"]), (3, ["b", "a"]),
              (4, ["b", "a"]), (3, ["cc", "a", "bbb"]), (0, []), (3, ["b", "a"])]
     check(make, calls)
+
+
+def test_python_scalars_computed_from_tensors_keep_python_semantics():
+    def make(jit):
+        @jit
+        def f(x):
+            s = float(tf.reduce_sum(x))
+            n = int(tf.reduce_sum(tf.cast(x > 0, tf.int32)))
+            b = bool(tf.reduce_any(x > 1.0))
+            r = round(s, 2)
+            label = "pos" if s > 0 else "neg"
+            print(f"s={s:.3f} n={n} b={b}")
+            return x * s, s, n, b, r, label, n // 2, s / 3
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(rnd((4,), i),) for i in range(9)]
+    check(make, calls)
+
+
+def test_len_and_static_shape_branches_under_shape_changes():
+    def make(jit):
+        @jit
+        def f(x):
+            n = len(x)
+            if x.shape[0] > 3:
+                y = x[:3]
+            else:
+                y = x
+            idx = list(range(n))
+            return y * n, n, idx, y.shape[0]
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(rnd((n, 8), i),) for i, n in enumerate([4, 4, 4, 4, 3, 2, 5, 3, 2, 4, 6])]
+    check(make, calls)
+
+
+def test_identity_is_and_is_not():
+    def make(jit):
+        @jit
+        def f(x, y):
+            a = x
+            same = a is x
+            other = y is x
+            ident = tf.identity(x) is x
+            return x + y, same, other, ident, y is not None
+
+        return SimpleNamespace(fn=f)
+
+    x = rnd((2,), 0)
+    calls = [(x, rnd((2,), 1)), (x, rnd((2,), 2)), (x, rnd((2,), 3)), (x, rnd((2,), 4)),
+             (x, x), (x, rnd((2,), 5)), (x, x), (rnd((3,), 6), rnd((3,), 7))]
+    check(make, calls)

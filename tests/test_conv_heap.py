@@ -469,3 +469,49 @@ def test_returning_the_variable_object_itself():
 
     calls = [(rnd((2,), i),) for i in range(8)]
     check(make, calls)
+
+
+def test_property_and_class_attribute_reads():
+    def make(jit):
+        class Model:
+            BASE = 1.0
+
+            def __init__(self):
+                self.factor = 2.0
+
+            @property
+            def scale(self):
+                return self.factor * type(self).BASE
+
+            @jit
+            def __call__(self, x):
+                return x * self.scale + self.BASE
+
+        m = Model()
+        return SimpleNamespace(fn=m, m=m, cls=Model, janus_fns=[Model.__dict__["__call__"]],
+                               state=lambda: {"factor": m.factor, "BASE": Model.BASE})
+
+    x = rnd((3,), 0)
+    calls = [(x,), (x,), (x,), (x,), do(lambda p: setattr(p.m, "factor", 5.0), x), (x,),
+             do(lambda p: setattr(p.cls, "BASE", 10.0), x), (x,),
+             do(lambda p: setattr(p.m, "factor", 2.0), x), (x,)]
+    check(make, calls)
+
+
+def test_variables_passed_as_arguments_alternately():
+    def make(jit):
+        va = tf.Variable([1.0, 2.0])
+        vb = tf.Variable([-1.0, 0.0])
+
+        @jit
+        def f(v, x):
+            v.assign_add(x)
+            return v * 2.0
+
+        return SimpleNamespace(fn=f, va=va, vb=vb, state=lambda: {"va": va, "vb": vb})
+
+    x = tf.constant([0.5, 0.25])
+    calls = []
+    for i in range(10):
+        calls.append((lambda p: p.fn(p.va, x)) if i % 3 != 2 else (lambda p: p.fn(p.vb, x)))
+    check(make, calls)

@@ -407,3 +407,23 @@ def test_loop_over_dict_items_and_keys():
              (params(4, "ab"), rnd((3,), 94)), (params(5, "cab"), rnd((3,), 95)),
              (params(6, "abcd"), rnd((3,), 96)), (params(7, "abc"), rnd((3,), 97))]
     check(make, calls)
+
+
+def test_python_loop_count_from_tensor_value():
+    def make(jit):
+        @jit
+        def f(x, mask):
+            k = int(tf.reduce_sum(tf.cast(mask, tf.int32)))
+            for _ in range(k):
+                x = x * 0.5 + 1.0
+            return x, k
+
+        return SimpleNamespace(fn=f)
+
+    def m(bits):
+        return tf.constant([b == "1" for b in bits])
+
+    calls = [(rnd((3,), 0), m("110")), (rnd((3,), 1), m("011")), (rnd((3,), 2), m("101")),
+             (rnd((3,), 3), m("110")), (rnd((3,), 4), m("111")), (rnd((3,), 5), m("100")),
+             (rnd((3,), 6), m("011")), (rnd((3,), 7), m("000")), (rnd((3,), 8), m("101"))]
+    check(make, calls)

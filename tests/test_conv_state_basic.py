@@ -287,3 +287,30 @@ def test_list_append_before_flipping_tensor_branch():
     b = tf.constant([-1.0, -2.0])
     calls = [(a,), (a,), (a,), (a,), (b,), (a,), (b,), (b,), (a,)]
     check(make, calls, min_graph_calls=0)
+
+
+def test_mutable_default_argument_persists_across_calls():
+    def make(jit):
+        @jit
+        def f(x, memo={}):
+            memo[len(memo)] = float(len(memo))
+            return x * len(memo), sorted(memo)
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(rnd((2,), i),) for i in range(8)]
+    check(make, calls, min_graph_calls=0)
+
+
+def test_variable_created_inside_the_function_every_call():
+    def make(jit):
+        @jit
+        def f(x):
+            v = tf.Variable(tf.zeros_like(x))
+            v.assign_add(x * 2.0)
+            return v.read_value() + 1.0
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(rnd((3,), i),) for i in range(4)] + [(rnd((2,), 4),), (rnd((3,), 5),)]
+    check(make, calls, min_graph_calls=0)
