@@ -20,7 +20,7 @@ from .data import FunctionRecord, ProfileData, SiteRecord
 from .sites import Site
 from .values import TypeInfo
 
-__all__ = ["render", "verdict", "speculation", "find_function"]
+__all__ = ["render", "verdict", "unsupported", "speculation", "find_function"]
 
 #: Longest loop Janus would unroll in this forecast.
 MAX_UNROLL = 100
@@ -66,31 +66,48 @@ def loop_speculation(rec: SiteRecord) -> str:
     return "keep dynamic loop (tf.while_loop): trip count varies"
 
 
-def call_speculation(rec: SiteRecord, profiled: set[str]) -> str:
+def call_speculation(rec: SiteRecord, profiled: set[str] | dict[str, str | None]) -> str:
+    """``profiled``: names of profiled functions, or a map name -> reason it won't convert (or None)."""
     c = rec.callees
     if rec.recursive:
         return "keep call: recursive (not inlined)"
     if len(c) > 1:
         return f"keep dynamic call: {len(c)} different callees"
     (key,) = c
+    target = key
     if key.endswith(".__call__") and key[: -len("__call__")] + "call" in profiled:
-        return f"inline layer call {key[: -len('__call__')]}call (guard on callee identity)"
-    if key in profiled:
-        return f"inline callee {key} (guard on callee identity)"
+        target = key[: -len("__call__")] + "call"  # a Keras layer: __call__ runs the user's call()
+    if target in profiled:
+        why = profiled.get(target) if isinstance(profiled, dict) else None
+        if why:
+            return f"keep call: callee {target} runs eagerly ({why})"
+        return f"inline callee {target} (guard on callee identity)"
     if key.startswith(_TF_PREFIXES) or ".tensorflow." in key:
         return "TensorFlow/Keras call: traced into the graph"
     return f"call {key}: fixed callee (guard on identity)"
 
 
-def speculation(rec: SiteRecord, profiled: Iterable[str] = ()) -> str | None:
-    """What Janus would assume at this site, in words (None if nothing was recorded)."""
+def speculation(rec: SiteRecord, profiled: Iterable[str] | dict[str, str | None] = ()) -> str | None:
+    """What Janus would assume at this site, in words (None if nothing was recorded).
+
+    ``profiled``: the profiled functions' names, or a map from name to the reason the
+    function would not convert (None if it would), so callees that cannot convert are
+    not forecast as inlined.
+    """
     if rec.trips:
         return loop_speculation(rec)
     if rec.branches:
         return branch_speculation(rec)
     if rec.callees:
-        return call_speculation(rec, set(profiled))
+        return call_speculation(rec, profiled if isinstance(profiled, dict) else set(profiled))
     return None
+
+
+def is_library_callee(key: str) -> bool:
+    """Builtins and standard-library callees: not interesting for a Janus forecast."""
+    head = key.split(".", 1)[0]
+    return "." not in key or head in ("builtins",) or head in sys.stdlib_module_names \
+        or head in ("str", "list", "dict", "tuple", "set", "int", "float", "bytes", "object", "type")
 
 
 def _relaxed(shapes: list[tuple]) -> tuple | None:
@@ -154,21 +171,31 @@ def _import_support() -> Callable | None:
     return None
 
 
-def verdict(frec: FunctionRecord, fn: Any = None) -> str:
-    """"convertible", "not convertible: <reason>" or "unknown (...)" for one function."""
+def unsupported(frec: FunctionRecord, fn: Any = None) -> tuple[str, str | None]:
+    """(kind, reason): kind is "ok", "no" (reason says why), "part" or "unknown" (reason says why)."""
     if frec.qualname.split(".")[-1].startswith("<") and frec.qualname.split(".")[-1] != "<lambda>":
-        return "part of its enclosing function"
+        return "part", None
     support = _import_support()
     if support is None:
-        return "unknown (janus not importable)"
+        return "unknown", "janus not importable"
     fn = fn if fn is not None else find_function(frec.code)
     if fn is None:
-        return "unknown (function object not found)"
+        return "unknown", "function object not found"
     try:
         reason = support(fn)
     except Exception as e:  # noqa: BLE001 - the report must not crash on a converter bug
-        return f"unknown ({type(e).__name__}: {e})"
-    return "convertible" if reason is None else f"not convertible: {reason}"
+        return "unknown", f"{type(e).__name__}: {e}"
+    return ("ok", None) if reason is None else ("no", reason)
+
+
+def verdict(frec: FunctionRecord, fn: Any = None) -> str:
+    """"convertible", "not convertible: <reason>" or "unknown (...)" for one function.
+
+    The reason comes from ``janus.converter.support.unsupported_reason`` (imported lazily).
+    """
+    kind, reason = unsupported(frec, fn)
+    return {"ok": "convertible", "no": f"not convertible: {reason}",
+            "part": "part of its enclosing function"}.get(kind, f"unknown ({reason})")
 
 
 # --- rendering ------------------------------------------------------------------------------------
@@ -199,7 +226,10 @@ def render(data: ProfileData, *, top: int = 10, root: str | None = None, verdict
            title: str | None = None) -> str:
     """The text report: hottest functions, then per function its sites and forecasts."""
     funcs = list(data.functions_by_time())
-    profiled_names = {f.name for f in data.functions.values()}
+    profiled_names: set[str] | dict[str, str | None] = {f.name for f in data.functions.values()}
+    if verdicts:
+        checks = {f.name: unsupported(f) for f in data.functions.values()}
+        profiled_names = {n: (r if k == "no" else None) for n, (k, r) in checks.items()}
     out: list[str] = []
     w = out.append
     w(title or "janus-profile report")
@@ -222,7 +252,9 @@ def render(data: ProfileData, *, top: int = 10, root: str | None = None, verdict
           + (f", raised {_fmt_counter(f.raised)}" if f.raised else "")
           + (f", caught {_fmt_counter(f.caught)}" if f.caught else ""))
         if verdicts:
-            w(f"   verdict: {verdict(f)}")
+            kind, reason = checks[f.name]
+            w("   verdict: " + {"ok": "convertible", "no": f"not convertible: {reason}",
+                                 "part": "part of its enclosing function"}.get(kind, f"unknown ({reason})"))
         _render_args(f, w)
         if f.returns:
             w(f"   returns: {_fmt_counter(f.returns, limit=3)}")
@@ -232,11 +264,18 @@ def render(data: ProfileData, *, top: int = 10, root: str | None = None, verdict
                              ("loops", lambda r: r.trips),
                              ("calls", lambda r: r.callees)):
             rows = [r for r in recs if pick(r)]
-            if not rows:
+            hidden = 0
+            if title_ == "calls":
+                keep = [r for r in rows if r.recursive or len(r.callees) > 1
+                        or not all(is_library_callee(k) for k in r.callees)]
+                hidden, rows = len(rows) - len(keep), keep
+            if not rows and not hidden:
                 continue
             w(f"   {title_}:")
             for r in rows:
                 w(_site_line(r, profiled_names))
+            if hidden:
+                w(f"     (+{hidden} call site{'s' if hidden != 1 else ''} of builtins/standard library)")
         heap = [r for r in recs if r.heap and r.site.kind in ("Attribute", "Subscript", "Name")
                 and not all(t.type in ("function", "method", "type", "module") for t in r.heap)]
         if heap:
@@ -263,7 +302,7 @@ def _render_args(f: FunctionRecord, w: Callable[[str], None]) -> None:
         w(f"     {n}: {_fmt_counter(c, limit=3)}  -> {arg_speculation(infos)}")
 
 
-def _site_line(r: SiteRecord, profiled: set[str]) -> str:
+def _site_line(r: SiteRecord, profiled: set[str] | dict[str, str | None]) -> str:
     s = r.site
     if r.trips:
         hist = sorted(r.trips.items())

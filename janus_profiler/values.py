@@ -260,8 +260,8 @@ def safe_getattr(obj: Any, name: str) -> tuple[str, Any]:
         if d is not None:
             if name in d:
                 return OK, d[name]
-            if "__getattr__" in d:  # PEP 562 lazy attributes (e.g. tf.*): never call it
-                return DYNAMIC, None
+            if "__getattr__" in d or _class_lookup(t, "__getattr__")[1]:
+                return DYNAMIC, None  # lazy attributes (PEP 562, lazy loaders): never call it
             return MISSING, None
     if issubclass(t, type):
         v, found = _class_lookup(obj, name)
