@@ -470,3 +470,48 @@ def test_identity_is_and_is_not():
     calls = [(x, rnd((2,), 1)), (x, rnd((2,), 2)), (x, rnd((2,), 3)), (x, rnd((2,), 4)),
              (x, x), (x, rnd((2,), 5)), (x, x), (rnd((3,), 6), rnd((3,), 7))]
     check(make, calls)
+
+
+def test_python_float_changing_every_call_controls_branch_and_formatting():
+    def make(jit):
+        @jit
+        def f(x, a):
+            print(f"a={a} a*3={a * 3}", a, round(a, 1))
+            if a > 0.45:
+                y = x * a
+            else:
+                y = x - a
+            return y, a, repr(a), a * 10 // 1
+
+        return SimpleNamespace(fn=f)
+
+    x = rnd((3,), 0)
+    calls = [(x, 0.1 * (i + 1)) for i in range(9)]
+    check(make, calls)
+
+
+def test_python_int_used_as_tensor_shape():
+    def make(jit):
+        @jit
+        def f(n, fill):
+            z = tf.zeros([n, 2]) + fill
+            r = tf.reshape(tf.range(n * 2), [n, 2])
+            return z, r, tf.ones(n)
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(n, 1.5) for n in [2, 2, 2, 2, 3, 1, 4, 2, 5]]
+    check(make, calls)
+
+
+def test_returning_python_objects_built_inside():
+    def make(jit):
+        @jit
+        def f(x, n):
+            out = SimpleNamespace(loss=tf.reduce_sum(x * x), n=n, tags=[f"t{i}" for i in range(n)])
+            return out, {"pair": (out.n, x[0])}
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(rnd((3,), i), n) for i, n in enumerate([2, 2, 2, 2, 3, 2, 1, 2])]
+    check(make, calls)

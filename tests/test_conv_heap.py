@@ -515,3 +515,122 @@ def test_variables_passed_as_arguments_alternately():
     for i in range(10):
         calls.append((lambda p: p.fn(p.va, x)) if i % 3 != 2 else (lambda p: p.fn(p.vb, x)))
     check(make, calls)
+
+
+def test_argument_object_attribute_mutated_between_calls():
+    def make(jit):
+        cfg = SimpleNamespace(scale=2.0, mode="relu")
+
+        @jit
+        def f(x, c):
+            y = x * c.scale
+            if c.mode == "relu":
+                y = tf.nn.relu(y)
+            return y
+
+        return SimpleNamespace(fn=f, cfg=cfg, state=lambda: dict(vars(cfg)))
+
+    def call(x, **changes):
+        def run(p):
+            for k, v in changes.items():
+                setattr(p.cfg, k, v)
+            return p.fn(x, p.cfg)
+        return run
+
+    x = rnd((4,), 0)
+    calls = [call(x), call(x), call(x), call(x), call(x, scale=-1.0), call(x),
+             call(x, mode="id"), call(x), call(x, scale=2.0, mode="relu"), call(x)]
+    check(make, calls)
+
+
+def test_argument_dict_and_list_mutated_in_place_between_calls():
+    def make(jit):
+        opts = {"k": 1.0, "names": ["a"]}
+        coefs = [1.0, 2.0]
+
+        @jit
+        def f(x, o, cs):
+            y = x * o["k"]
+            for c in cs:
+                y = y + c
+            return y, len(o["names"]), list(cs)
+
+        return SimpleNamespace(fn=f, opts=opts, coefs=coefs,
+                               state=lambda: {"opts": dict(opts), "coefs": list(coefs)})
+
+    def call(x, mutate=None):
+        def run(p):
+            if mutate:
+                mutate(p)
+            return p.fn(x, p.opts, p.coefs)
+        return run
+
+    x = rnd((3,), 0)
+    calls = [call(x), call(x), call(x), call(x), call(x, lambda p: p.opts.update(k=3.0)), call(x),
+             call(x, lambda p: p.coefs.append(10.0)), call(x),
+             call(x, lambda p: p.coefs.__setitem__(0, -5.0)), call(x),
+             call(x, lambda p: p.opts["names"].append("b")), call(x)]
+    check(make, calls)
+
+
+def test_numpy_array_arguments_new_values_and_mutated_in_place():
+    def make(jit):
+        buf = np.arange(4, dtype=np.float32)
+
+        @jit
+        def f(a, x):
+            return tf.reduce_sum(a * x) + tf.constant(a)[0]
+
+        return SimpleNamespace(fn=f, buf=buf, state=lambda: {"buf": buf.copy()})
+
+    x = rnd((4,), 0)
+    calls = [(np.arange(4, dtype=np.float32), x), (np.arange(4, dtype=np.float32) * 2, x),
+             (np.ones(4, dtype=np.float32), x), (np.full(4, 3.0, dtype=np.float32), x),
+             (np.full(4, -1.0, dtype=np.float32), x)]
+    for v in [5.0, 6.0, 7.0, 8.0]:
+        def run(p, v=v):
+            p.buf[:] = v
+            return p.fn(p.buf, x)
+        calls.append(run)
+    check(make, calls)
+
+
+def test_tensor_then_variable_argument():
+    def make(jit):
+        v = tf.Variable([1.0, 2.0, 3.0])
+
+        @jit
+        def f(x):
+            if isinstance(x, tf.Variable):
+                x.assign_add(tf.ones_like(x))
+                kind = "variable"
+            else:
+                kind = "tensor"
+            return x * 2.0, kind
+
+        return SimpleNamespace(fn=f, v=v, state=lambda: {"v": v})
+
+    t = tf.constant([1.0, 2.0, 3.0])
+    calls = [(t,), (t,), (t,), (t,), (lambda p: p.fn(p.v)), (t,), (lambda p: p.fn(p.v)),
+             (lambda p: p.fn(p.v)), (t,)]
+    check(make, calls)
+
+
+def test_variable_update_then_tf_runtime_error():
+    def make(jit):
+        v = tf.Variable(0.0)
+
+        @jit
+        def f(x, idx):
+            v.assign_add(1.0)
+            print("updated")
+            g = tf.gather(x, idx)
+            return g * v
+
+        return SimpleNamespace(fn=f, state=lambda: {"v": v})
+
+    x = rnd((4,), 0)
+    calls = [(x, tf.constant([0, 1])), (x, tf.constant([2, 3])), (x, tf.constant([1, 1])),
+             (x, tf.constant([3, 0])), (x, tf.constant([0, 9])), (x, tf.constant([2, 2])),
+             (x, tf.constant([7, 1])), (x, tf.constant([0, 1]))]
+    check(make, calls, check_message=False)

@@ -314,3 +314,24 @@ def test_variable_created_inside_the_function_every_call():
 
     calls = [(rnd((3,), i),) for i in range(4)] + [(rnd((2,), 4),), (rnd((3,), 5),)]
     check(make, calls, min_graph_calls=0)
+
+
+def test_aliased_list_arguments():
+    def make(jit):
+        a, b = [], []
+
+        @jit
+        def f(x, xs, ys):
+            xs.append(x)
+            return x * len(ys), len(xs)
+
+        return SimpleNamespace(fn=f, a=a, b=b, state=lambda: {"a": list(a), "b": list(b)})
+
+    calls = []
+    for i in range(9):
+        x = rnd((2,), i)
+        if i in (4, 6, 7):
+            calls.append(lambda p, x=x: p.fn(x, p.a, p.a))
+        else:
+            calls.append(lambda p, x=x: p.fn(x, p.a, p.b))
+    check(make, calls, min_graph_calls=0)
