@@ -553,3 +553,27 @@ def test_gradient_tape_with_keras_model_and_optimizer():
 
     calls = [(rnd((4, 3), i), rnd((4, 2), 50 + i)) for i in range(8)]
     check(make, calls)
+
+
+def test_local_nonlocal_counter_in_nested_function():
+    def make(jit):
+        @jit
+        def f(x, n):
+            count = 0
+            acc = x
+
+            def inc(t):
+                nonlocal count, acc
+                count += 1
+                acc = acc + t
+                return count
+
+            for _ in range(n):
+                inc(x)
+            last = inc(x * 0.0)
+            return acc * count, count, last
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(rnd((2,), i), n) for i, n in enumerate([2, 2, 2, 2, 3, 2, 0, 2, 2])]
+    check(make, calls)

@@ -335,3 +335,53 @@ def test_aliased_list_arguments():
         else:
             calls.append(lambda p, x=x: p.fn(x, p.a, p.b))
     check(make, calls, min_graph_calls=0)
+
+
+HELPER_GLOBAL_WRITE_SRC = """
+import tensorflow as tf
+CALLS = 0
+
+def bump(k):
+    global CALLS
+    CALLS += k
+    return CALLS
+
+@jit
+def f(x, k):
+    n = bump(k)
+    return x * n, n
+"""
+
+
+def test_global_write_inside_helper_called_from_janus_function():
+    def make(jit):
+        mod = fresh_module(HELPER_GLOBAL_WRITE_SRC, jit=jit)
+        return SimpleNamespace(fn=mod.f, state=lambda: {"CALLS": mod.CALLS})
+
+    calls = [(rnd((2,), i), k) for i, k in enumerate([1, 1, 1, 1, 2, 1, 1, 3, 1])]
+    check(make, calls, min_graph_calls=0)
+
+
+def test_attribute_written_repeatedly_inside_python_loop():
+    def make(jit):
+        class Cell:
+            def __init__(self):
+                self.h = tf.zeros((2,))
+                self.steps = 0
+
+            @jit
+            def run(self, xs):
+                for x in xs:
+                    self.h = tf.tanh(self.h * 0.5 + x)
+                    self.steps += 1
+                return self.h
+
+        c = Cell()
+        return SimpleNamespace(fn=c.run, c=c, state=lambda: {"h": c.h, "steps": c.steps})
+
+    def xs(seed, n):
+        return [rnd((2,), seed + k) for k in range(n)]
+
+    calls = [(xs(0, 3),), (xs(10, 3),), (xs(20, 3),), (xs(30, 3),), (xs(40, 2),), (xs(50, 3),),
+             (xs(60, 3),), (xs(70, 4),), (xs(80, 3),)]
+    check(make, calls, min_graph_calls=0)
