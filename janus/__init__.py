@@ -12,3 +12,5 @@ from janus.introspect import explain, reset, stats
 
 __all__ = ["function", "stats", "explain", "reset"]
 __version__ = "0.1.0"
+from janus.hook import disable, enable, enabled  # noqa: E402 - the GradientTape hook
+__all__ += ["enable", "disable", "enabled"]

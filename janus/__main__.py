@@ -1,0 +1,148 @@
+"""``python -m janus [--report] script.py [args ...]``: run an unmodified TF2 script through Janus.
+
+The script runs as ``__main__`` with the same ``sys.argv[1:]`` it would get from
+``python script.py args ...``, and with the GradientTape hook enabled:
+
+* functions and methods of the script whose body records a ``tf.GradientTape`` run
+  through ``janus.function`` (the script's AST is rewritten in memory, the file is
+  not modified);
+* a module-level training loop (``for``/``while`` whose body records a tape) has its
+  body run as a Janus function, once per iteration, when the body is simple enough
+  (assigns plain names; no break/continue/return/yield/def/try/del/global);
+* user modules the script imports get the same treatment (``janus.enable()``).
+
+``--report`` (or ``JANUS_REPORT=1``) prints to stderr at exit one line per Janus
+function: calls and graph_calls.  The script's exit status and exceptions are its
+own; a missing script gives status 2.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+import types
+
+USAGE = """usage: python -m janus [--report] script.py [args ...]
+
+Run an unmodified eager TensorFlow 2 script with Janus: every function or method
+that records a tf.GradientTape (and every module-level training loop whose body
+records one) runs as specialized TensorFlow graphs whenever that is safe, and
+eagerly otherwise. Results, printed output and exceptions are eager's.
+
+options:
+  -h, --help   show this help and exit
+  --report     at exit, print to stderr one line per Janus function:
+               calls and how many ran as graphs (same as JANUS_REPORT=1)
+
+environment:
+  JANUS_REPORT=1         print the report
+  JANUS_DISABLE=1        run everything eagerly (Janus stays out of the way)
+  JANUS_PROFILE_CALLS=N  eager (profiled) calls before the first conversion
+"""
+
+
+def _report(stream) -> None:
+    import janus
+    from janus import hook
+    seen = set()
+    for name, jf in zip(hook.taken_over(), hook.taken_over_functions()):
+        if id(jf) in seen:
+            continue
+        seen.add(id(jf))
+        s = janus.stats(jf)
+        print(f"janus: {name}: calls={s['calls']} graph_calls={s['graph_calls']} "
+              f"eager_calls={s['eager_calls']} conversions={s['conversions']}", file=stream)
+    if not seen:
+        print("janus: no function recorded a GradientTape; nothing was taken over", file=stream)
+
+
+def _user_traceback(tb: types.TracebackType | None, script: str) -> types.TracebackType | None:
+    """Drop the frames of this runner so the traceback starts at the script, as python's does."""
+    here = os.path.abspath(__file__)
+    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) == here:
+        tb = tb.tb_next
+    return tb
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    report = os.environ.get("JANUS_REPORT", "") not in ("", "0", "false", "False")
+    while argv and argv[0].startswith("-"):
+        opt = argv.pop(0)
+        if opt in ("-h", "--help"):
+            print(USAGE, end="")
+            return 0
+        if opt == "--report":
+            report = True
+        elif opt == "--":
+            break
+        else:
+            print(f"janus: unknown option {opt!r} (see python -m janus --help)", file=sys.stderr)
+            return 2
+    if not argv:
+        print("janus: no script given (usage: python -m janus [--report] script.py [args ...])", file=sys.stderr)
+        return 2
+    script = argv[0]
+    try:
+        with open(script, "rb") as fh:
+            raw = fh.read()
+    except OSError as e:
+        print(f"janus: can't open file {script!r}: {e.strerror or e}", file=sys.stderr)
+        return 2
+
+    path = os.path.abspath(script)
+    sys.argv = [script] + argv[1:]
+    sys.path[0] = os.path.dirname(path)
+
+    import builtins
+    import importlib.machinery
+    import importlib.util
+    from janus import hook
+
+    main_mod = types.ModuleType("__main__")
+    main_mod.__file__ = script
+    main_mod.__builtins__ = builtins
+    main_mod.__loader__ = importlib.machinery.SourceFileLoader("__main__", path)
+    main_mod.__spec__ = None
+    main_mod.__package__ = None
+    sys.modules["__main__"] = main_mod
+
+    status = 0
+    try:
+        try:
+            source = importlib.util.decode_source(raw)
+            plan = hook.prepare_script(source, script)
+        except SyntaxError:
+            exc_type, exc, tb = sys.exc_info()
+            traceback.print_exception(exc_type, exc, None)
+            return 1
+        hook.enable()
+        exec(plan.code, main_mod.__dict__)  # noqa: S102 - the user's own script
+    except SystemExit as e:
+        code = e.code
+        if code is None:
+            status = 0
+        elif isinstance(code, int):
+            status = code
+        else:
+            print(code, file=sys.stderr)
+            status = 1
+    except KeyboardInterrupt:
+        exc_type, exc, tb = sys.exc_info()
+        traceback.print_exception(exc_type, exc, _user_traceback(tb, path))
+        status = 130
+    except BaseException:  # noqa: BLE001 - reported like the interpreter would
+        exc_type, exc, tb = sys.exc_info()
+        sys.excepthook(exc_type, exc, _user_traceback(tb, path))
+        status = 1
+    finally:
+        if report:
+            sys.stdout.flush()
+            _report(sys.stderr)
+    return status
+
+
+if __name__ == "__main__":
+    status = main()
+    sys.stdout.flush()
+    sys.exit(status)
