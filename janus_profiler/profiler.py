@@ -424,8 +424,13 @@ class Profiler:
     def call(self, fn: Callable, /, *args: Any, **kwargs: Any) -> Any:
         """Run ``fn(*args, **kwargs)`` once under the profiler and return its result.
 
-        Exceptions propagate unchanged; records are merged into :attr:`data`.
+        Exceptions propagate unchanged; records are merged into :attr:`data`.  If this
+        profiler is already active on another thread, ``fn`` simply runs unprofiled
+        (the hooks are per thread; the records are not shared across threads).
         """
+        if self._installed and self._thread != threading.get_ident():
+            log.debug("janus_profiler: active on another thread; running %r unprofiled", fn)
+            return fn(*args, **kwargs)
         self.add(fn)
         self.start()
         try:

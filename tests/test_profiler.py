@@ -384,3 +384,22 @@ def test_callable_instances_profile_their_call_method():
     assert p.call(m, 3) == 6
     assert p.data.calls(CallableModel.__call__) == 1
     assert p.data.branch_outcomes(site("CallableModel", "If")) == Counter({True: 1})
+
+
+def test_call_from_another_thread_runs_unprofiled():
+    import threading
+    p = Profiler()
+    out = []
+
+    def in_thread():
+        out.append(p.call(helper, 41))
+
+    def main_side(x):
+        t = threading.Thread(target=in_thread)
+        t.start()
+        t.join()
+        return x
+
+    assert p.call(main_side, 1) == 1
+    assert out == [42]
+    assert p.data.calls(main_side) == 1 and p.data.calls(helper) == 0
