@@ -114,7 +114,7 @@ def build(seed=0):
 
 
 def main(argv=None):
-    return common.main(build, argv, doc=__doc__, steps=200, log_every=20)
+    return common.main(build, argv, doc=__doc__, steps=250, log_every=25)
 
 
 if __name__ == "__main__":
