@@ -384,7 +384,9 @@ class _Builder:
         cands = [n for n in idx.by_span.get(self.spans[j], ()) if isinstance(n, ast.expr)]
         for node in reversed(cands):  # innermost first
             found = self.leaf_of(node)
-            if found is not None and _encloses(self.spans[k], _node_span(found[0]) or (0, 0, 0, 0)):
+            # the jump must belong to the operand's statement (its own span is not reliable:
+            # 3.11 gives the jump after `b` in `while a < 3 or b` the span of `a < 3`)
+            if found is not None and _encloses(self.stmt_span(found[0]), self.spans[k]):
                 break
         else:
             return
@@ -410,6 +412,11 @@ class _Builder:
         if not recs[True] and not recs[False]:
             return
         cm.add(ins.offset, ("jump", self.fallthrough(k), recs[truth_if_jumped], recs[not truth_if_jumped]))
+
+    def stmt_span(self, node: ast.AST) -> tuple:
+        while node is not None and not isinstance(node, ast.stmt):
+            node = self.idx.parent.get(node)
+        return _node_span(node) if node is not None else (0, 0, 0, 0)
 
     def test_slot(self, child: ast.AST, parent: ast.AST | None) -> bool:
         f = self.idx.field.get(child)

@@ -89,6 +89,21 @@ def gen(n):
         yield i
 
 
+def tricky_tests(a, b, c, xs):
+    r = []
+    if a < b < c:
+        r.append(1)
+    if a is not None:
+        r.append(2)
+    ys = [x for x in xs if x > 1]
+    if not (a and not b):
+        r.append(3)
+    while a < 3 or b:
+        a += 1
+        b = 0
+    return r, ys
+
+
 def failing(x):
     try:
         if x > 1:
@@ -403,3 +418,38 @@ def test_call_from_another_thread_runs_unprofiled():
     assert p.call(main_side, 1) == 1
     assert out == [42]
     assert p.data.calls(main_side) == 1 and p.data.calls(helper) == 0
+
+
+def test_chained_compare_none_test_assert_comprehension_if_and_compound_while():
+    p = Profiler()
+    p.call(tricky_tests, 0, 1, 2, [1, 2, 3])
+    p.call(tricky_tests, 2, 1, 2, [0])
+    d = p.data
+    assert d.branch_outcomes(site("tricky_tests", "If", "if a < b < c")) == Counter({True: 1, False: 1})
+    assert d.branch_outcomes(site("tricky_tests", "If", "if a is not None")) == Counter({True: 2})
+    assert d.branch_outcomes(site("tricky_tests", "Compare", "x > 1")) == Counter({True: 2, False: 2})
+    assert d.trip_counts(site("tricky_tests", "ListComp")) == Counter({3: 1, 1: 1})
+    assert d.branch_outcomes(site("tricky_tests", "If", "if not (")) == Counter({True: 2})
+    assert d.branch_outcomes(site("tricky_tests", "BoolOp", "a and not b")) == Counter({True: 1, False: 1})
+    s_while = site("tricky_tests", "While")
+    assert d.branch_outcomes(s_while) == Counter({True: 4, False: 2})
+    assert d.trip_counts(s_while) == Counter({3: 1, 1: 1})
+    # `a < 3 or b`: short-circuits while a < 3, evaluates b when the loop ends
+    assert d.branch_outcomes(site("tricky_tests", "BoolOp", "a < 3 or b")) == Counter({True: 4, False: 2})
+
+
+def test_assert_statement_outcomes(tmp_path):
+    # pytest rewrites asserts in test modules, so the program lives in its own file
+    import importlib.util
+    path = tmp_path / "prog_assert.py"
+    path.write_text("def check(a):\n    assert a >= 0, 'negative'\n    return a\n")
+    spec = importlib.util.spec_from_file_location("prog_assert", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    p = Profiler()
+    p.call(mod.check, 1)
+    with pytest.raises(AssertionError):
+        p.call(mod.check, -1)
+    node = ast.parse(path.read_text()).body[0].body[0]
+    assert p.data.branch_outcomes(site_of(str(path), node)) == Counter({True: 1, False: 1})
+    assert p.data.function(mod.check).raised == Counter({"AssertionError": 1})
