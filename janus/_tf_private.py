@@ -31,3 +31,22 @@ def call_flat(concrete: Any, inputs: Sequence[Any]) -> Any:
     inputs with its own generated guard, so it calls the flat entry point.
     """
     return concrete._call_flat(list(inputs), concrete.captured_inputs)  # noqa: SLF001
+
+
+def add_control_inputs(op: Any, deps: Sequence[Any]) -> None:
+    """Make ``op`` run only after ``deps``.
+
+    Why: stateful ops (variable assignments, optimizer updates) are created deep inside
+    user and Keras code, before Janus knows every assertion the trace will emit; the
+    all-or-nothing rule needs each of them to wait for every assertion, so the edges
+    are added once the trace is complete.  ``Operation._add_control_inputs`` is the
+    graph-construction method TF itself uses for this.
+    """
+    op._add_control_inputs(list(deps))  # noqa: SLF001
+
+
+def barrier(ops: Sequence[Any]) -> Any:
+    """A no-op that runs after all of ``ops`` (their control-dependency sink)."""
+    op = tf.no_op(name="janus_barrier")
+    add_control_inputs(op, ops)
+    return op

@@ -11,6 +11,7 @@ constructor of a user class) makes the conversion fail, and the call runs eagerl
 from __future__ import annotations
 
 import math
+import os
 import operator
 import sys
 import sysconfig
@@ -33,6 +34,7 @@ ALLOWED_MODULE_ROOTS = {"tensorflow", "keras", "tf_keras", "numpy", "math", "_op
 DENIED_MODULES = ("numpy.random",)
 _IMMUTABLE = (str, bytes, int, float, bool, tuple, frozenset, complex)
 _STDLIB = sysconfig.get_paths()["stdlib"]
+_JANUS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  + os.sep + "janus" + os.sep
 _SITE = (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])
 
 
@@ -41,14 +43,17 @@ def is_converted_code(fn: Any) -> bool:
     return code is not None and code.co_filename.startswith("<janus")
 
 
+def is_user_code(code: types.CodeType) -> bool:
+    """Code from the user's files (not a library's, the standard library's or Janus's)."""
+    filename = code.co_filename
+    if filename.startswith(("<janus", "<frozen")):
+        return False
+    return not (any(filename.startswith(p) for p in _SITE) or filename.startswith(_STDLIB) or filename.startswith(_JANUS))
+
+
 def is_user_function(fn: Any) -> bool:
     """A Python function written by the user (not a library's, not the standard library's)."""
-    if not isinstance(fn, types.FunctionType):
-        return False
-    filename = fn.__code__.co_filename
-    if filename.startswith("<janus") or filename.startswith("<frozen"):
-        return False
-    if any(filename.startswith(p) for p in _SITE) or filename.startswith(_STDLIB):
+    if not isinstance(fn, types.FunctionType) or not is_user_code(fn.__code__):
         return False
     mod = (fn.__module__ or "").split(".")[0]
     return mod not in ALLOWED_MODULE_ROOTS and mod != "janus"

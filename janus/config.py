@@ -20,3 +20,8 @@ def profile_calls() -> int:
         return max(0, int(value))
     except ValueError:
         raise ValueError(f"JANUS_PROFILE_CALLS must be a whole number, got {value!r}") from None
+
+
+def profiling() -> bool:
+    """Eager calls run under the bytecode profiler unless ``JANUS_PROFILE=0``."""
+    return os.environ.get("JANUS_PROFILE", "1") not in ("0", "false", "False")

@@ -11,6 +11,7 @@ shape seen, so one graph serves them all.
 from __future__ import annotations
 
 import functools
+import re
 import logging
 import types
 import weakref
@@ -20,11 +21,17 @@ from typing import Any, Callable
 import tensorflow as tf
 
 from janus import config
+from janus.atomicity import StateBeforeAssertion
+from janus.calls import is_user_code
 from janus.converter import support
 from janus.converter.pipeline import convert_source, converted_function
 from janus.errors import ConversionError
+from janus.speculation import Speculator
 from janus.tracer import CacheEntry, build_entry, tensor_leaves
 from janus.tracing import current
+from janus_profiler import Profiler
+
+_ASSUMPTION_ID = re.compile(r"janus assumption #(\d+)")
 
 log = logging.getLogger("janus")
 
@@ -46,6 +53,9 @@ class JanusFunction:
         self.failed_attempts = 0
         self.shapes: dict[str, tf.TensorShape] = {}
         self.source: str | None = None
+        self.profiler = Profiler(include=is_user_code)
+        self.assumptions: dict = {}
+        self.banned_sites: set = set()
         _REGISTRY.add(self)
 
     @property
@@ -69,38 +79,43 @@ class JanusFunction:
         self.counts["calls"] += 1
         for entry in self.entries:
             if entry.check(args, kwargs):
-                try:
-                    result = entry.run(args, kwargs)
-                except (tf.errors.OpError, ValueError, TypeError) as e:
-                    entry.failures += 1
-                    self._note(f"graph run aborted, re-ran eagerly: {_first_line(e)}")
-                    self.counts["assertion_failures"] += 1
-                    break
-                entry.hits += 1
-                self.counts["graph_calls"] += 1
-                return result
-        else:
-            if self.entries:
-                self._note("no cached graph's guards held")
-            entry = self._maybe_convert(args, kwargs)
-            if entry is not None:
-                return self._first_run(entry, args, kwargs)
+                return self._run(entry, args, kwargs)
+        if self.entries:
+            self._note("no cached graph's guards held")
+        entry = self._maybe_convert(args, kwargs)
+        if entry is not None:
+            if entry.check(args, kwargs):
+                return self._run(entry, args, kwargs)
+            self._note("a new graph's guards did not hold on the call that built it")
         return self._eager(args, kwargs)
 
-    def _first_run(self, entry: CacheEntry, args: tuple, kwargs: dict) -> Any:
-        if not entry.check(args, kwargs):
-            self._note("a new graph's guards did not hold on the call that built it")
-            return self._eager(args, kwargs)
+    def _run(self, entry: CacheEntry, args: tuple, kwargs: dict) -> Any:
+        """Run a graph; if it aborts (an assertion failed), nothing was committed: run eagerly."""
         try:
             result = entry.run(args, kwargs)
         except (tf.errors.OpError, ValueError, TypeError) as e:
             entry.failures += 1
             self.counts["assertion_failures"] += 1
-            self._note(f"graph run aborted, re-ran eagerly: {_first_line(e)}")
+            self._aborted(entry, e)
             return self._eager(args, kwargs)
         entry.hits += 1
+        for assumption in entry.assumptions:
+            assumption.held += 1
         self.counts["graph_calls"] += 1
         return result
+
+    def _aborted(self, entry: CacheEntry, error: BaseException) -> None:
+        """A failed assumption: drop the graph, never assume it at that site again."""
+        match = _ASSUMPTION_ID.search(str(error))
+        failed = next((a for a in entry.assumptions if match and a.id == int(match.group(1))), None)
+        if failed is None:
+            self._note(f"graph run aborted, re-ran eagerly: {_first_line(error)}")
+            return
+        failed.failed += 1
+        self.banned_sites.add(failed.site.key)
+        self.entries.remove(entry)
+        self.eager_since_attempt = self.profile_calls  # re-convert on the next call, without it
+        self._note(f"assumption failed, re-ran eagerly: {failed.description}")
 
     def _eager(self, args: tuple, kwargs: dict) -> Any:
         self.counts["eager_calls"] += 1
@@ -108,6 +123,8 @@ class JanusFunction:
             self.counts["fallbacks"] += 1
         self.eager_since_attempt += 1
         self._observe_shapes(args, kwargs)
+        if config.profiling():
+            return self.profiler.call(self.python_function, *args, **kwargs)
         return self.python_function(*args, **kwargs)
 
     def _observe_shapes(self, args: tuple, kwargs: dict) -> None:
@@ -153,12 +170,25 @@ class JanusFunction:
         return entry
 
     def _trace(self, converted: Callable, args: tuple, kwargs: dict, relaxed: dict | None) -> CacheEntry | None:
-        try:
-            return build_entry(self.python_function, converted, args, kwargs, relaxed)
-        except ConversionError as e:
-            self._note(f"trace failed: {e}")
-        except Exception as e:  # noqa: BLE001 - eager will raise it (or not) for real
-            self._note(f"trace raised {type(e).__name__}: {_first_line(e)}")
+        for _ in range(3):
+            speculator = Speculator(self.profiler.data, self.banned_sites, self.assumptions)
+            try:
+                return build_entry(self.python_function, converted, args, kwargs, relaxed, speculator)
+            except StateBeforeAssertion as e:
+                if not e.assumptions:
+                    self._note(f"trace failed: {e} (an assert in the code)")
+                    return None
+                for a in e.assumptions:
+                    self.banned_sites.add(a.site.key)
+                self._note(f"not speculated, checked after a state update: "
+                           f"{'; '.join(a.description for a in e.assumptions)}")
+                continue
+            except ConversionError as e:
+                self._note(f"trace failed: {e}")
+                return None
+            except Exception as e:  # noqa: BLE001 - eager will raise it (or not) for real
+                self._note(f"trace raised {_first_line(e)}")
+                return None
         return None
 
     def _note(self, reason: str) -> None:
@@ -175,6 +205,9 @@ class JanusFunction:
         self.failed_attempts = 0
         self.shapes.clear()
         self.source = None
+        self.profiler.reset()
+        self.assumptions.clear()
+        self.banned_sites.clear()
 
 
 class BoundJanusFunction:

@@ -19,8 +19,10 @@ from typing import Any, Callable, Sequence
 
 import tensorflow as tf
 
+from janus import atomicity
 from janus.errors import ConversionError, UndefinedValueError
 from janus.pyscalar import PY_SCALARS, PyScalar
+from janus.speculation import SiteInfo
 from janus.tracing import current, is_symbolic
 
 
@@ -61,17 +63,24 @@ def to_bool(cond: Any) -> tf.Tensor:
 
 
 # -- branches ---------------------------------------------------------------------
-def if_stmt(cond: Any, body: Callable, orelse: Callable, args: tuple, names: Sequence[str]) -> tuple:
+def if_stmt(cond: Any, body: Callable, orelse: Callable, args: tuple, names: Sequence[str],
+            site: SiteInfo | None = None) -> tuple:
     """``if cond: body else: orelse``; each side takes ``args`` and returns its outputs."""
     if not _is_tensor(cond):
         return body(*args) if cond else orelse(*args)
+    taken = _speculate_branch(cond, site)
+    if taken is not None:
+        return body(*args) if taken else orelse(*args)
     return _cond(to_bool(cond), lambda: body(*args), lambda: orelse(*args), names, "if")
 
 
-def ifexp(cond: Any, if_true: Callable[[], Any], if_false: Callable[[], Any]) -> Any:
+def ifexp(cond: Any, if_true: Callable[[], Any], if_false: Callable[[], Any], site: SiteInfo | None = None) -> Any:
     """``if_true() if cond else if_false()``."""
     if not _is_tensor(cond):
         return if_true() if cond else if_false()
+    taken = _speculate_branch(cond, site)
+    if taken is not None:
+        return if_true() if taken else if_false()
     return _cond(to_bool(cond), lambda: (if_true(),), lambda: (if_false(),), ("<expr>",), "conditional expression")[0]
 
 
@@ -124,7 +133,9 @@ def _cond(pred: tf.Tensor, true_fn: Callable, false_fn: Callable, names: Sequenc
     """
     ctx = current()
     fixes: dict[int, Any] = {}
+    start = len(ctx.assertions)
     for attempt in (0, 1):
+        del ctx.assertions[start:]
         record: dict[bool, tuple] = {}
         raised: dict[bool, BaseException] = {}
         ctx.dynamic_depth += 1
@@ -139,9 +150,11 @@ def _cond(pred: tf.Tensor, true_fn: Callable, false_fn: Callable, names: Sequenc
         finally:
             ctx.dynamic_depth -= 1
         if error is not None and len(raised) == 1:
+            del ctx.assertions[start:]
             return _speculate_not_raising(pred, raised, true_fn, false_fn, what)
         if raised:
             raise next(iter(raised.values()))
+        writes = record.pop("writes", False)
         new_fixes = _fixes(record, names) if len(record) == 2 else {}
         if attempt == 0 and new_fixes:
             fixes = new_fixes
@@ -160,7 +173,23 @@ def _cond(pred: tf.Tensor, true_fn: Callable, false_fn: Callable, names: Sequenc
         if kind == "py" and not _same_python(a, b):
             raise ConversionError(f"{what}: a Python value differs between the two sides ({a!r} vs {b!r})")
     outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+    ctx.nested_assertions(start, lambda: _op_of(outs))
+    if writes:
+        ctx.writer_constructs.add(_op_of(outs))
     return _join(t_out, t_leaves, t_kinds, iter(outs))
+
+
+def _op_of(outs: list) -> Any:
+    """The op a TF construct's outputs come from (to gate state on assertions inside it)."""
+    for t in outs:
+        if isinstance(t, tf.Tensor):
+            op = t.op
+            while op.type == "Identity" and op.inputs:
+                op = op.inputs[0].op
+            return op
+    if len(outs) == 1 and isinstance(outs[0], tf.Operation):
+        return outs[0]
+    raise ConversionError("an assertion inside a tensor branch with no outputs cannot gate state")
 
 
 def _kind(leaf: Any) -> Any:
@@ -211,8 +240,16 @@ def _side(fn: Callable, side: bool, fixes: dict, record: dict, raised: dict) -> 
         out = tuple(out)
         leaves, kinds, tensors = _split(out)
         record[side] = (out, kinds, leaves)
+        record.setdefault("writes", False)
+        record["writes"] |= _body_writes_state()
         return tensors
     return run
+
+
+def _body_writes_state() -> bool:
+    """Whether the cond/loop body being traced (the default graph) changes a variable."""
+    ctx = current()
+    return atomicity.graph_writes_state(tf.compat.v1.get_default_graph(), ctx.writer_constructs)
 
 
 def _fixes(record: dict, names: Sequence[str]) -> dict[int, Any]:
@@ -264,13 +301,38 @@ def _first_line(e: BaseException) -> str:
     return text[0][:200] if text else ""
 
 
+# -- speculation ------------------------------------------------------------------
+def _speculate_branch(cond: Any, site: SiteInfo | None) -> bool | None:
+    """Assume the profiled outcome of a one-sided tensor branch, checked by an assertion."""
+    ctx = current()
+    value = ctx.speculator.branch(site) if ctx is not None and ctx.speculator is not None else None
+    if value is None:
+        return None
+    assumption = ctx.assume(site, "branch", value)
+    pred = to_bool(cond)
+    assertion(pred if value else tf.logical_not(pred), assumption.message, assumption)
+    return value
+
+
+def _speculate_trips(site: SiteInfo | None):
+    """The assumed trip count of a tensor-dependent loop, or None."""
+    ctx = current()
+    n = ctx.speculator.trips(site) if ctx is not None and ctx.speculator is not None else None
+    if n is None:
+        return None
+    return ctx.assume(site, "trips", n)
+
+
 # -- assertions -------------------------------------------------------------------
-def assertion(pred: tf.Tensor, message: str) -> None:
-    """An assertion op the graph run must pass; its failure makes Janus re-run eagerly."""
+def assertion(pred: tf.Tensor, message: str, assumption: Any = None) -> None:
+    """An assertion op the graph run must pass; its failure makes Janus re-run eagerly.
+
+    ``assumption`` is the speculation it checks (None for the user's own ``assert``).
+    """
     ctx = current()
     op = tf.debugging.Assert(pred, [tf.constant(message)])
     if ctx is not None and op is not None:
-        ctx.assertions.append(op)
+        ctx.assertions.append((op, [assumption]))
 
 
 def assert_(cond: Any, message: Callable[[], Any] | None = None) -> None:
@@ -283,16 +345,38 @@ def assert_(cond: Any, message: Callable[[], Any] | None = None) -> None:
 
 
 # -- loops --------------------------------------------------------------------------
-def while_stmt(test: Callable, body: Callable, args: tuple, names: Sequence[str]) -> tuple:
-    """``while test(*vars): vars = body(*vars)``."""
+def while_stmt(test: Callable, body: Callable, args: tuple, names: Sequence[str],
+               site: SiteInfo | None = None) -> tuple:
+    """``while test(*vars): vars = body(*vars)``; unrolled when the trip count is assumed."""
     state = tuple(args)
+    count, assumed = 0, None
     while True:
         cond = test(*state)
         if _is_tensor(cond):
-            return _while_loop(test, body, state, names, "while loop")
-        if not cond:
+            if assumed is None:
+                assumed = _speculate_trips(site)
+                if assumed is None:
+                    return _while_loop(test, body, state, names, "while loop")
+            pred = to_bool(cond)
+            if count >= assumed.value:
+                assertion(tf.logical_not(pred), assumed.message, assumed)
+                return state
+            assertion(pred, assumed.message, assumed)
+        elif not cond:
             return state
         state = tuple(body(*state))
+        count += 1
+
+
+def _unrolled(iterable: Any, assumed) -> list:
+    """The items of a tensor-length iterable whose length is assumed (and asserted)."""
+    n = assumed.value
+    if isinstance(iterable, TensorRange):
+        length = iterable.length()
+        assertion(tf.equal(length, n), assumed.message, assumed)
+        return [iterable.item(i) for i in range(n)]
+    assertion(tf.equal(tf.shape(iterable)[0], n), assumed.message, assumed)
+    return [iterable[i] for i in range(n)]
 
 
 class TensorRange:
@@ -306,13 +390,32 @@ class TensorRange:
         tensors = [b.tensor if isinstance(b, PyScalar) else b for b in bounds]
         if any(_is_tensor(b) and not b.dtype.is_integer for b in tensors):
             raise ConversionError("range() of a non-integer tensor")
+        self.bounds = bounds
         self.start, self.stop, self.step = (tf.cast(b, tf.int64) for b in tensors)
 
+    def length(self) -> tf.Tensor:
+        """``len(range(start, stop, step))``."""
+        span = tf.where(self.step > 0, self.stop - self.start, self.start - self.stop)
+        step = tf.abs(self.step)
+        return tf.maximum(tf.constant(0, tf.int64), (span + step - 1) // step)
 
-def for_stmt(iterable: Any, extra_test: Callable | None, body: Callable, args: tuple, names: Sequence[str]) -> tuple:
+    def item(self, i: int) -> Any:
+        """Item ``i``: a Python int when start and step are Python ints (then it is exact)."""
+        start, _, step = self.bounds
+        if type(start) is int and type(step) is int:
+            return start + i * step
+        return PyScalar(self.start + i * self.step, int)
+
+
+def for_stmt(iterable: Any, extra_test: Callable | None, body: Callable, args: tuple, names: Sequence[str],
+             site: SiteInfo | None = None) -> tuple:
     """``for item in iterable: vars = body(item, *vars)``, stopping when ``extra_test`` fails."""
     if is_symbolic(iterable) and iterable.shape.rank and iterable.shape[0] is not None:
         iterable = tf.unstack(iterable)  # its length is fixed by the shape guard: iterate in Python
+    elif isinstance(iterable, TensorRange) or is_symbolic(iterable):
+        assumed = _speculate_trips(site)
+        if assumed is not None:
+            iterable = _unrolled(iterable, assumed)
     if isinstance(iterable, TensorRange) or _is_tensor(iterable):
         return _tensor_for(iterable, extra_test, body, tuple(args), names)
     state = tuple(args)
@@ -393,8 +496,11 @@ def _while_loop(test: Callable, body: Callable, state: tuple, names: Sequence[st
         _, new_kinds, tensors = _split(out)
         if new_kinds != kinds:
             raise ConversionError(f"{what}: a carried variable changes kind ({', '.join(names)})")
+        writes[0] |= _body_writes_state()
         return tensors
 
+    start = len(ctx.assertions)
+    writes = [False]
     ctx.dynamic_depth += 1
     try:
         flat = tf.while_loop(cond, loop_body, init)
@@ -404,4 +510,8 @@ def _while_loop(test: Callable, body: Callable, state: tuple, names: Sequence[st
         raise ConversionError(f"{what}: {_first_line(e)}") from None
     finally:
         ctx.dynamic_depth -= 1
-    return tuple(unpack(flat if isinstance(flat, (list, tuple)) else [flat]))
+    flat = list(flat) if isinstance(flat, (list, tuple)) else [flat]
+    ctx.nested_assertions(start, lambda: _op_of(flat))
+    if writes[0]:
+        ctx.writer_constructs.add(_op_of(flat))
+    return tuple(unpack(flat))

@@ -139,6 +139,11 @@ class PyScalar:
         kind = float if self.kind is float else int
         return PyScalar.of(tf.abs(PyScalar.of(self, kind).tensor), kind)
 
+    def __round__(self, ndigits: int | None = None):
+        if ndigits is not None:
+            raise ConversionError("round() to decimal digits of a value computed from tensors")
+        return PyScalar.of(tf.round(PyScalar.of(self, float).tensor), int)
+
     def _concrete(self, *args, **kwargs):
         raise ConversionError(f"a Python {self.kind.__name__} computed from tensors is needed while tracing")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import types
 from typing import Any
 
 from janus.errors import ConversionError
@@ -59,23 +60,52 @@ def ld_attr(obj: Any, name: str) -> Any:
             raise ConversionError("reads a static shape that the graph does not know (eager knows it)")
         return value
     ctx = current()
-    path = ctx.path_of(obj) if ctx is not None else None
+    if ctx is None:
+        return getattr(obj, name)
+    if isinstance(obj, type) and is_user_class(obj):
+        return _class_attr(ctx, obj, obj, name)
+    path = ctx.path_of(obj)
     if path is None:
         return getattr(obj, name)
     overlay = ctx.overlay.get((id(obj), name), _MISSING)
     if overlay is not _MISSING:
         return overlay
     d = _instance_dict(obj)
-    if d is not None and name in d and not _is_data_descriptor(type(obj), name):
+    cls = type(obj)
+    if d is not None and name in d and not _is_data_descriptor(cls, name):
         return ctx.read(d[name], f"{path}.__dict__[{name!r}]", f"{_describe(path)}.{name}")
-    static = inspect.getattr_static(obj, name, _MISSING)
-    if static is _MISSING and not is_framework_object(obj):
-        raise ConversionError(f"{type(obj).__qualname__}.{name}: attribute comes from __getattr__")
-    if _is_data_descriptor(type(obj), name) and _defined_by_user(type(obj), name):
-        raise ConversionError(f"{type(obj).__qualname__}.{name} is a property")
-    if d is not None and is_user_class(type(obj)):
+    if not is_user_class(cls):
+        return getattr(obj, name)
+    if d is not None:
         ctx.guard(f"{name!r} not in {path}.__dict__", f"{_describe(path)}.{name} is not set on the instance")
-    return getattr(obj, name)
+    if _is_data_descriptor(cls, name) and _defined_by_user(cls, name):
+        prop = inspect.getattr_static(obj, name)
+        if isinstance(prop, property) and prop.fget is not None:
+            from janus.calls import call  # a property getter is user code: convert and inline it
+
+            return call(prop.fget, obj)
+        raise ConversionError(f"{cls.__qualname__}.{name} is a data descriptor")
+    if not _defined_by_user(cls, name):
+        if inspect.getattr_static(obj, name, _MISSING) is _MISSING:
+            raise ConversionError(f"{cls.__qualname__}.{name}: attribute comes from __getattr__")
+        return getattr(obj, name)
+    return _class_attr(ctx, cls, obj, name)
+
+
+def _class_attr(ctx, cls: type, obj: Any, name: str) -> Any:
+    """An attribute found on a user class: read (and guarded) where the class defines it."""
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            break
+    else:
+        return getattr(obj, name)
+    raw = vars(klass)[name]
+    if not is_user_class(klass):
+        return getattr(obj, name)
+    value = ctx.read(raw, f"{ctx.const(klass, 'cls')}.__dict__[{name!r}]", f"{klass.__qualname__}.{name}")
+    if isinstance(raw, (staticmethod, classmethod, property)) or not isinstance(raw, types.FunctionType):
+        return getattr(obj, name) if isinstance(raw, (staticmethod, classmethod, property)) else value
+    return value if obj is cls else types.MethodType(value, obj)
 
 
 def st_attr(obj: Any, name: str, value: Any) -> None:

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import tensorflow as tf
 
-from janus import _tf_private, effects, guards
+from janus import _tf_private, atomicity, effects, guards
 from janus.errors import ConversionError
 from janus.packing import Packer, Recipe, unpack
 from janus.tracing import CALL, Guard, TraceContext, guard_namespace_base, is_eager_tensor
@@ -36,6 +36,7 @@ class CacheEntry:
     input_specs: list[tuple[str, tf.TensorSpec]]
     heap_inputs: list[str]
     assertions: int
+    assumptions: list
     relaxed: bool
     hits: int = 0
     failures: int = 0
@@ -85,13 +86,35 @@ def _param_names(fn: Callable) -> list[str]:
         return []
 
 
+def _defaults(ctx: TraceContext, fn: types.FunctionType, args: tuple, kwargs: dict) -> dict:
+    """Default values the call relies on, read as Python state (a mutable default persists)."""
+    code = fn.__code__
+    positional = code.co_varnames[:code.co_argcount]
+    out = {}
+    fname = ctx.const(fn, "fn")
+    defaults = fn.__defaults__ or ()
+    first_default = len(positional) - len(defaults)
+    for i, name in enumerate(positional):
+        if i >= len(args) and name not in kwargs and i >= first_default:
+            j = i - first_default
+            out[name] = ctx.read(defaults[j], f"{fname}.__defaults__[{j}]", f"default of {name}")
+    for name, value in (fn.__kwdefaults__ or {}).items():
+        if name not in kwargs:
+            out[name] = ctx.read(value, f"{fname}.__kwdefaults__[{name!r}]", f"default of {name}")
+    return out
+
+
 def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple, kwargs: dict,
-                relaxed_shapes: dict[str, tf.TensorShape] | None = None) -> CacheEntry:
-    """Trace ``converted`` on these arguments into a cache entry (raises on failure)."""
+                relaxed_shapes: dict[str, tf.TensorShape] | None = None, speculator: Any = None) -> CacheEntry:
+    """Trace ``converted`` on these arguments into a cache entry (raises on failure).
+
+    Raises :class:`janus.atomicity.StateBeforeAssertion` when an assumption is checked
+    after a state update; the caller retraces without those assumptions.
+    """
     leaves = tensor_leaves(args, kwargs)
     relaxed_shapes = relaxed_shapes or {}
     specs = [(p, tf.TensorSpec(relaxed_shapes.get(p, v.shape), v.dtype)) for p, v in leaves]
-    ctx = TraceContext(relaxed=bool(relaxed_shapes))
+    ctx = TraceContext(relaxed=bool(relaxed_shapes), speculator=speculator)
     ctx.namespace.update(guard_namespace_base())
     names = _param_names(python_fn)
     state: dict[str, Any] = {}
@@ -104,10 +127,12 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
             a = tuple(ctx.read(v, f"a[{i}]", f"argument {names[i] if i < len(names) else i}")
                       for i, v in enumerate(args))
             k = {n: ctx.read(v, f"k[{n!r}]", f"argument {n}") for n, v in kwargs.items()}
+            k.update(_defaults(ctx, python_fn, args, kwargs))
             result = converted(*a, **k)
             packer = Packer(ctx)
             state["output"] = packer.pack(result)
             state["effects"] = effects.pack_effects(ctx, packer)
+        atomicity.gate_state_on_assertions(ctx.outer_graph, ctx.assertions, ctx.writer_constructs)
         return packer.tensors
 
     traced = tf.function(graph_fn, autograph=False)
@@ -117,5 +142,6 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
     return CacheEntry(
         concrete=concrete, check=check, inputs=inputs, output=state["output"], effects=state["effects"],
         guards=list(ctx.guards), guard_source=guard_source, input_specs=specs,
-        heap_inputs=list(ctx.heap_inputs), assertions=len(ctx.assertions), relaxed=ctx.relaxed,
+        heap_inputs=list(ctx.heap_inputs), assertions=len(ctx.assertions), assumptions=list(ctx.assumptions),
+        relaxed=ctx.relaxed,
     )

@@ -96,11 +96,16 @@ class TraceContext:
     arg_inputs: dict[str, Any] = field(default_factory=dict)
     arg_specs: dict[str, tf.TensorSpec] = field(default_factory=dict)
     overlay: dict[tuple, Any] = field(default_factory=dict)
-    assertions: list[Any] = field(default_factory=list)
+    assertions: list[tuple[Any, Any]] = field(default_factory=list)
+    speculator: Any = None
+    writer_constructs: set = field(default_factory=set)
+    assumptions: list[Any] = field(default_factory=list)
     _paths: dict[int, str] = field(default_factory=dict)
     _keep: list[Any] = field(default_factory=list)
     _guard_exprs: set[str] = field(default_factory=set)
     _const_ids: dict[int, str] = field(default_factory=dict)
+    _by_id: dict[int, tuple] = field(default_factory=dict)
+    _distinct: list[tuple] = field(default_factory=list)
 
     # -- activation -------------------------------------------------------------
     def __enter__(self) -> "TraceContext":
@@ -137,7 +142,31 @@ class TraceContext:
 
     # -- reads ------------------------------------------------------------------
     def read(self, value: Any, path: str, what: str) -> Any:
-        """Return the value converted code should see for ``value`` read at ``path``."""
+        """Return the value converted code should see for ``value`` read at ``path``.
+
+        The same object reached by two paths is one value in the trace too (aliasing
+        is guarded with ``is``); distinct arguments and distinct mutable containers
+        are guarded with ``is not``, since converted code may depend on either.
+        """
+        if type(value) in SCALARS or isinstance(value, (types.FunctionType, types.ModuleType, type)):
+            return self._read(value, path, what)
+        seen = self._by_id.get(id(value))
+        if seen is not None:
+            first_path, result = seen
+            if first_path != path:
+                self.guard(f"{path} is {first_path}", f"{what} is the same object as {first_path}")
+            return result
+        if path.startswith(("a[", "k[")) or type(value) in (list, dict, set):
+            for other_path, other in self._distinct:
+                if type(other) is type(value) or is_eager_tensor(other) and is_eager_tensor(value):
+                    self.guard(f"{path} is not {other_path}", f"{what} is not the same object as {other_path}")
+            self._distinct.append((path, value))
+        result = self._read(value, path, what)
+        self._by_id[id(value)] = (path, result)
+        self._keep.append(value)
+        return result
+
+    def _read(self, value: Any, path: str, what: str) -> Any:
         if is_eager_tensor(value):
             return self._tensor_input(value, path, what)
         if isinstance(value, bool) or value is None:
@@ -221,6 +250,21 @@ class TraceContext:
         hi.placeholder = _capture_at_call_time(self, hi)
         self.heap_inputs[path] = hi
         return hi.placeholder
+
+    # -- speculation ----------------------------------------------------------
+    def assume(self, site: Any, kind: str, value: Any) -> Any:
+        """Register that this trace assumes ``value`` at ``site`` (see ``janus.speculation``)."""
+        assumption = self.speculator.assumption(site, kind, value)
+        if assumption not in self.assumptions:
+            self.assumptions.append(assumption)
+        return assumption
+
+    def nested_assertions(self, start: int, outer_op: Callable[[], Any]) -> None:
+        """Assertions created inside a cond/loop body since ``start`` are checked by ``outer_op()``."""
+        if len(self.assertions) > start:
+            inner = self.assertions[start:]
+            del self.assertions[start:]
+            self.assertions.append((outer_op(), [a for _, group in inner for a in group]))
 
     # -- effects ----------------------------------------------------------------
     def effect(self, kind: str, payload: Any, where: str) -> None:

@@ -37,8 +37,10 @@ from janus.converter.passes.returns import LowerReturns
 from janus.converter.passes.state_access import LowerStateAccess
 from janus.converter.passes.undefined import BindUndefined
 from janus.errors import ConversionError
+from janus.speculation import SiteInfo
+from janus_profiler import site_of
 
-_code_cache: dict[types.CodeType, tuple[str, types.CodeType]] = {}
+_code_cache: dict[types.CodeType, tuple[str, types.CodeType, tuple]] = {}
 _fn_cache: "weakref.WeakKeyDictionary[types.FunctionType, types.FunctionType]" = weakref.WeakKeyDictionary()
 
 
@@ -61,34 +63,70 @@ class _StripSignatureExtras(gast.NodeTransformer):
         return gast.Assign(targets=[node.target], value=node.value, type_comment=None)
 
 
+class _TagSites(gast.NodeVisitor):
+    """Mark the user's own ``if``/``while``/``for``/conditional expressions as speculable sites.
+
+    Runs before any pass, so nodes the passes create (which have no source) are never sites.
+    """
+
+    def __init__(self, filename: str, line_offset: int, indent: int):
+        self.filename, self.line_offset, self.indent = filename, line_offset, indent
+
+    def _tag(self, node, text_node) -> None:
+        moved = types.SimpleNamespace(
+            lineno=node.lineno + self.line_offset, col_offset=node.col_offset + self.indent,
+            end_lineno=node.end_lineno + self.line_offset, end_col_offset=node.end_col_offset + self.indent)
+        key = site_of(self.filename, moved, type(node).__name__)
+        text = unparse(ast.fix_missing_locations(gast.gast_to_ast(text_node))).strip()
+        node.jn_site = SiteInfo(key, type(node).__name__, text)
+
+    def visit_If(self, node):
+        self._tag(node, gast.Expr(value=node.test))
+        self.generic_visit(node)
+
+    def visit_While(self, node):
+        self._tag(node, gast.Expr(value=node.test))
+        self.generic_visit(node)
+
+    def visit_IfExp(self, node):
+        self._tag(node, gast.Expr(value=node.test))
+        self.generic_visit(node)
+
+    def visit_For(self, node):
+        self._tag(node, gast.Expr(value=node.iter))
+        self.generic_visit(node)
+
+
 def convert_source(fn: types.FunctionType) -> str:
     """The generated source for ``fn`` (cached per code object)."""
     return _compiled(fn)[0]
 
 
-def _compiled(fn: types.FunctionType) -> tuple[str, types.CodeType]:
+def _compiled(fn: types.FunctionType) -> tuple[str, types.CodeType, tuple]:
     code = fn.__code__
     hit = _code_cache.get(code)
     if hit is not None:
         return hit
-    node, filename, _, _ = parse.function_ast(fn)
+    node, filename, line_offset, indent = parse.function_ast(fn)
     reason = support.unsupported_in(node)
     if reason:
         raise ConversionError(reason)
+    _TagSites(filename, line_offset, indent).visit(node)
     node.decorator_list = []
     node.args.defaults = [gast.Constant(value=None, kind=None) for _ in node.args.defaults]
     node.args.kw_defaults = [None if d is None else gast.Constant(value=None, kind=None) for d in node.args.kw_defaults]
     module = gast.Module(body=[node], type_ignores=[])
     first = analysis.params(node.args)[:1]
+    sites: list = []
     passes = [
         _StripSignatureExtras(),
         Desugar(first[0] if first else None),
         LowerReturns(),
         LowerBreakContinue(),
-        LowerExpressions(),
+        LowerExpressions(sites),
         LowerCalls(),
         LowerStateAccess(code.co_freevars),
-        LowerControlFlow(),
+        LowerControlFlow(sites),
         BindUndefined(),
     ]
     for p in passes:
@@ -98,8 +136,8 @@ def _compiled(fn: types.FunctionType) -> tuple[str, types.CodeType]:
     virtual = f"<janus {fn.__qualname__} from {filename}:{code.co_firstlineno}>"
     linecache.cache[virtual] = (len(source), None, source.splitlines(True), virtual)
     compiled = compile(source, virtual, "exec")
-    _code_cache[code] = (source, compiled)
-    return source, compiled
+    _code_cache[code] = (source, compiled, tuple(sites))
+    return _code_cache[code]
 
 
 def converted_function(fn: types.FunctionType) -> types.FunctionType:
@@ -107,9 +145,9 @@ def converted_function(fn: types.FunctionType) -> types.FunctionType:
     hit = _fn_cache.get(fn)
     if hit is not None:
         return hit
-    _, compiled = _compiled(fn)
+    _, compiled, sites = _compiled(fn)
     namespace = {"_jn": janus.ops, "_jn_g": fn.__globals__, "_jn_c": fn.__closure__ or (),
-                 "__builtins__": builtins}
+                 "_jn_sites": sites, "__builtins__": builtins}
     exec(compiled, namespace)  # noqa: S102 - our own generated code
     out = namespace[parse.LAMBDA_NAME if fn.__name__ == "<lambda>" else fn.__name__]
     out.__defaults__ = fn.__defaults__

@@ -68,3 +68,12 @@ def func_def(fname: str, args: list[str], body: list[gast.stmt]) -> gast.Functio
                                posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
     return gast.FunctionDef(name=fname, args=arguments, body=body or [gast.Pass()], decorator_list=[],
                             returns=None, type_comment=None, type_params=[])
+
+
+def site_ref(sites: list, node: gast.AST) -> gast.expr:
+    """``_jn_sites[i]`` for a node the user wrote (tagged by the pipeline), else ``None``."""
+    info = getattr(node, "jn_site", None)
+    if info is None:
+        return const(None)
+    sites.append(info)
+    return expr(f"_jn_sites[{len(sites) - 1}]")

@@ -29,8 +29,9 @@ def _modified(stmts) -> set[str]:
 
 
 class LowerControlFlow(gast.NodeTransformer):
-    def __init__(self):
+    def __init__(self, sites: list):
         self.counter = 0
+        self.sites = sites
 
     def visit_FunctionDef(self, node: gast.FunctionDef):
         analysis.annotate_liveness(node)
@@ -59,7 +60,8 @@ class LowerControlFlow(gast.NodeTransformer):
         body = T.func_def(f"_jn_if_{n}", ins, node.body + ret)
         orelse = T.func_def(f"_jn_else_{n}", ins, node.orelse + ret)
         call = gast.Call(func=T.jn("if_stmt"), args=[node.test, T.name(body.name), T.name(orelse.name),
-                                                     T.tuple_of(ins), self._names_arg(outs)], keywords=[])
+                                                     T.tuple_of(ins), self._names_arg(outs),
+                                                     T.site_ref(self.sites, node)], keywords=[])
         return [body, orelse, self._assign_result(outs, call)]
 
     def visit_While(self, node: gast.While):
@@ -69,7 +71,8 @@ class LowerControlFlow(gast.NodeTransformer):
         test = T.func_def(f"_jn_while_test_{n}", carried, [gast.Return(value=node.test)])
         body = T.func_def(f"_jn_while_body_{n}", carried, node.body + [gast.Return(value=T.tuple_of(carried))])
         call = gast.Call(func=T.jn("while_stmt"), args=[T.name(test.name), T.name(body.name), T.tuple_of(carried),
-                                                        self._names_arg(carried)], keywords=[])
+                                                        self._names_arg(carried), T.site_ref(self.sites, node)],
+                         keywords=[])
         return [test, body, self._assign_result(carried, call)] + node.orelse
 
     def visit_For(self, node: gast.For):
@@ -91,5 +94,6 @@ class LowerControlFlow(gast.NodeTransformer):
         else:
             extra_arg = T.const(None)
         call = gast.Call(func=T.jn("for_stmt"), args=[node.iter, extra_arg, T.name(body.name), T.tuple_of(carried),
-                                                      self._names_arg(carried)], keywords=[])
+                                                      self._names_arg(carried), T.site_ref(self.sites, node)],
+                         keywords=[])
         return out + [self._assign_result(carried, call)] + node.orelse

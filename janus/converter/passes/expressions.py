@@ -25,6 +25,9 @@ def _call(op: str, *args: gast.expr) -> gast.Call:
 
 
 class LowerExpressions(gast.NodeTransformer):
+    def __init__(self, sites: list):
+        self.sites = sites
+
     def _test(self, node: gast.expr) -> gast.expr:
         """A condition whose truth alone matters: ``and``/``or`` need not keep the operand's kind."""
         if isinstance(node, gast.BoolOp):
@@ -73,7 +76,7 @@ class LowerExpressions(gast.NodeTransformer):
     def visit_IfExp(self, node: gast.IfExp):
         test = self._test(node.test)
         body, orelse = self.visit(node.body), self.visit(node.orelse)
-        return _call("ifexp", test, _lambda(body), _lambda(orelse))
+        return _call("ifexp", test, _lambda(body), _lambda(orelse), T.site_ref(self.sites, node))
 
     def visit_Compare(self, node: gast.Compare):
         self.generic_visit(node)
