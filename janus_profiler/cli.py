@@ -103,6 +103,13 @@ def _library_dirs() -> list[str]:
     for p in (sys.prefix, sys.base_prefix, sys.exec_prefix):
         dirs.add(os.path.realpath(os.path.join(p, "lib")))
     dirs.add(os.path.realpath(os.path.dirname(os.path.abspath(__file__))))  # the profiler itself
+    try:  # and Janus (without importing it): a script run with Janus must not profile the converter
+        import importlib.util
+        spec = importlib.util.find_spec("janus")
+        for loc in (spec.submodule_search_locations or []) if spec else []:
+            dirs.add(os.path.realpath(loc))
+    except (ImportError, ValueError):
+        pass
     return sorted(dirs)
 
 
