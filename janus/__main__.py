@@ -56,12 +56,44 @@ def _report(stream) -> None:
         print("janus: no function recorded a GradientTape; nothing was taken over", file=stream)
 
 
-def _user_traceback(tb: types.TracebackType | None, script: str) -> types.TracebackType | None:
-    """Drop the frames of this runner so the traceback starts at the script, as python's does."""
-    here = os.path.abspath(__file__)
-    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) == here:
+def _janus_dirs() -> list[str]:
+    dirs = [os.path.dirname(os.path.abspath(__file__))]
+    try:
+        import janus_profiler
+        dirs.append(os.path.dirname(os.path.abspath(janus_profiler.__file__)))
+    except ImportError:
+        pass
+    return dirs
+
+
+def _is_janus_frame(filename: str) -> bool:
+    if filename.startswith("<janus "):
+        return not filename.startswith("<janus loop ")   # loop bodies are the user's own lines
+    path = os.path.abspath(filename)
+    return any(path.startswith(d + os.sep) for d in _janus_dirs())
+
+
+def _user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """The traceback without Janus's own frames (the runner, the graph driver), as python shows it."""
+    kept = []
+    while tb is not None:
+        if not _is_janus_frame(tb.tb_frame.f_code.co_filename):
+            kept.append(tb)
         tb = tb.tb_next
-    return tb
+    out = None
+    for t in reversed(kept):
+        out = types.TracebackType(out, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return out
+
+
+def _strip_janus_frames(exc: BaseException) -> BaseException:
+    seen = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        e.__traceback__ = _user_traceback(e.__traceback__)
+        e = e.__cause__ or e.__context__
+    return exc
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,11 +161,12 @@ def main(argv: list[str] | None = None) -> int:
             status = 1
     except KeyboardInterrupt:
         exc_type, exc, tb = sys.exc_info()
-        traceback.print_exception(exc_type, exc, _user_traceback(tb, path))
+        traceback.print_exception(_strip_janus_frames(exc))
         status = 130
     except BaseException:  # noqa: BLE001 - reported like the interpreter would
         exc_type, exc, tb = sys.exc_info()
-        sys.excepthook(exc_type, exc, _user_traceback(tb, path))
+        exc = _strip_janus_frames(exc)
+        sys.excepthook(exc_type, exc, exc.__traceback__)
         status = 1
     finally:
         if report:

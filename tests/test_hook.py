@@ -1,0 +1,455 @@
+"""The transparent GradientTape hook (janus.enable / disable / enabled) and ``python -m janus``."""
+import importlib
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import janus
+from janus import hook
+from janus.function import JanusFunction
+
+from harness import assert_same
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SCRIPTS = os.path.join(HERE, "scripts")
+PY = sys.executable
+
+USER_MODULE = """
+import tensorflow as tf
+
+W = tf.Variable([[0.5], [-0.25]])
+
+
+def step(x, y):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, W) - y))
+    g = tape.gradient(loss, W)
+    W.assign_sub(0.1 * g)
+    return loss
+
+
+def plain(x):
+    return x * 2.0
+
+
+def outer(x):
+    def inner(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = x * x
+        return tape.gradient(y, x)
+    return inner(x)
+
+
+class Model:
+    def __init__(self):
+        self.v = tf.Variable([1.0, 2.0])
+        self.calls = 0
+
+    def train_step(self, x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(self.v * x)
+        self.v.assign_sub(0.5 * tape.gradient(loss, self.v))
+        return loss
+
+    @staticmethod
+    def grad_of_square(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_sum(x * x)
+        return tape.gradient(y, x)
+
+    def predict(self, x):
+        return self.v * x
+"""
+
+
+@pytest.fixture
+def user_dir(tmp_path, monkeypatch):
+    """A directory of user modules that is the current directory (so the hook scans it)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    names = []
+
+    def write(name, source):
+        (tmp_path / f"{name}.py").write_text(textwrap.dedent(source))
+        names.append(name)
+        importlib.invalidate_caches()
+        return name
+
+    yield write
+    hook.disable()
+    for n in names:
+        sys.modules.pop(n, None)
+
+
+def _data(i):
+    rs = np.random.RandomState(i)
+    return tf.constant(rs.randn(4, 2).astype(np.float32)), tf.constant(rs.randn(4, 1).astype(np.float32))
+
+
+def test_enable_takes_over_tape_functions_and_methods_and_disable_restores(user_dir):
+    name = user_dir("hook_user_a", USER_MODULE)
+    mod = importlib.import_module(name)
+    orig_step, orig_train = mod.step, mod.Model.__dict__["train_step"]
+    orig_static = mod.Model.__dict__["grad_of_square"]
+    orig_plain, orig_outer, orig_predict = mod.plain, mod.outer, mod.Model.__dict__["predict"]
+    assert hook.taken_over() == []
+
+    janus.enable()
+    assert hook.is_enabled()
+    assert isinstance(mod.step, JanusFunction)
+    assert isinstance(mod.Model.__dict__["train_step"], JanusFunction)
+    assert isinstance(mod.Model.__dict__["grad_of_square"], staticmethod)
+    assert isinstance(mod.Model.__dict__["grad_of_square"].__func__, JanusFunction)
+    # no tape in their own body: untouched
+    assert mod.plain is orig_plain and mod.outer is orig_outer
+    assert mod.Model.__dict__["predict"] is orig_predict
+    assert sorted(hook.taken_over()) == ["Model.grad_of_square", "Model.train_step", "step"]
+
+    # the taken-over function and method give eager's results and run as graphs
+    eager_w = tf.Variable(mod.W.numpy())
+    m_j, m_e = mod.Model(), mod.Model()
+    for i in range(8):
+        x, y = _data(i)
+        rj = mod.step(x, y)
+        mod.W, saved = eager_w, mod.W          # run the original on its own variable
+        re_ = orig_step(x, y)
+        eager_w, mod.W = mod.W, saved
+        assert_same(re_, rj, f"step call {i}")
+        assert_same(eager_w, mod.W, f"W after call {i}")
+        assert_same(orig_train(m_e, x[0]), m_j.train_step(x[0]), f"train_step call {i}")
+        assert_same(m_e.v, m_j.v, f"v after call {i}")
+        assert_same(orig_static.__func__(x), mod.Model.grad_of_square(x), f"static call {i}")
+    assert janus.stats(mod.step)["graph_calls"] >= 1, janus.explain(mod.step)
+    assert janus.stats(mod.Model.__dict__["train_step"])["graph_calls"] >= 1
+    # one cache shared by instances
+    assert janus.stats(m_j.train_step) == janus.stats(mod.Model().train_step)
+
+    janus.disable()
+    assert not hook.is_enabled()
+    assert mod.step is orig_step
+    assert mod.Model.__dict__["train_step"] is orig_train
+    assert mod.Model.__dict__["grad_of_square"] is orig_static
+    assert hook.taken_over() == []
+
+
+def test_import_hook_takes_over_modules_imported_later(user_dir):
+    janus.enable()
+    try:
+        name = user_dir("hook_user_b", USER_MODULE)
+        mod = importlib.import_module(name)
+        assert isinstance(mod.step, JanusFunction)
+        assert isinstance(mod.Model.__dict__["train_step"], JanusFunction)
+        assert not isinstance(mod.plain, JanusFunction)
+        # the module keeps its ordinary loader
+        assert type(mod.__loader__).__name__ == "SourceFileLoader"
+        assert type(mod.__spec__.loader).__name__ == "SourceFileLoader"
+        assert "step" in hook.taken_over()
+    finally:
+        janus.disable()
+    assert not any(type(f).__name__ == "_HookFinder" for f in sys.meta_path)
+    assert not isinstance(mod.step, JanusFunction)
+    assert not isinstance(mod.Model.__dict__["train_step"], JanusFunction)
+    # after disable, later imports are left alone
+    name2 = user_dir("hook_user_c", USER_MODULE)
+    mod2 = importlib.import_module(name2)
+    assert not isinstance(mod2.step, JanusFunction)
+
+
+def test_enabled_context_manager_and_rebinding(user_dir):
+    name = user_dir("hook_user_d", USER_MODULE)
+    mod = importlib.import_module(name)
+    original = mod.step
+    with janus.enabled():
+        assert isinstance(mod.step, JanusFunction)
+        # re-enabling is a rescan, not a second wrap
+        janus.enable()
+        assert isinstance(mod.step.python_function, type(original))
+        assert hook.taken_over().count("step") == 1
+
+        def mine(x, y):
+            return x
+        mod.step = mine                      # the user rebinds the name: disable leaves it
+    assert mod.step is mine
+    assert not hook.is_enabled()
+    mod.step = original
+
+
+def test_non_user_modules_are_not_scanned(user_dir):
+    import janus.function as jfmod
+    before = dict(vars(jfmod))
+    with janus.enabled():
+        assert not any(q.startswith("JanusFunction") for q in hook.taken_over())
+        # nothing from TensorFlow / Keras (site-packages) is taken over
+        assert tf.keras.optimizers.SGD.__dict__.get("apply_gradients") is None or \
+            not isinstance(tf.keras.optimizers.SGD.__dict__.get("apply_gradients"), JanusFunction)
+    assert dict(vars(jfmod)) == before
+    assert not hook.is_user_file(tf.__file__)
+    assert not hook.is_user_file(os.path.join(os.path.dirname(janus.__file__), "hook.py"))
+
+
+def test_tf_is_not_patched(user_dir):
+    tape_attrs = dict(vars(tf.GradientTape))
+    with janus.enabled():
+        assert dict(vars(tf.GradientTape)) == tape_attrs
+        assert tf.GradientTape.__module__.startswith("tensorflow")
+
+
+# ------------------------------------------------------------------ script rewrite, in process
+def _run_source(source, rewrite):
+    g = {"__name__": "__main__", "__builtins__": __builtins__}
+    if rewrite:
+        plan = hook.prepare_script(textwrap.dedent(source), "<test script>")
+        code = plan.code
+    else:
+        plan, code = None, compile(textwrap.dedent(source), "<test script>", "exec")
+    exec(code, g)
+    return plan, {k: v for k, v in g.items() if not k.startswith("__") and not isinstance(v, type(np))}
+
+
+LOOP_SCRIPT = """
+import tensorflow as tf
+w = tf.Variable([1.0, -1.0])
+h = tf.zeros([2])
+total = 0.0
+for i in range(9):
+    x = tf.constant([1.0, 2.0]) * float(i)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(w * x + h)
+    w.assign_sub(0.01 * tape.gradient(loss, w))
+    h = h * 0.5 + loss
+    total += 1.0
+result = (w.numpy().tolist(), h, total, loss)
+"""
+
+
+def test_script_rewrite_of_module_level_loop_matches_plain_exec():
+    plan_, plain = _run_source(LOOP_SCRIPT, rewrite=False)
+    plan, rewritten = _run_source(LOOP_SCRIPT, rewrite=True)
+    assert [lp.lineno for lp in plan.loops] == [6], plan.skipped_loops
+    loop = plan.loops[0]
+    assert loop.params == ["i", "h", "total"]
+    assert loop.returns == ["h", "loss", "total"]
+    # x and tape are never read after the loop, so they stay local to the loop body
+    assert set(plain) - set(rewritten) == {"x", "tape"}
+    assert set(rewritten) <= set(plain)
+    for k in ("w", "h", "total", "loss", "result"):
+        assert_same(plain[k], rewritten[k], k)
+
+
+def test_script_rewrite_declines_complicated_loops_and_stays_correct():
+    src = """
+    import tensorflow as tf
+    w = tf.Variable(2.0)
+    for i in range(5):
+        with tf.GradientTape() as tape:
+            y = w * w
+        if i == 3:
+            break
+        w.assign_sub(0.1 * tape.gradient(y, w))
+    for j in range(3):
+        with tf.GradientTape() as tape:
+            z = w * 3.0
+        if j == 0:
+            maybe = 1
+        print(maybe)
+    out = w.numpy()
+    """
+    plan, rewritten = _run_source(src, rewrite=True)
+    _, plain = _run_source(src, rewrite=False)
+    assert plan.loops == []
+    assert [ln for ln, _ in plan.skipped_loops] == [4, 10]
+    assert "Break" in plan.skipped_loops[0][1]
+    assert "maybe" in plan.skipped_loops[1][1]
+    assert_same(plain["out"], rewritten["out"], "out")
+
+
+def test_script_rewrite_decorates_tape_functions_only():
+    src = """
+    import tensorflow as tf
+
+    def step(v):
+        with tf.GradientTape() as tape:
+            y = v * v
+        return tape.gradient(y, v)
+
+    def helper(v):
+        return v + 1
+
+    class T:
+        def train(self, v):
+            with tf.GradientTape() as t:
+                y = v * 3.0
+            return t.gradient(y, v)
+
+        @property
+        def p(self):
+            return tf.GradientTape
+
+        def gen(self):
+            with tf.GradientTape():
+                yield 1
+    """
+    plan = hook.prepare_script(textwrap.dedent(src), "<test script>")
+    assert plan.functions == ["step", "T.train"]
+
+
+# ------------------------------------------------------------------ python -m janus
+def _env(**extra):
+    env = dict(os.environ)
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    env.pop("JANUS_REPORT", None)
+    env.pop("JANUS_DISABLE", None)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra)
+    return env
+
+
+def _run(args, **extra):
+    return subprocess.run([PY] + args, capture_output=True, text=True, cwd=ROOT, env=_env(**extra), timeout=300)
+
+
+def _losses(stdout):
+    return [float(m) for m in re.findall(r"(?:loss|eval) (-?\d+\.\d+)", stdout)]
+
+
+_TF_NOISE = re.compile(r"^(WARNING: All log messages before absl::InitializeLog\(\).*|I\d{4} .*oneDNN custom operations.*)\n",
+                       re.M)
+
+
+def _own_stderr(stderr):
+    """stderr without TensorFlow's import-time log lines (printed by any TF import, eager or not)."""
+    return _TF_NOISE.sub("", stderr)
+
+
+def _report(stderr):
+    return {m.group(1): {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
+            for m in re.finditer(r"^janus: (.+?): (calls=.*)$", stderr, re.M)}
+
+
+def test_cli_runs_unmodified_training_method_script_as_graphs():
+    script = os.path.join(SCRIPTS, "train_method.py")
+    with open(script) as fh:
+        text = fh.read()
+    assert "janus" not in text
+    eager = _run([script])
+    jan = _run(["-m", "janus", "--report", script])
+    assert eager.returncode == 0, eager.stderr
+    assert jan.returncode == 0, jan.stderr
+    le, lj = _losses(eager.stdout), _losses(jan.stdout)
+    assert len(le) == 21 and len(lj) == 21, (eager.stdout, jan.stdout)
+    np.testing.assert_allclose(lj, le, rtol=1e-4, atol=1e-4)
+    assert eager.stdout.splitlines()[0] == jan.stdout.splitlines()[0]
+    rep = _report(jan.stderr)
+    assert "Trainer.train_step" in rep, jan.stderr
+    assert rep["Trainer.train_step"]["calls"] == 20
+    assert rep["Trainer.train_step"]["graph_calls"] >= 10, jan.stderr
+    with open(script) as fh:
+        assert fh.read() == text  # the file is never modified
+
+
+def test_cli_passes_argv_and_report_by_environment():
+    script = os.path.join(SCRIPTS, "train_method.py")
+    jan = _run(["-m", "janus", script, "7"], JANUS_REPORT="1")
+    assert jan.returncode == 0, jan.stderr
+    assert len(_losses(jan.stdout)) == 8
+    rep = _report(jan.stderr)
+    assert rep["Trainer.train_step"]["calls"] == 7
+    assert rep["Trainer.train_step"]["graph_calls"] >= 1
+    quiet = _run(["-m", "janus", script, "4"])
+    assert quiet.returncode == 0 and "janus:" not in quiet.stderr
+
+
+def test_cli_module_level_training_loop():
+    script = os.path.join(SCRIPTS, "train_loop.py")
+    eager = _run([script])
+    jan = _run(["-m", "janus", script], JANUS_REPORT="1")
+    assert eager.returncode == 0, eager.stderr
+    assert jan.returncode == 0, jan.stderr
+    le, lj = _losses(eager.stdout), _losses(jan.stdout)
+    assert len(le) == 20 and len(lj) == 20
+    np.testing.assert_allclose(lj, le, rtol=1e-4, atol=1e-4)
+    rep = _report(jan.stderr)
+    (name,) = [n for n in rep if "loop body at line 19" in n]
+    assert rep[name]["calls"] == 20
+    assert rep[name]["graph_calls"] >= 1, jan.stderr
+
+
+def test_cli_missing_script_status_2_one_line():
+    r = _run(["-m", "janus", "no_such_script_here.py"])
+    assert r.returncode == 2
+    lines = _own_stderr(r.stderr).strip().splitlines()
+    assert len(lines) == 1 and "no_such_script_here.py" in lines[0], r.stderr
+    assert r.stdout == ""
+
+
+def test_cli_help():
+    r = _run(["-m", "janus", "--help"])
+    assert r.returncode == 0
+    assert "usage: python -m janus" in r.stdout and "--report" in r.stdout
+
+
+def test_cli_script_exit_status_and_exceptions_are_its_own(tmp_path):
+    exits = tmp_path / "exits.py"
+    exits.write_text("import sys\nprint('before', __name__, sys.argv[1:])\nsys.exit(3)\n")
+    r = _run(["-m", "janus", str(exits), "a", "b"])
+    assert r.returncode == 3 and r.stdout == "before __main__ ['a', 'b']\n", (r.stdout, r.stderr)
+
+    raises = tmp_path / "raises.py"
+    raises.write_text("def f(x):\n    return 1 / x\n\nprint('start')\nf(0)\n")
+    e = _run([str(raises)])
+    j = _run(["-m", "janus", str(raises)])
+    assert (e.returncode, e.stdout) == (j.returncode, j.stdout) == (1, "start\n")
+    assert _own_stderr(j.stderr) == e.stderr, (e.stderr, j.stderr)
+
+    bad = tmp_path / "bad.py"
+    bad.write_text("x = (\n")
+    e = _run([str(bad)])
+    j = _run(["-m", "janus", str(bad)])
+    assert e.returncode == j.returncode == 1
+    assert _own_stderr(j.stderr) == e.stderr, (e.stderr, j.stderr)
+
+
+RAISING_STEP = """
+import tensorflow as tf
+
+
+class T:
+    def __init__(self):
+        self.v = tf.Variable([1.0, 2.0])
+        self.n = 0
+
+    def train_step(self, x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(self.v * x)
+        self.v.assign_sub(0.1 * tape.gradient(loss, self.v))
+        self.n += 1
+        if self.n == 7:
+            raise ValueError(f"bad step {self.n}")
+        return loss
+
+
+t = T()
+for i in range(9):
+    print("loss", float(t.train_step(tf.constant([1.0, float(i)]))))
+"""
+
+
+def test_cli_exception_inside_taken_over_step_has_pythons_traceback(tmp_path):
+    script = tmp_path / "raising_step.py"
+    script.write_text(RAISING_STEP)
+    e = _run([str(script)])
+    j = _run(["-m", "janus", "--report", str(script)])
+    assert e.returncode == j.returncode == 1
+    assert e.stdout == j.stdout and e.stdout.count("loss") == 6
+    rep = _report(j.stderr)
+    assert rep["T.train_step"]["calls"] == 7
+    assert _own_stderr(e.stderr) == _own_stderr(j.stderr).split("janus: T.train_step")[0], j.stderr
