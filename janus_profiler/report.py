@@ -29,9 +29,13 @@ _TF_PREFIXES = ("tensorflow.", "keras.", "tf.", "tf_keras.")
 
 
 # --- speculation wording -------------------------------------------------------------------
+def _short(text: str, width: int = 90) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def _fmt_counter(c: Counter, key: Callable[[Any], str] = str, limit: int = 6) -> str:
     items = sorted(c.items(), key=lambda kv: -kv[1])
-    s = ", ".join(f"{key(k)}: {n}" for k, n in items[:limit])
+    s = ", ".join(f"{_short(key(k))}: {n}" for k, n in items[:limit])
     return s + (f", ... ({len(items) - limit} more)" if len(items) > limit else "")
 
 
