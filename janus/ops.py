@@ -7,4 +7,4 @@ from janus.calls import call, fmt, mod  # noqa: F401
 from janus.operators import (  # noqa: F401
     UNDEF, and_, assert_, for_stmt, if_stmt, ifexp, not_, or_, test_and, test_or, while_stmt,
 )
-from janus.state import ld_attr, ld_cell, ld_global, st_attr, st_subscr  # noqa: F401
+from janus.state import ld_attr, ld_cell, ld_global, mutate_attr, st_attr, st_subscr  # noqa: F401

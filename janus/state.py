@@ -159,6 +159,29 @@ def container_method(obj: Any, name: str, args: tuple, kwargs: dict) -> Any:
     return method(*args)
 
 
+def mutate_attr(obj: Any, name: str, method: str, *args: Any) -> Any:
+    """``obj.name.method(*args)`` for a container mutator, without reading the container.
+
+    When ``obj`` is Python state and ``obj.name`` a list/dict/set not read so far in
+    this trace, the call is recorded as a deferred effect and only the container's
+    type is guarded.  Anything else takes the ordinary path.
+    """
+    from janus.calls import call
+
+    ctx = current()
+    path = ctx.path_of(obj) if ctx is not None else None
+    d = _instance_dict(obj) if path is not None else None
+    target = d.get(name, _MISSING) if d is not None else _MISSING
+    if (path is None or (id(obj), name) in ctx.overlay or type(target) not in MUTATORS
+            or method not in MUTATORS[type(target)] or ctx.was_read(target) or _is_data_descriptor(type(obj), name)):
+        return call(ld_attr(obj, name).__getattribute__(method), *args)
+    where = f"{path}.__dict__[{name!r}]"
+    ctx.guard(f"type({where}) is {type(target).__name__}", f"{_describe(path)}.{name} is a {type(target).__name__}")
+    ctx.effect("call", (where, method, args), f"{_describe(path)}.{name}.{method}(...)")
+    ctx.mutated_unread.add(id(target))
+    return None
+
+
 def _instance_dict(obj: Any) -> dict | None:
     try:
         d = object.__getattribute__(obj, "__dict__")

@@ -105,6 +105,7 @@ class TraceContext:
     _guard_exprs: set[str] = field(default_factory=set)
     _const_ids: dict[int, str] = field(default_factory=dict)
     _by_id: dict[int, tuple] = field(default_factory=dict)
+    mutated_unread: set = field(default_factory=set)
     _distinct: list[tuple] = field(default_factory=list)
 
     # -- activation -------------------------------------------------------------
@@ -132,6 +133,9 @@ class TraceContext:
             self._guard_exprs.add(expr)
             self.guards.append(Guard(expr, description))
 
+    def was_read(self, obj: Any) -> bool:
+        return id(obj) in self._by_id
+
     def path_of(self, obj: Any) -> str | None:
         return self._paths.get(id(obj))
 
@@ -150,13 +154,16 @@ class TraceContext:
         """
         if type(value) in SCALARS or isinstance(value, (types.FunctionType, types.ModuleType, type)):
             return self._read(value, path, what)
+        if id(value) in self.mutated_unread:
+            raise ConversionError(f"{what} is read after a deferred change to it")
         seen = self._by_id.get(id(value))
         if seen is not None:
             first_path, result = seen
             if first_path != path:
                 self.guard(f"{path} is {first_path}", f"{what} is the same object as {first_path}")
             return result
-        if path.startswith(("a[", "k[")) or type(value) in (list, dict, set):
+        if (path.startswith(("a[", "k[")) and (is_eager_tensor(value) or is_user_class(type(value))
+                                                and not is_framework_object(value))) or type(value) in (list, dict, set):
             for other_path, other in self._distinct:
                 if type(other) is type(value) or is_eager_tensor(other) and is_eager_tensor(value):
                     self.guard(f"{path} is not {other_path}", f"{what} is not the same object as {other_path}")

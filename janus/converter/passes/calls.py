@@ -1,10 +1,18 @@
 """Route every call through ``_jn.call``, which inlines user functions (converted)
-and allow-lists library calls (``janus.calls``)."""
+and allow-lists library calls (``janus.calls``).
+
+``obj.attr.append(v)`` and the other mutators of a container held in an attribute
+become ``_jn.mutate_attr(obj, 'attr', 'append', v)``: the container is changed
+(deferred, when it is Python state) without being read, so a training step that
+appends to ``self.history`` does not depend on the history's length.
+"""
 from __future__ import annotations
 
 import gast
 
 from janus.converter import templates as T
+
+MUTATORS = {"append", "extend", "insert", "add", "update", "clear", "discard"}
 
 
 class LowerCalls(gast.NodeTransformer):
@@ -12,4 +20,10 @@ class LowerCalls(gast.NodeTransformer):
         self.generic_visit(node)
         if T.is_jn_call(node):
             return node
+        func = node.func
+        if (isinstance(func, gast.Attribute) and func.attr in MUTATORS and isinstance(func.value, gast.Attribute)
+                and not node.keywords and not any(isinstance(a, gast.Starred) for a in node.args)):
+            holder = func.value
+            return gast.Call(func=T.jn("mutate_attr"),
+                             args=[holder.value, T.const(holder.attr), T.const(func.attr)] + node.args, keywords=[])
         return gast.Call(func=T.jn("call"), args=[node.func] + node.args, keywords=node.keywords)
