@@ -453,3 +453,16 @@ def test_cli_exception_inside_taken_over_step_has_pythons_traceback(tmp_path):
     rep = _report(j.stderr)
     assert rep["T.train_step"]["calls"] == 7
     assert _own_stderr(e.stderr) == _own_stderr(j.stderr).split("janus: T.train_step")[0], j.stderr
+
+
+def test_cli_takes_over_step_in_imported_user_module():
+    script = os.path.join(SCRIPTS, "train_imported.py")
+    eager = _run([script])
+    jan = _run(["-m", "janus", "--report", script])
+    assert eager.returncode == 0 and jan.returncode == 0, jan.stderr
+    le, lj = _losses(eager.stdout), _losses(jan.stdout)
+    assert len(le) == len(lj) == 15
+    np.testing.assert_allclose(lj, le, rtol=1e-4, atol=1e-4)
+    rep = _report(jan.stderr)
+    assert rep["train_step"]["calls"] == 15
+    assert rep["train_step"]["graph_calls"] >= 8, jan.stderr
