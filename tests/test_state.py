@@ -129,6 +129,31 @@ def test_history_list_append():
     check(make, calls, min_graph_calls=6)
 
 
+GLOBAL_HISTORY_SRC = """
+import tensorflow as tf
+LOSSES = []
+W = tf.Variable([0.5, 0.25])
+
+@jit
+def train_step(x):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(tf.square(W - x))
+    W.assign_sub(0.2 * tape.gradient(loss, W))
+    LOSSES.append(loss)
+    return loss
+"""
+
+
+def test_global_history_list_append():
+    """The module-level form of the history list (what a script's training loop does)."""
+    def make(jit):
+        mod = fresh_module(GLOBAL_HISTORY_SRC, jit=jit)
+        return SimpleNamespace(fn=mod.train_step, state=lambda: {"LOSSES": list(mod.LOSSES), "W": mod.W})
+
+    calls = [(rnd((2,), i),) for i in range(12)]
+    check(make, calls, min_graph_calls=6)
+
+
 # ------------------------------------------------------------------ self.metrics["loss"] = loss
 def test_metrics_dict_updates():
     def make(jit):
@@ -226,7 +251,7 @@ class _BatchNormNet:
             self.moving_var.assign(0.9 * self.moving_var + 0.1 * var)
         else:
             mean, var = self.moving_mean, self.moving_var
-        return tf.reduce_sum(self.scale * (x - mean) / tf.sqrt(var + 1e-3))
+        return tf.reduce_sum(self.scale * tf.square((x - mean) / tf.sqrt(var + 1e-3)))
 
 
 def _bn_calls():
@@ -257,7 +282,7 @@ def _bn_run(jit):
 
 
 def test_training_flag_matches_eager_where_tf_function_does_not():
-    check(_bn_factory, _bn_calls(), min_graph_calls=3)
+    total = check(_bn_factory, _bn_calls(), min_graph_calls=3)
 
     eager, eager_mean = _bn_run(lambda f: f)
     jan, jan_mean = _bn_run(janus.function)
@@ -273,6 +298,7 @@ def test_training_flag_matches_eager_where_tf_function_does_not():
     print("  eager        ", np.round(eager, 4).tolist(), "moving_mean", np.round(eager_mean, 4).tolist())
     print("  janus        ", np.round(jan, 4).tolist(), "moving_mean", np.round(jan_mean, 4).tolist())
     print("  tf.function  ", np.round(tff, 4).tolist(), "moving_mean", np.round(tff_mean, 4).tolist())
+    print("  janus stats  ", total)
 
 
 # ------------------------------------------------------------------ Keras 3 optimizers
