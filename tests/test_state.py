@@ -17,7 +17,20 @@ import pytest
 import tensorflow as tf
 
 import janus
-from harness import assert_same, check
+from harness import assert_same, check as _check
+
+
+def check(factory, calls, max_conversions=2, **kw):
+    """The harness's ``check``, plus: the graphs are *reused*.
+
+    A graph built for one call and thrown away at the next (a guard pinned to a value
+    that changes every call) would pass "graphs ran" while converting at every call;
+    state carried across steps must not cost a conversion per step.
+    """
+    total = _check(factory, calls, **kw)
+    assert total["conversions"] <= max_conversions, \
+        f"graphs were rebuilt instead of reused ({total['conversions']} conversions for {total['calls']} calls): {total}"
+    return total
 
 _TMP = tempfile.mkdtemp(prefix="janus_state_")
 _COUNT = itertools.count()
