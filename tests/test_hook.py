@@ -472,3 +472,48 @@ def test_cli_takes_over_step_in_imported_user_module():
     rep = _report(jan.stderr)
     assert rep["train_step"]["calls"] == 15
     assert rep["train_step"]["graph_calls"] >= 8, jan.stderr
+
+
+ENABLE_IN_SCRIPT = """
+import tensorflow as tf
+import janus
+
+
+class Trainer:
+    def __init__(self):
+        self.w = tf.Variable([1.0, -1.0])
+
+    def train_step(self, x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.square(self.w * x))
+        self.w.assign_sub(0.1 * tape.gradient(loss, self.w))
+        return loss
+
+
+def helper(x):
+    return x + 1
+
+
+janus.enable()
+t = Trainer()
+for i in range(8):
+    print("loss", round(float(t.train_step(tf.constant([1.0, 0.5 * i]))), 5))
+print("taken", janus.hook.taken_over(), type(helper).__name__)
+s = janus.stats(Trainer.train_step)
+print("graphs", s["graph_calls"] >= 4, s["calls"])
+janus.disable()
+print("restored", type(Trainer.__dict__["train_step"]).__name__)
+"""
+
+
+def test_enable_called_inside_a_plain_python_script(tmp_path):
+    script = tmp_path / "enable_in_script.py"
+    script.write_text(ENABLE_IN_SCRIPT)
+    r = _run([str(script)])
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    eager = _run([str(script)], JANUS_DISABLE="1")
+    assert _losses(r.stdout) == _losses(eager.stdout) and len(_losses(r.stdout)) == 8
+    assert "taken ['Trainer.train_step'] function" in lines
+    assert "graphs True 8" in lines
+    assert lines[-1] == "restored function"
