@@ -32,6 +32,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import functools
+import itertools
 import importlib.abc
 import importlib.machinery
 import linecache
@@ -539,7 +540,7 @@ def _plan_loop(loop: ast.For | ast.While, module: ast.Module, lines: list[str], 
     outside: set[str] = set()
     body_ids = {id(n) for s in body for n in ast.walk(s)}
     for node in ast.walk(module):
-        if id(node) in body_ids:
+        if id(node) in body_ids or getattr(node, "_janus_generated", False):
             continue
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             outside.add(node.id)
@@ -583,6 +584,8 @@ def _loop_call(loop: ast.For | ast.While, plan: LoopPlan, targets: list[str]) ->
         stmt: ast.stmt = ast.Assign(targets=[target], value=call)
     else:
         stmt = ast.Expr(value=call)
+    for node in itertools.chain(ast.walk(test), ast.walk(call)):
+        node._janus_generated = True
     first = loop.body[0]
     for node in ast.walk(stmt):
         node.lineno, node.col_offset = first.lineno, first.col_offset

@@ -245,6 +245,21 @@ def test_script_rewrite_of_module_level_loop_matches_plain_exec():
         assert_same(plain[k], rewritten[k], k)
 
 
+def test_script_rewrite_of_two_training_loops():
+    src = LOOP_SCRIPT + """
+for j in range(4):
+    with tf.GradientTape() as tape:
+        loss2 = tf.reduce_sum(w * w)
+    w.assign_sub(0.1 * tape.gradient(loss2, w))
+final = (w.numpy().tolist(), loss2)
+"""
+    plan, rewritten = _run_source(src, rewrite=True)
+    _, plain = _run_source(src, rewrite=False)
+    assert [lp.lineno for lp in plan.loops] == [6, 15], plan.skipped_loops
+    for k in ("w", "h", "total", "loss", "result", "loss2", "final"):
+        assert_same(plain[k], rewritten[k], k)
+
+
 def test_script_rewrite_declines_complicated_loops_and_stays_correct():
     src = """
     import tensorflow as tf
