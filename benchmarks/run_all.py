@@ -1,0 +1,618 @@
+"""Training throughput of every example: eager, Janus, tf.function and a hand-written graph version.
+
+    .venv/bin/python benchmarks/run_all.py                  # all 11 examples, writes docs/benchmarks.{md,png}
+    .venv/bin/python benchmarks/run_all.py --quick          # smoke run: 4 examples, short windows, no docs
+    .venv/bin/python benchmarks/run_all.py --examples lenet,lm [--rounds 2] [--json out.json]
+
+One worker process per mode runs every chosen example in that mode (``--worker``,
+internal); the parent collects their JSON results, checks each mode's losses against
+eager's, prints the table and writes ``docs/benchmarks.md`` and ``docs/benchmarks.png``.
+
+What is measured, per (example, mode), on a trainer built by the example's
+``build(SEED)`` (the hand-written ones build the example's trainer and reuse its model,
+optimizer and data iterator):
+
+* **Throughput** of ``train_step`` alone: the batch is fetched with ``next_batch()``
+  outside the timer, then ``float(train_step(*batch))`` is timed (``float`` waits for the
+  result).  Examples/s of a window = examples in its batches / summed step time (an
+  example is a batch row: an image, a sequence, a tree, a rollout transition).  After
+  warm-up, ``--windows`` windows of at least ``--window`` seconds of step time each; the
+  median window is reported.
+* **Correctness**: the first ``--check-steps`` losses of every mode, compared with
+  eager's (rtol 1e-4), and the Python-side effects after those steps (lengths of list
+  attributes, graph tensors leaked into Python state), compared with eager's.
+* **Janus warm-up**: time to first graph = summed wall time of the calls up to and
+  including the first call that ran as a graph (the eager profiling calls, conversion,
+  the first graph run), from ``janus.stats`` read after every warm-up call; and the
+  share of calls that ran as graphs.
+
+Timing lives here, not in tests.  Needs matplotlib for the chart (``pip install matplotlib``).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import importlib
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+EXAMPLES_DIR = os.path.join(ROOT, "examples")
+
+EXAMPLES = ["lenet", "resnet", "inception", "lstm", "lm", "treernn", "treelstm", "a3c", "ppo", "gan", "pix2pix"]
+QUICK_EXAMPLES = ["lenet", "lstm", "lm", "gan"]
+MODES = ["eager", "janus", "tf.function", "handwritten"]
+MODE_LABELS = {"eager": "eager", "janus": "Janus", "tf.function": "tf.function", "handwritten": "hand-written"}
+SEED = 0
+RTOL, ATOL = 1e-4, 1e-6
+MAX_WARMUP_CALLS = 20  # Janus: stop waiting for a first graph after this many calls
+
+
+# ---------------------------------------------------------------------------------------------
+# worker: one process, one mode, several examples
+# ---------------------------------------------------------------------------------------------
+
+def _symbolic_paths(obj, path="", depth=0, seen=None):
+    """Paths of graph (symbolic) tensors held in Python state reachable from ``obj``.
+
+    Walks instance ``__dict__``s of plain Python objects, lists, tuples and dicts, a few
+    levels deep; does not enter Keras layers or tf.Modules (their variables are not
+    Python state).  A graph tensor in Python state means a trace leaked it.
+    """
+    import tensorflow as tf
+
+    seen = set() if seen is None else seen
+    if id(obj) in seen or depth > 4:
+        return []
+    seen.add(id(obj))
+    if tf.is_tensor(obj):
+        return [path] if tf.is_symbolic_tensor(obj) else []
+    if isinstance(obj, (list, tuple)):
+        out = []
+        for i, v in enumerate(obj):
+            found = _symbolic_paths(v, f"{path}[{i}]", depth + 1, seen)
+            if found:
+                return found[:1]  # one per container is enough
+        return out
+    if isinstance(obj, dict):
+        out = []
+        for k, v in obj.items():
+            out += _symbolic_paths(v, f"{path}[{k!r}]", depth + 1, seen)
+        return out
+    if isinstance(obj, (tf.Module, tf.keras.layers.Layer)) or type(obj).__module__.startswith(("tensorflow", "keras")):
+        return []
+    d = getattr(obj, "__dict__", None)
+    if not isinstance(d, dict) or isinstance(obj, type):
+        return []
+    out = []
+    for k, v in d.items():
+        if k.startswith("__"):
+            continue
+        out += _symbolic_paths(v, f"{path}.{k}" if path else k, depth + 1, seen)
+    return out
+
+
+def _python_state(owner):
+    """Lengths of the trainer's list attributes (monitoring histories ...) and leaked graph tensors."""
+    lengths = {k: len(v) for k, v in vars(owner).items() if isinstance(v, list)}
+    return {"list_lengths": lengths, "symbolic": _symbolic_paths(owner)}
+
+
+def _short(exc):
+    text = f"{type(exc).__name__}: {exc}".strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:300]
+
+
+def run_example(name, mode, cfg):
+    """Build, check, warm up and time one example in one mode; return a JSON-able dict."""
+    import tensorflow as tf
+
+    import common
+
+    res = {"example": name, "mode": mode, "error": None, "phase": "build"}
+    try:
+        start = time.perf_counter()
+        if mode == "handwritten":
+            trainer = importlib.import_module("handwritten." + name).build(SEED)
+            owner = trainer.base
+        else:
+            trainer = importlib.import_module(name).build(SEED)
+            owner = trainer
+        if mode == "janus":
+            import janus
+
+            common.maybe_janus(trainer, True)
+        elif mode == "tf.function":
+            trainer.train_step = tf.function(trainer.train_step)
+        res["build_s"] = time.perf_counter() - start
+        fn = trainer.train_step
+
+        def graph_calls():
+            return janus.stats(fn)["graph_calls"] if mode == "janus" else 0
+
+        def call():
+            batch = trainer.next_batch()
+            n = len(batch[0])
+            before = graph_calls()
+            t0 = time.perf_counter()
+            loss = float(fn(*batch))
+            dt = time.perf_counter() - t0
+            return loss, n, dt, graph_calls() > before
+
+        # correctness steps, then warm-up
+        res["phase"] = "check"
+        losses, call_times, first_graph = [], [], None
+        for i in range(cfg["check_steps"]):
+            loss, _, dt, as_graph = call()
+            losses.append(loss)
+            call_times.append(dt)
+            if as_graph and first_graph is None:
+                first_graph = i
+        res["losses"] = losses
+        res["state"] = _python_state(owner)
+        res["phase"] = "warm-up"
+        graph_streak = 0
+        while mode == "janus" and len(call_times) < MAX_WARMUP_CALLS and graph_streak < 3:
+            _, _, dt, as_graph = call()
+            call_times.append(dt)
+            graph_streak = graph_streak + 1 if as_graph else 0
+            if as_graph and first_graph is None:
+                first_graph = len(call_times) - 1
+        res["first_call_s"] = call_times[0]
+        res["warmup_calls"] = len(call_times)
+        if mode == "janus":
+            res["first_graph_call"] = None if first_graph is None else first_graph + 1
+            res["time_to_first_graph_s"] = None if first_graph is None else sum(call_times[:first_graph + 1])
+            res["stats_warm"] = janus.stats(fn)
+
+        # timed windows
+        res["phase"] = "timed"
+        windows, step_ms = [], []
+        for _ in range(cfg["windows"]):
+            n_total, t_total, steps, wall0 = 0, 0.0, 0, time.perf_counter()
+            while steps < 2 or (t_total < cfg["window"] and time.perf_counter() - wall0 < 4 * cfg["window"]):
+                _, n, dt, _ = call()
+                n_total += n
+                t_total += dt
+                steps += 1
+            windows.append(n_total / t_total)
+            step_ms.append(1000 * t_total / steps)
+        res["windows"] = windows
+        res["step_ms"] = step_ms
+        res["throughput"] = statistics.median(windows)
+        if mode == "janus":
+            stats = janus.stats(fn)
+            res["stats"] = stats
+            warm = res["stats_warm"]
+            timed_calls = stats["calls"] - warm["calls"]
+            res["timed_graph_share"] = (stats["graph_calls"] - warm["graph_calls"]) / max(timed_calls, 1)
+            res["reasons"] = {}
+            for k, v in janus.explain(fn).reasons.items():
+                k = (re.sub(r"\x1b\[[0-9;]*m", "", str(k)).strip().splitlines() or ["?"])[0][:200]
+                res["reasons"][k] = res["reasons"].get(k, 0) + v
+        if mode == "tf.function":
+            res["traces"] = fn.experimental_get_tracing_count()
+        res["phase"] = "done"
+    except Exception as exc:  # recorded, reported in the table
+        res["error"] = _short(exc)
+    finally:
+        gc.collect()
+    return res
+
+
+def worker(args):
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    sys.path[:0] = [EXAMPLES_DIR, HERE]
+    import tensorflow as tf
+
+    tf.get_logger().setLevel("ERROR")
+    # warm TensorFlow up once so the first example does not pay for it
+    tf.function(lambda x: tf.reduce_sum(x * 2.0))(tf.ones([4]))
+    cfg = {"check_steps": args.check_steps, "windows": args.windows, "window": args.window}
+    for name in args.examples.split(","):
+        res = run_example(name, args.worker, cfg)
+        with open(args.out, "a") as f:
+            f.write(json.dumps(res) + "\n")
+        speed = f"{res['throughput']:9.1f} ex/s" if res.get("throughput") else "     --     "
+        print(f"  {args.worker:12s} {name:10s} {speed}  {res['error'] or ''}", flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# parent: spawn workers, check, tabulate, write docs
+# ---------------------------------------------------------------------------------------------
+
+def run_mode(mode, examples, args, log):
+    """Run a worker for ``mode``; if it dies, record the example it died on and go on with the rest."""
+    results, todo = {}, list(examples)
+    while todo:
+        with tempfile.NamedTemporaryFile("r", suffix=".jsonl", delete=False) as out:
+            path = out.name
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker", mode, "--examples", ",".join(todo),
+               "--out", path, "--check-steps", str(args.check_steps), "--windows", str(args.windows),
+               "--window", str(args.window)]
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
+        proc = subprocess.run(cmd, stderr=log, env=env, timeout=args.timeout)
+        with open(path) as f:
+            for line in f:
+                res = json.loads(line)
+                results[res["example"]] = res
+        os.unlink(path)
+        todo = [e for e in todo if e not in results]
+        if todo and proc.returncode != 0:
+            crashed = todo.pop(0)
+            results[crashed] = {"example": crashed, "mode": mode, "phase": "?",
+                                "error": f"worker process died (exit code {proc.returncode}); see the log"}
+            print(f"  {mode:12s} {crashed:10s} worker died (exit {proc.returncode})", flush=True)
+        elif todo:
+            break
+    return results
+
+
+def check(res, ref):
+    """Verdict of a mode's run against eager's: (valid, short, detail)."""
+    import numpy as np
+
+    if res.get("error") and not res.get("losses"):
+        return False, "error", res["error"]
+    if not ref or not ref.get("losses"):
+        return True, "unchecked", "no eager reference"
+    a, b = np.array(ref["losses"]), np.array(res.get("losses", []))
+    n = min(len(a), len(b))
+    close = np.isclose(b[:n], a[:n], rtol=RTOL, atol=ATOL)
+    if not close.all():
+        k = int(np.argmin(close))
+        rel = abs(b[k] - a[k]) / max(abs(a[k]), 1e-12)
+        return False, "wrong losses", f"loss of step {k + 1} is {b[k]:.6g}, eager's {a[k]:.6g} (relative difference {rel:.1e})"
+    problems = []
+    ref_len, got_len = ref["state"]["list_lengths"], res["state"]["list_lengths"]
+    for k, v in ref_len.items():
+        if got_len.get(k) != v:
+            problems.append(f"`{k}` has {got_len.get(k)} entries, eager's {v}")
+    leaked = [p for p in res["state"]["symbolic"] if p not in ref["state"]["symbolic"]]
+    if leaked:
+        problems.append("graph tensors leaked into Python state: " + ", ".join(f"`{p}`" for p in leaked))
+    if problems:
+        return False, "wrong Python state", "; ".join(problems)
+    if res.get("error"):
+        return False, "error", res["error"]
+    return True, "ok", f"first {n} losses match eager's (rtol {RTOL:g})"
+
+
+def machine():
+    info = {"python": platform.python_version(), "platform": platform.platform(), "cores": os.cpu_count()}
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            if line.startswith("Model name:"):
+                info["cpu"] = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    try:
+        mem = open("/proc/meminfo").readline().split()[1]
+        info["memory_gb"] = round(int(mem) / 2**20, 1)
+    except OSError:
+        pass
+    out = subprocess.run([sys.executable, "-c", "import tensorflow as tf, numpy as np, keras; "
+                          "print(tf.__version__, np.__version__, keras.__version__, "
+                          "len(tf.config.list_physical_devices('GPU')))"],
+                         capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    try:
+        info["tensorflow"], info["numpy"], info["keras"], gpus = out.stdout.split()
+        info["gpus"] = int(gpus)
+    except ValueError:
+        pass
+    try:
+        info["commit"] = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                                        capture_output=True, text=True).stdout.strip()
+    except OSError:
+        pass
+    return info
+
+
+def fmt_speed(x):
+    return f"{x:,.0f}" if x >= 100 else f"{x:,.1f}"
+
+
+def summarize(results, examples):
+    """Per example: throughputs, speedups and verdicts of each mode."""
+    rows = []
+    for ex in examples:
+        ref = results["eager"].get(ex) if "eager" in results else None
+        row = {"example": ex, "modes": {}}
+        base = ref.get("throughput") if ref else None
+        for mode in results:
+            res = results[mode].get(ex)
+            if res is None:
+                continue
+            valid, short, detail = (True, "reference", "") if mode == "eager" else check(res, ref)
+            if mode == "eager" and res.get("error"):
+                valid, short, detail = False, "error", res["error"]
+            tp = res.get("throughput")
+            row["modes"][mode] = {"valid": valid and tp is not None, "verdict": short, "detail": detail,
+                                  "throughput": tp, "speedup": tp / base if tp and base else None, "raw": res}
+        rows.append(row)
+    return rows
+
+
+def speed_cell(m):
+    if m is None:
+        return "--"
+    if not m["valid"]:
+        return f"✗ {m['verdict']}"
+    s = fmt_speed(m["throughput"])
+    return f"{s} ({m['speedup']:.1f}×)" if m["speedup"] is not None and m["raw"]["mode"] != "eager" else s
+
+
+def janus_cells(m):
+    if m is None:
+        return "--", "--"
+    r = m["raw"]
+    if "stats" not in r:
+        return "--", "--"
+    ttfg = r.get("time_to_first_graph_s")
+    first = f"{ttfg:.2f} s (call {r['first_graph_call']})" if ttfg is not None else f"none in {r['warmup_calls']} calls"
+    s = r["stats"]
+    share = f"{s['graph_calls']}/{s['calls']} ({100 * s['graph_calls'] / max(s['calls'], 1):.0f}%)"
+    if s["conversions"] > 3:
+        share += f", {s['conversions']} conversions"
+    return first, share
+
+
+def table(rows, modes):
+    head = ["example", "batch"] + [MODE_LABELS[m] + " (ex/s)" for m in modes]
+    if "janus" in modes:
+        head += ["Janus: time to first graph", "Janus: calls run as graphs"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows:
+        batch = "--"
+        ref = row["modes"].get("eager") or next(iter(row["modes"].values()), None)
+        if ref:
+            batch = BATCH_DESC.get(row["example"], "")
+        cells = [row["example"], batch] + [speed_cell(row["modes"].get(m)) for m in modes]
+        if "janus" in modes:
+            cells += list(janus_cells(row["modes"].get("janus")))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+BATCH_DESC = {
+    "lenet": "32 images", "resnet": "32 images", "inception": "32 images", "lstm": "16 sequences",
+    "lm": "16 sequences", "treernn": "4 trees", "treelstm": "4 trees", "a3c": "≤20 transitions",
+    "ppo": "64 transitions", "gan": "64 images", "pix2pix": "16 image pairs",
+}
+
+
+def chart(rows, modes, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    others = [m for m in modes if m != "eager"]
+    colors = {"janus": "#1f77b4", "tf.function": "#ff7f0e", "handwritten": "#2ca02c"}
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(rows) + 2), 4.2))
+    width = 0.8 / max(len(others), 1)
+    for j, mode in enumerate(others):
+        ax.bar([0], [0], 0, color=colors[mode], label=MODE_LABELS[mode])  # legend entry
+        for i, row in enumerate(rows):
+            m = row["modes"].get(mode)
+            x = i + (j - (len(others) - 1) / 2) * width
+            if m and m["valid"] and m["speedup"]:
+                ax.bar(x, m["speedup"], width, color=colors[mode])
+                ax.text(x, m["speedup"] * 1.04, f"{m['speedup']:.1f}", ha="center", va="bottom", fontsize=6)
+            elif m:
+                ax.text(x, 1.05, "✗", ha="center", va="bottom", color=colors[mode], fontsize=9, fontweight="bold")
+    ax.legend(fontsize=8, loc="upper left")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([r["example"] for r in rows], rotation=30)
+    ax.set_ylabel("training throughput / eager's (log scale)")
+    ax.set_title("Speedup over eager of train_step (✗: results differ from eager's or error)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def findings(rows, modes):
+    """Per example and mode: the correctness verdict and what was seen."""
+    out = []
+    for mode in modes:
+        if mode == "eager":
+            continue
+        out.append(f"\n### {MODE_LABELS[mode]}\n")
+        for row in rows:
+            m = row["modes"].get(mode)
+            if m is None:
+                continue
+            r = m["raw"]
+            note = f"- **{row['example']}**: {m['verdict']} — {m['detail']}"
+            if mode == "tf.function" and r.get("traces") is not None:
+                note += f"; traced {r['traces']} time{'s' if r['traces'] != 1 else ''}"
+            if mode == "janus" and r.get("reasons"):
+                note += "; eager calls: " + ", ".join(f"{k} (×{v})" for k, v in r["reasons"].items())
+            if r.get("error") and m["verdict"] != "error":
+                note += f"; error later: {r['error']}"
+            out.append(note)
+    return "\n".join(out)
+
+
+def write_docs(path_md, path_png, rows, modes, args, info, started, elapsed):
+    rel_png = os.path.relpath(path_png, os.path.dirname(path_md))
+    warm = ["| example | Janus: eager calls before first graph | Janus: conversions | Janus graph share (timed windows) "
+            "| tf.function: first call (trace) | tf.function: traces | hand-written: first call |",
+            "|---|---|---|---|---|---|---|"]
+    for row in rows:
+        j, t, h = (row["modes"].get(m) for m in ("janus", "tf.function", "handwritten"))
+        jr, tr, hr = (m["raw"] if m else {} for m in (j, t, h))
+        fg = jr.get("first_graph_call")
+        warm.append("| " + " | ".join([
+            row["example"],
+            f"{fg - 1}" if fg else "--",
+            str(jr["stats"]["conversions"]) if "stats" in jr else "--",
+            f"{100 * jr['timed_graph_share']:.0f}%" if "timed_graph_share" in jr else "--",
+            f"{tr['first_call_s']:.2f} s" if "first_call_s" in tr else "--",
+            str(tr.get("traces", "--")),
+            f"{hr['first_call_s']:.2f} s" if "first_call_s" in hr else "--"]) + " |")
+    text = f"""# Benchmarks: eager, Janus, tf.function and hand-written graphs
+
+Generated by `benchmarks/run_all.py` — do not edit by hand; rerun the command.
+
+- **Command**: `{args.command}`
+- **Date**: {started:%Y-%m-%d %H:%M} UTC; the run took {elapsed / 60:.1f} minutes.
+- **Machine**: {info.get('cores')} cores ({info.get('cpu', '?')}), {info.get('memory_gb', '?')} GB RAM, \
+{'no GPU' if not info.get('gpus') else str(info.get('gpus')) + ' GPU(s)'}; {info.get('platform')}.
+- **Software**: Python {info.get('python')}, TensorFlow {info.get('tensorflow', '?')} (CPU), \
+Keras {info.get('keras', '?')}, numpy {info.get('numpy', '?')}; Janus at commit `{info.get('commit', '?')}` \
+(plus any uncommitted work in the tree).
+- **Settings**: {args.windows} timed windows of ≥ {args.window:g} s of step time per example and mode, \
+{args.rounds} round(s); correctness over the first {args.check_steps} steps.
+
+## Training throughput
+
+Examples per second of `train_step` (median of the timed windows; × = speedup over eager in
+the same run). "✗" marks a mode whose results differ from eager's (see below): its speed is
+not a valid comparison and is not shown.
+
+{table(rows, modes)}
+
+![Speedup over eager per example]({rel_png})
+
+## What is measured
+
+- **Modes.** *eager*: the example's trainer as written. *Janus*: `common.maybe_janus(trainer, True)`,
+  i.e. `trainer.train_step = janus.function(trainer.train_step)`. *tf.function*:
+  `trainer.train_step = tf.function(trainer.train_step)` on the same unmodified trainer
+  (AutoGraph on, the default). *hand-written*: `benchmarks/handwritten/<example>.py`, the same
+  model and loss written by hand in graph style (below). One worker process per mode runs all
+  examples of that mode, one after the other; modes run one after the other, so compare numbers
+  only within one run.
+- **Timer.** Only `train_step` is timed: `next_batch()` (data, and in the RL examples the
+  environment rollouts) runs outside the timer, then `float(train_step(*batch))` is timed (the
+  `float` waits for the result). Examples/s of a window = batch rows in the window / summed step
+  time; an example is an image, a sequence, a tree or a rollout transition. The reported number is
+  the median over the windows.
+- **Warm-up.** Every mode first runs {args.check_steps} steps that are checked against eager (below) and not
+  timed. Janus then keeps stepping until three calls in a row ran as graphs (at most {MAX_WARMUP_CALLS} calls):
+  it profiles the first calls eagerly, converts, then runs graphs. Time to first graph = summed wall
+  time of the calls up to and including the first call that ran as a graph (profiling +
+  conversion + first graph run), read from `janus.stats` after every call. Calls run as graphs =
+  `graph_calls / calls` of `janus.stats` over the whole run (warm-up included); a large number of
+  conversions means that Janus specialized a new graph for most calls instead of reusing one.
+- **Correctness.** The losses of the first {args.check_steps} steps of each mode are compared with eager's
+  from the same seed (rtol {RTOL:g}, atol {ATOL:g}); then the trainer's Python state is compared:
+  the lengths of its list attributes (monitoring histories) and any graph tensor leaked into Python
+  state (found by walking the trainer's attributes). A mode that fails either check is marked
+  ✗ instead of getting a speed.
+- **Noise.** The machine is shared and small; numbers vary from run to run by 10–20% or more,
+  especially for steps of about 1 ms, where Python and dispatch overhead dominate.
+
+## Warm-up and tracing
+
+{chr(10).join(warm)}
+
+## Correctness findings
+{findings(rows, modes)}
+
+## The hand-written graph versions
+
+`benchmarks/handwritten/<example>.py` builds the example's own trainer (same seed, so the same
+initial weights, optimizer and data iterator) and replaces `train_step` with one `tf.function`
+written graph-style by hand: a fixed `input_signature` with `None` batch dimensions (the short
+last batch of an epoch does not retrace), AutoGraph off, and Python-side state passed explicitly —
+the LM's recurrent state goes in and comes out of the step, monitoring values (GAN/pix2pix
+histories, A3C entropy, PPO clip fraction) are returned and appended by the caller. Weights and
+optimizer slots stay `tf.Variable`s. The examples' Keras layers are reused. Specific choices:
+`lstm` unrolls its fixed 20 time steps; `lm` runs a `tf.while_loop` over a `TensorArray` so
+that one graph serves every window length; `treernn` and `treelstm` flatten the batch's Python
+trees (in Python, inside the timed step) and compute all leaves in one batch and then all nodes of
+one tree level in one batch, level by level (the Cavs idea of batching across nodes and trees),
+unrolled over the maximum height of 6 — a different schedule of the same arithmetic, not a
+recursion in the graph. Their losses agree with eager's within round-off.
+"""
+    with open(path_md, "w") as f:
+        f.write(text)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    parser.add_argument("--examples", help="comma-separated subset (default: all; --quick: %s)" % ",".join(QUICK_EXAMPLES))
+    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated (default %(default)s)")
+    parser.add_argument("--quick", action="store_true", help="smoke run: a subset, short windows, no docs")
+    parser.add_argument("--windows", type=int, default=None, help="timed windows (default 7, --quick 3)")
+    parser.add_argument("--window", type=float, default=None, help="seconds of step time per window (default 0.6, --quick 0.2)")
+    parser.add_argument("--check-steps", type=int, default=6, help="steps compared with eager (default %(default)s)")
+    parser.add_argument("--rounds", type=int, default=1, help="run every mode this many times, interleaved; windows pooled")
+    parser.add_argument("--docs", default=None, help="write the markdown here (default docs/benchmarks.md; none with --quick)")
+    parser.add_argument("--no-docs", action="store_true", help="print the table only")
+    parser.add_argument("--json", help="also write all raw results to this file")
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds per worker process")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.windows is None:
+        args.windows = 3 if args.quick else 7
+    if args.window is None:
+        args.window = 0.2 if args.quick else 0.6
+    if args.worker:
+        return worker(args)
+
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        sys.exit("run_all.py: matplotlib is not installed (pip install matplotlib); it draws docs/benchmarks.png")
+    examples = args.examples.split(",") if args.examples else (QUICK_EXAMPLES if args.quick else EXAMPLES)
+    unknown = [e for e in examples if e not in EXAMPLES]
+    if unknown:
+        sys.exit(f"run_all.py: unknown examples {unknown}; choose from {','.join(EXAMPLES)}")
+    modes = [m for m in MODES if m in args.modes.split(",")]
+    if "eager" not in modes:
+        sys.exit("run_all.py: the eager mode is the reference and cannot be left out")
+    write = not args.no_docs and (args.docs is not None or not args.quick)
+    md = args.docs or os.path.join(ROOT, "docs", "benchmarks.md")
+    png = os.path.splitext(md)[0] + ".png"
+    args.command = "python benchmarks/run_all.py" + "".join(" " + a for a in (argv if argv is not None else sys.argv[1:]))
+
+    started = datetime.datetime.now(datetime.timezone.utc)
+    t0 = time.perf_counter()
+    log_path = os.path.join(tempfile.gettempdir(), "janus-run_all.log")
+    print(f"{len(examples)} examples x {len(modes)} modes, {args.rounds} round(s); worker stderr in {log_path}", flush=True)
+    results = {m: {} for m in modes}
+    with open(log_path, "w") as log:
+        for r in range(args.rounds):
+            for mode in modes:
+                got = run_mode(mode, examples, args, log)
+                for ex, res in got.items():
+                    prev = results[mode].get(ex)
+                    if prev is None:
+                        results[mode][ex] = res
+                    elif res.get("windows"):  # pool the windows of later rounds; keep round 1's checks
+                        prev.setdefault("windows", []).extend(res["windows"])
+                        prev["throughput"] = statistics.median(prev["windows"])
+    elapsed = time.perf_counter() - t0
+    rows = summarize(results, examples)
+    print()
+    print(table(rows, modes))
+    print(findings(rows, modes))
+    print(f"\n{elapsed / 60:.1f} minutes")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    if write:
+        os.makedirs(os.path.dirname(md), exist_ok=True)
+        chart(rows, modes, png)
+        write_docs(md, png, rows, modes, args, machine(), started, elapsed)
+        print(f"wrote {os.path.relpath(md)} and {os.path.relpath(png)}")
+
+
+if __name__ == "__main__":
+    main()
