@@ -197,7 +197,7 @@ def run_example(name, mode, cfg):
             res["timed_graph_share"] = (stats["graph_calls"] - warm["graph_calls"]) / max(timed_calls, 1)
             res["reasons"] = {}
             for k, v in janus.explain(fn).reasons.items():
-                k = (re.sub(r"\x1b\[[0-9;]*m", "", str(k)).strip().splitlines() or ["?"])[0][:200]
+                k = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", str(k)).split())[:240]
                 res["reasons"][k] = res["reasons"].get(k, 0) + v
         if mode == "tf.function":
             res["traces"] = fn.experimental_get_tracing_count()
