@@ -176,7 +176,7 @@ def run_example(name, mode, cfg):
 
         # timed windows
         res["phase"] = "timed"
-        windows, step_ms = [], []
+        windows, step_ms, timed_calls = [], [], 0
         for _ in range(cfg["windows"]):
             n_total, t_total, steps, wall0 = 0, 0.0, 0, time.perf_counter()
             while steps < 2 or (t_total < cfg["window"] and time.perf_counter() - wall0 < 4 * cfg["window"]):
@@ -184,17 +184,18 @@ def run_example(name, mode, cfg):
                 n_total += n
                 t_total += dt
                 steps += 1
+                timed_calls += 1
             windows.append(n_total / t_total)
             step_ms.append(1000 * t_total / steps)
         res["windows"] = windows
         res["step_ms"] = step_ms
+        res["calls"] = len(call_times) + timed_calls
         res["throughput"] = statistics.median(windows)
         if mode == "janus":
             stats = janus.stats(fn)
             res["stats"] = stats
             warm = res["stats_warm"]
-            timed_calls = stats["calls"] - warm["calls"]
-            res["timed_graph_share"] = (stats["graph_calls"] - warm["graph_calls"]) / max(timed_calls, 1)
+            res["timed_graph_share"] = (stats["graph_calls"] - warm["graph_calls"]) / max(stats["calls"] - warm["calls"], 1)
             res["reasons"] = {}
             for k, v in janus.explain(fn).reasons.items():
                 k = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", str(k)).split())[:240]
@@ -414,6 +415,8 @@ def chart(rows, modes, path):
     ax.legend(fontsize=8, loc="upper left")
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_yscale("log")
+    ax.set_ylim(bottom=min([0.5] + [m["speedup"] * 0.7 for r in rows for m in r["modes"].values()
+                                    if m["valid"] and m["speedup"]]))
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels([r["example"] for r in rows], rotation=30)
     ax.set_ylabel("training throughput / eager's (log scale)")
@@ -437,12 +440,35 @@ def findings(rows, modes):
             r = m["raw"]
             note = f"- **{row['example']}**: {m['verdict']} — {m['detail']}"
             if mode == "tf.function" and r.get("traces") is not None:
-                note += f"; traced {r['traces']} time{'s' if r['traces'] != 1 else ''}"
+                note += f"; traced {r['traces']} time{'s' if r['traces'] != 1 else ''} in {r.get('calls', '?')} calls"
             if mode == "janus" and r.get("reasons"):
                 note += "; eager calls: " + ", ".join(f"{k} (×{v})" for k, v in r["reasons"].items())
             if r.get("error") and m["verdict"] != "error":
                 note += f"; error later: {r['error']}"
             out.append(note)
+    return "\n".join(out)
+
+
+def summary(rows, modes):
+    """A few sentences computed from the results."""
+    out = []
+    for mode in modes:
+        if mode == "eager":
+            continue
+        ups = [r["modes"][mode]["speedup"] for r in rows if mode in r["modes"] and r["modes"][mode]["valid"]
+               and r["modes"][mode]["speedup"]]
+        bad = [r["example"] for r in rows if mode in r["modes"] and not r["modes"][mode]["valid"]]
+        slow = [r["example"] for r in rows if mode in r["modes"] and r["modes"][mode]["valid"]
+                and r["modes"][mode]["speedup"] and r["modes"][mode]["speedup"] < 1]
+        line = f"- **{MODE_LABELS[mode]}**: "
+        if ups:
+            line += (f"valid on {len(ups)} of {len(ups) + len(bad)} examples, speedup over eager "
+                     f"{min(ups):.1f}× to {max(ups):.1f}× (median {statistics.median(ups):.1f}×)")
+        if slow:
+            line += f"; slower than eager on {', '.join(slow)}"
+        if bad:
+            line += f"; results differ from eager's or failed on {', '.join(bad)}"
+        out.append(line + ".")
     return "\n".join(out)
 
 
@@ -484,6 +510,8 @@ the same run). "✗" marks a mode whose results differ from eager's (see below):
 not a valid comparison and is not shown.
 
 {table(rows, modes)}
+
+{summary(rows, modes)}
 
 ![Speedup over eager per example]({rel_png})
 
@@ -548,10 +576,12 @@ def main(argv=None):
     parser.add_argument("--examples", help="comma-separated subset (default: all; --quick: %s)" % ",".join(QUICK_EXAMPLES))
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated (default %(default)s)")
     parser.add_argument("--quick", action="store_true", help="smoke run: a subset, short windows, no docs")
-    parser.add_argument("--windows", type=int, default=None, help="timed windows (default 7, --quick 3)")
-    parser.add_argument("--window", type=float, default=None, help="seconds of step time per window (default 0.6, --quick 0.2)")
+    parser.add_argument("--windows", type=int, default=None, help="timed windows per round (default 4, --quick 3)")
+    parser.add_argument("--window", type=float, default=None, help="seconds of step time per window (default 0.5, --quick 0.2)")
     parser.add_argument("--check-steps", type=int, default=6, help="steps compared with eager (default %(default)s)")
-    parser.add_argument("--rounds", type=int, default=1, help="run every mode this many times, interleaved; windows pooled")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="run the modes this many times, interleaved (eager, Janus, ..., eager, ...); "
+                             "windows pooled, checks from round 1 (default 2, --quick 1)")
     parser.add_argument("--docs", default=None, help="write the markdown here (default docs/benchmarks.md; none with --quick)")
     parser.add_argument("--no-docs", action="store_true", help="print the table only")
     parser.add_argument("--json", help="also write all raw results to this file")
@@ -560,9 +590,11 @@ def main(argv=None):
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.windows is None:
-        args.windows = 3 if args.quick else 7
+        args.windows = 3 if args.quick else 4
     if args.window is None:
-        args.window = 0.2 if args.quick else 0.6
+        args.window = 0.2 if args.quick else 0.5
+    if args.rounds is None:
+        args.rounds = 1 if args.quick else 2
     if args.worker:
         return worker(args)
 
@@ -580,7 +612,7 @@ def main(argv=None):
     write = not args.no_docs and (args.docs is not None or not args.quick)
     md = args.docs or os.path.join(ROOT, "docs", "benchmarks.md")
     png = os.path.splitext(md)[0] + ".png"
-    args.command = "python benchmarks/run_all.py" + "".join(" " + a for a in (argv if argv is not None else sys.argv[1:]))
+    args.command = ".venv/bin/python benchmarks/run_all.py" + "".join(" " + a for a in (argv if argv is not None else sys.argv[1:]))
 
     started = datetime.datetime.now(datetime.timezone.utc)
     t0 = time.perf_counter()
