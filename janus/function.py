@@ -41,10 +41,12 @@ _REGISTRY: "weakref.WeakSet[JanusFunction]" = weakref.WeakSet()
 class JanusFunction:
     """A Python function that Janus runs as specialized graphs whenever it safely can."""
 
-    def __init__(self, fn: types.FunctionType, profile_calls: int | None = None):
+    def __init__(self, fn: types.FunctionType, profile_calls: int | None = None, speculate: bool = True):
         functools.update_wrapper(self, fn)
         self.python_function = fn
         self._profile_calls = profile_calls
+        self.speculate = speculate
+        self.last_attempt_failed = False
         self.entries: list[CacheEntry] = []
         self.reasons: Counter[str] = Counter()
         self.counts: Counter[str] = Counter()
@@ -56,6 +58,7 @@ class JanusFunction:
         self.profiler = Profiler(include=is_user_code)
         self.assumptions: dict = {}
         self.banned_sites: set = set()
+        self.varying: dict[str, type] = {}
         _REGISTRY.add(self)
 
     @property
@@ -81,7 +84,7 @@ class JanusFunction:
             if entry.check(args, kwargs):
                 return self._run(entry, args, kwargs)
         if self.entries:
-            self._note("no cached graph's guards held")
+            self._note(f"no cached graph's guards held ({self._failed_guard(args, kwargs)})")
         entry = self._maybe_convert(args, kwargs)
         if entry is not None:
             if entry.check(args, kwargs):
@@ -97,6 +100,10 @@ class JanusFunction:
             entry.failures += 1
             self.counts["assertion_failures"] += 1
             self._aborted(entry, e)
+            failed = True
+        else:
+            failed = False
+        if failed:  # outside the except block: eager's exception must not chain to the graph's
             return self._eager(args, kwargs)
         entry.hits += 1
         for assumption in entry.assumptions:
@@ -136,7 +143,11 @@ class JanusFunction:
     def _maybe_convert(self, args: tuple, kwargs: dict) -> CacheEntry | None:
         if self.permanent_reason is not None or config.disabled():
             return None
-        if self.eager_since_attempt < self.profile_calls:
+        # After a successful conversion, a guard miss runs eagerly (profiled) and the next
+        # miss re-converts, relaxing what changed; a failed attempt waits for a full round
+        # of profiling.
+        needed = 1 if self.entries and not self.last_attempt_failed else self.profile_calls
+        if self.eager_since_attempt < needed:
             return None
         if self.counts["conversions"] + self.failed_attempts >= config.MAX_CONVERSIONS:
             self._note("conversion budget exhausted; running eagerly")
@@ -157,9 +168,11 @@ class JanusFunction:
             return None
         self._observe_shapes(args, kwargs)
         relaxed = {p: s for p, s in self.shapes.items() if s.is_fully_defined() is False}
-        entry = self._trace(converted, args, kwargs, relaxed)
-        if entry is None and relaxed:
-            entry = self._trace(converted, args, kwargs, None)
+        fed = self._varying_scalars(args, kwargs)
+        entry = self._trace(converted, args, kwargs, relaxed, fed)
+        if entry is None and (relaxed or fed):
+            entry = self._trace(converted, args, kwargs, None, None)
+        self.last_attempt_failed = entry is None
         if entry is None:
             self.failed_attempts += 1
             return None
@@ -169,11 +182,44 @@ class JanusFunction:
         log.info("janus: converted %s (%d guards)", self.__qualname__, len(entry.guards))
         return entry
 
-    def _trace(self, converted: Callable, args: tuple, kwargs: dict, relaxed: dict | None) -> CacheEntry | None:
+    def _failed_guard(self, args: tuple, kwargs: dict) -> str:
+        """The first guard of the newest graph that fails now; a Python int/float it pinned
+        is fed to the next graph instead of being specialized again."""
+        entry = self.entries[0]
+        for guard in entry.guards:
+            if not entry.holds(guard, args, kwargs):
+                if guard.path is not None:
+                    value = entry.value_at(guard.path, args, kwargs)
+                    if type(value) in (int, float):
+                        self.varying[guard.path] = type(value)
+                return guard.description
+        return "argument structure"
+
+    def _varying_scalars(self, args: tuple, kwargs: dict) -> dict[str, type]:
+        """Python ints/floats seen with more than one value (arguments while profiling, any
+        state whose value guard failed): fed to the graph as tensors rather than specialized
+        (one graph, not one per value)."""
+        fed = dict(self.varying)
+        history = self.profiler.data.arg_history(self.python_function)
+        names = list(self.python_function.__code__.co_varnames[:self.python_function.__code__.co_argcount])
+        for i, value in enumerate(args):
+            if type(value) in (int, float) and i < len(names):
+                seen = {(h[names[i]].type, h[names[i]].value) for h in history if names[i] in h}
+                if len(seen) > 1 and all(t == type(value).__name__ for t, _ in seen):
+                    fed[f"a[{i}]"] = type(value)
+        for name, value in kwargs.items():
+            if type(value) in (int, float):
+                seen = {(h[name].type, h[name].value) for h in history if name in h}
+                if len(seen) > 1 and all(t == type(value).__name__ for t, _ in seen):
+                    fed[f"k[{name!r}]"] = type(value)
+        return fed
+
+    def _trace(self, converted: Callable, args: tuple, kwargs: dict, relaxed: dict | None,
+               fed: dict | None) -> CacheEntry | None:
         for _ in range(3):
-            speculator = Speculator(self.profiler.data, self.banned_sites, self.assumptions)
+            speculator = Speculator(self.profiler.data if self.speculate else None, self.banned_sites, self.assumptions)
             try:
-                return build_entry(self.python_function, converted, args, kwargs, relaxed, speculator)
+                return build_entry(self.python_function, converted, args, kwargs, relaxed, speculator, fed)
             except StateBeforeAssertion as e:
                 if not e.assumptions:
                     self._note(f"trace failed: {e} (an assert in the code)")
@@ -203,11 +249,13 @@ class JanusFunction:
         self.permanent_reason = None
         self.eager_since_attempt = 0
         self.failed_attempts = 0
+        self.last_attempt_failed = False
         self.shapes.clear()
         self.source = None
         self.profiler.reset()
         self.assumptions.clear()
         self.banned_sites.clear()
+        self.varying.clear()
 
 
 class BoundJanusFunction:
@@ -240,18 +288,23 @@ def _first_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {lines[0][:300]}" if lines else type(e).__name__
 
 
-def function(fn: Callable | None = None, *, profile_calls: int | None = None):
-    """Decorator: run ``fn`` through Janus (``JANUS_DISABLE=1`` leaves it untouched)."""
+def function(fn: Callable | None = None, *, profile_calls: int | None = None, speculate: bool = True):
+    """Decorator: run ``fn`` through Janus (``JANUS_DISABLE=1`` leaves it untouched).
+
+    ``profile_calls``: eager, profiled calls before the first conversion (default 3, or
+    ``JANUS_PROFILE_CALLS``).  ``speculate=False`` keeps every tensor-dependent branch
+    and loop dynamic (``tf.cond`` / ``tf.while_loop``): the conservative conversion.
+    """
     def wrap(f: Callable):
         if config.disabled():
             return f
         if isinstance(f, (JanusFunction, BoundJanusFunction)):
             return f
         if isinstance(f, types.MethodType):
-            return JanusFunction(f.__func__, profile_calls).__get__(f.__self__)
+            return JanusFunction(f.__func__, profile_calls, speculate).__get__(f.__self__)
         if not isinstance(f, types.FunctionType):
             raise TypeError(f"janus.function expects a Python function or method, got {type(f).__name__}")
-        return JanusFunction(f, profile_calls)
+        return JanusFunction(f, profile_calls, speculate)
     return wrap(fn) if fn is not None else wrap
 
 

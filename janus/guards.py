@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import tensorflow as tf
+
+from janus.pyscalar import DTYPES
 from janus.tracing import Guard
 
 
@@ -23,9 +26,18 @@ def compile_guard(guards: list[Guard], n_args: int, kw_names: tuple[str, ...], n
     return scope["check"], source
 
 
-def compile_inputs(paths: list[str], namespace: dict[str, Any]) -> Callable:
-    """``inputs(a, k) -> list`` of the argument tensors the graph takes, in order."""
-    source = f"def inputs(a, k):\n    return [{', '.join(paths)}]\n"
+def compile_inputs(paths: list[str], fed_scalars: dict[str, type], namespace: dict[str, Any]) -> Callable:
+    """``inputs(a, k) -> list`` of the argument tensors the graph takes, in order.
+
+    Python scalars fed to the graph (``fed_scalars``: path -> int/float) are converted here.
+    """
+    items = [f"_scalar({p}, {fed_scalars[p].__name__})" if p in fed_scalars else p for p in paths]
+    source = f"def inputs(a, k):\n    return [{', '.join(items)}]\n"
     scope = dict(namespace)
+    scope["_scalar"] = _scalar
     exec(compile(source, "<janus inputs>", "exec"), scope)  # noqa: S102
     return scope["inputs"]
+
+
+def _scalar(value: Any, kind: type) -> Any:
+    return tf.constant(value, DTYPES[kind])

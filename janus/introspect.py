@@ -7,7 +7,7 @@ from janus import effects as _effects
 from janus.function import BoundJanusFunction, JanusFunction, registry
 
 STAT_KEYS = ("calls", "graph_calls", "eager_calls", "conversions", "fallbacks", "cache_entries",
-             "failed_conversions", "assertion_failures")
+             "failed_conversions", "assertion_failures", "assumptions_failed")
 
 
 def _resolve(f: Any) -> JanusFunction:
@@ -23,6 +23,7 @@ def stats(f: Any) -> dict[str, int]:
     out = {k: jf.counts.get(k, 0) for k in STAT_KEYS}
     out["cache_entries"] = len(jf.entries)
     out["failed_conversions"] = jf.failed_attempts
+    out["assumptions_failed"] = sum(a.failed for a in jf.assumptions.values())
     return out
 
 
@@ -52,10 +53,17 @@ class Explanation:
             if entry.heap_inputs:
                 lines.append(f"    fed from Python state: {', '.join(entry.heap_inputs)}")
             lines.append(f"    assertions in graph: {entry.assertions}")
+            if entry.assumptions:
+                lines.append("    assumptions:")
+                lines += [f"      - #{a.id} {a.description} (held {a.held}, failed {a.failed})" for a in entry.assumptions]
             if entry.effects:
                 lines.append(f"    deferred effects: {', '.join(_effects.describe(entry.effects))}")
             lines.append("    guards:")
             lines += [f"      - {g.description}" for g in entry.guards] or ["      (none)"]
+        dropped = [a for a in jf.assumptions.values() if a.failed and not any(a in e.assumptions for e in self.entries)]
+        if dropped:
+            lines.append("  assumptions given up:")
+            lines += [f"    - #{a.id} {a.description} (held {a.held}, failed {a.failed})" for a in dropped]
         if self.reasons:
             lines.append("  why calls ran eagerly:")
             lines += [f"    - {r} (x{n})" for r, n in self.reasons.items()]

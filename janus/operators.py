@@ -393,6 +393,9 @@ class TensorRange:
         self.bounds = bounds
         self.start, self.stop, self.step = (tf.cast(b, tf.int64) for b in tensors)
 
+    def __iter__(self):
+        raise ConversionError("range() over a value the graph computes, iterated in Python")
+
     def length(self) -> tf.Tensor:
         """``len(range(start, stop, step))``."""
         span = tf.where(self.step > 0, self.stop - self.start, self.start - self.stop)

@@ -3,8 +3,10 @@
 They are the paper's graph-side operations: state reads and writes (PyGetAttr /
 PySetAttr and friends), control flow decided at trace time, calls, assertions.
 """
-from janus.calls import call, fmt, mod  # noqa: F401
+from janus.calls import call, field, fstring, mod  # noqa: F401
 from janus.operators import (  # noqa: F401
     UNDEF, and_, assert_, for_stmt, if_stmt, ifexp, not_, or_, test_and, test_or, while_stmt,
 )
-from janus.state import ld_attr, ld_cell, ld_global, mutate_attr, st_attr, st_subscr  # noqa: F401
+from janus.state import (  # noqa: F401
+    ld_attr, ld_cell, ld_global, mutate_attr, mutate_cell, mutate_global, st_attr, st_subscr,
+)

@@ -15,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from janus.errors import ConversionError
+from janus.calls import DeferredStr
 from janus.operators import Undefined
 from janus.pyscalar import PyScalar, to_python
 from janus.tracing import SCALARS, TraceContext, is_framework_object, is_symbolic
@@ -38,6 +39,9 @@ class Packer:
         if isinstance(value, PyScalar):
             self.tensors.append(value.tensor)
             return ("t", len(self.tensors) - 1, value.kind)
+        if isinstance(value, DeferredStr):
+            fields = [p.value for p in value.parts if not isinstance(p, str)]
+            return ("fstr", value, [self.pack(v, what) for v in fields])
         if type(value) in SCALARS or isinstance(value, np.generic):
             return ("c", value)
         path = self.ctx.path_of(value)
@@ -79,6 +83,8 @@ def unpack(recipe: Recipe, outputs: list, a: tuple, k: dict) -> Any:
         return recipe[1](*(unpack(r, outputs, a, k) for r in recipe[2]))
     if kind == "dict":
         return dict(zip(recipe[1], (unpack(r, outputs, a, k) for r in recipe[2])))
+    if kind == "fstr":
+        return recipe[1].render([unpack(r, outputs, a, k) for r in recipe[2]])
     if kind == "set":
         return recipe[1](recipe[2])
     if kind == "array":

@@ -113,6 +113,7 @@ def st_attr(obj: Any, name: str, value: Any) -> None:
     ctx = current()
     path = ctx.path_of(obj) if ctx is not None else None
     if path is None:
+        _no_mutation_in_dynamic_flow(ctx, f"attribute .{name} set")
         setattr(obj, name, value)
         return
     cls = type(obj)
@@ -131,6 +132,7 @@ def st_subscr(obj: Any, key: Any, value: Any) -> None:
     ctx = current()
     path = ctx.path_of(obj) if ctx is not None else None
     if path is None:
+        _no_mutation_in_dynamic_flow(ctx, "item assignment")
         obj[key] = value
         return
     if type(obj) not in (list, dict):
@@ -152,6 +154,8 @@ def container_method(obj: Any, name: str, args: tuple, kwargs: dict) -> Any:
     ctx = current()
     path = ctx.path_of(obj) if ctx is not None else None
     if path is None or name not in MUTATORS.get(type(obj), ()):
+        if name in MUTATORS.get(type(obj), ()):
+            _no_mutation_in_dynamic_flow(ctx, f"{type(obj).__name__}.{name}")
         return method(*args, **kwargs)
     if kwargs:
         raise ConversionError(f"{type(obj).__name__}.{name} with keyword arguments on Python state")
@@ -166,20 +170,55 @@ def mutate_attr(obj: Any, name: str, method: str, *args: Any) -> Any:
     this trace, the call is recorded as a deferred effect and only the container's
     type is guarded.  Anything else takes the ordinary path.
     """
-    from janus.calls import call
-
     ctx = current()
     path = ctx.path_of(obj) if ctx is not None else None
     d = _instance_dict(obj) if path is not None else None
-    target = d.get(name, _MISSING) if d is not None else _MISSING
-    if (path is None or (id(obj), name) in ctx.overlay or type(target) not in MUTATORS
-            or method not in MUTATORS[type(target)] or ctx.was_read(target) or _is_data_descriptor(type(obj), name)):
-        return call(ld_attr(obj, name).__getattribute__(method), *args)
-    where = f"{path}.__dict__[{name!r}]"
-    ctx.guard(f"type({where}) is {type(target).__name__}", f"{_describe(path)}.{name} is a {type(target).__name__}")
-    ctx.effect("call", (where, method, args), f"{_describe(path)}.{name}.{method}(...)")
+    if d is None or (id(obj), name) in ctx.overlay or _is_data_descriptor(type(obj), name) or name not in d:
+        return _ordinary_mutation(ld_attr(obj, name), method, args)
+    return _mutate(ctx, d[name], f"{path}.__dict__[{name!r}]", f"{_describe(path)}.{name}", method, args,
+                   lambda: ld_attr(obj, name))
+
+
+def mutate_global(g: dict, name: str, method: str, *args: Any) -> Any:
+    """``name.method(*args)`` on a module global container: like :func:`mutate_attr`."""
+    ctx = _ctx()
+    if name not in g:
+        return _ordinary_mutation(ld_global(g, name), method, args)
+    return _mutate(ctx, g[name], f"{ctx.const(g, 'g')}[{name!r}]", f"global {name}", method, args,
+                   lambda: ld_global(g, name))
+
+
+def mutate_cell(cells: tuple, index: int, name: str, method: str, *args: Any) -> Any:
+    """``name.method(*args)`` on a closure variable's container: like :func:`mutate_attr`."""
+    ctx = _ctx()
+    try:
+        target = cells[index].cell_contents
+    except ValueError:
+        raise ConversionError(f"free variable {name} is empty") from None
+    return _mutate(ctx, target, f"{ctx.const(cells[index], 'c')}.cell_contents", f"closure variable {name}",
+                   method, args, lambda: ld_cell(cells, index, name))
+
+
+def _mutate(ctx, target: Any, where: str, what: str, method: str, args: tuple, read) -> Any:
+    if type(target) not in MUTATORS or method not in MUTATORS[type(target)] or ctx.was_read(target) \
+            or method in ("pop", "popitem", "setdefault"):
+        return _ordinary_mutation(read(), method, args)
+    ctx.guard(f"type({where}) is {type(target).__name__}", f"{what} is a {type(target).__name__}")
+    ctx.effect("call", (where, method, args), f"{what}.{method}(...)")
     ctx.mutated_unread.add(id(target))
     return None
+
+
+def _ordinary_mutation(container: Any, method: str, args: tuple) -> Any:
+    from janus.calls import call
+
+    return call(getattr(container, method), *args)
+
+
+def _no_mutation_in_dynamic_flow(ctx, what: str) -> None:
+    """Both sides of a tensor branch are traced: a Python mutation there would happen twice."""
+    if ctx is not None and ctx.dynamic_depth:
+        raise ConversionError(f"{what} inside tensor-dependent control flow")
 
 
 def _instance_dict(obj: Any) -> dict | None:

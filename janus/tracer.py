@@ -19,6 +19,7 @@ import tensorflow as tf
 from janus import _tf_private, atomicity, effects, guards
 from janus.errors import ConversionError
 from janus.packing import Packer, Recipe, unpack
+from janus.pyscalar import DTYPES
 from janus.tracing import CALL, Guard, TraceContext, guard_namespace_base, is_eager_tensor
 
 
@@ -38,9 +39,22 @@ class CacheEntry:
     assertions: int
     assumptions: list
     relaxed: bool
+    namespace: dict = field(default_factory=dict)
     hits: int = 0
     failures: int = 0
-    notes: list[str] = field(default_factory=list)
+
+    def holds(self, guard: Guard, a: tuple, k: dict) -> bool:
+        """Evaluate one guard (to explain a miss; the hot path uses the compiled ``check``)."""
+        try:
+            return bool(eval(guard.expr, dict(self.namespace), {"a": a, "k": k}))  # noqa: S307
+        except Exception:  # noqa: BLE001
+            return False
+
+    def value_at(self, path: str, a: tuple, k: dict) -> Any:
+        try:
+            return eval(path, dict(self.namespace), {"a": a, "k": k})  # noqa: S307
+        except Exception:  # noqa: BLE001
+            return None
 
     def run(self, a: tuple, k: dict) -> Any:
         """Run the graph; commit effects and rebuild the result only if it succeeded."""
@@ -105,7 +119,8 @@ def _defaults(ctx: TraceContext, fn: types.FunctionType, args: tuple, kwargs: di
 
 
 def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple, kwargs: dict,
-                relaxed_shapes: dict[str, tf.TensorShape] | None = None, speculator: Any = None) -> CacheEntry:
+                relaxed_shapes: dict[str, tf.TensorShape] | None = None, speculator: Any = None,
+                fed_scalars: dict[str, type] | None = None) -> CacheEntry:
     """Trace ``converted`` on these arguments into a cache entry (raises on failure).
 
     Raises :class:`janus.atomicity.StateBeforeAssertion` when an assumption is checked
@@ -113,8 +128,10 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
     """
     leaves = tensor_leaves(args, kwargs)
     relaxed_shapes = relaxed_shapes or {}
+    fed_scalars = fed_scalars or {}
     specs = [(p, tf.TensorSpec(relaxed_shapes.get(p, v.shape), v.dtype)) for p, v in leaves]
-    ctx = TraceContext(relaxed=bool(relaxed_shapes), speculator=speculator)
+    specs += [(p, tf.TensorSpec([], DTYPES[kind])) for p, kind in fed_scalars.items()]
+    ctx = TraceContext(relaxed=bool(relaxed_shapes), speculator=speculator, fed_scalars=dict(fed_scalars))
     ctx.namespace.update(guard_namespace_base())
     names = _param_names(python_fn)
     state: dict[str, Any] = {}
@@ -138,10 +155,10 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
     traced = tf.function(graph_fn, autograph=False)
     concrete = traced.get_concrete_function(*(s for _, s in specs))
     check, guard_source = guards.compile_guard(ctx.guards, len(args), tuple(kwargs), ctx.namespace)
-    inputs = guards.compile_inputs([p for p, _ in specs], ctx.namespace)
+    inputs = guards.compile_inputs([p for p, _ in specs], fed_scalars, ctx.namespace)
     return CacheEntry(
         concrete=concrete, check=check, inputs=inputs, output=state["output"], effects=state["effects"],
         guards=list(ctx.guards), guard_source=guard_source, input_specs=specs,
         heap_inputs=list(ctx.heap_inputs), assertions=len(ctx.assertions), assumptions=list(ctx.assumptions),
-        relaxed=ctx.relaxed,
+        relaxed=ctx.relaxed, namespace=ctx.namespace,
     )

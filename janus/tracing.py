@@ -67,10 +67,15 @@ def is_user_class(cls: type) -> bool:
 
 @dataclass
 class Guard:
-    """A condition over ``a``, ``k`` and namespace constants that must hold to reuse a graph."""
+    """A condition over ``a``, ``k`` and namespace constants that must hold to reuse a graph.
+
+    ``path`` is set for a guard pinning the Python scalar at that access path: when it
+    is the guard that fails, the scalar is fed to the next graph instead.
+    """
 
     expr: str
     description: str
+    path: str | None = None
 
 
 @dataclass
@@ -98,6 +103,7 @@ class TraceContext:
     overlay: dict[tuple, Any] = field(default_factory=dict)
     assertions: list[tuple[Any, Any]] = field(default_factory=list)
     speculator: Any = None
+    fed_scalars: dict[str, type] = field(default_factory=dict)
     writer_constructs: set = field(default_factory=set)
     assumptions: list[Any] = field(default_factory=list)
     _paths: dict[int, str] = field(default_factory=dict)
@@ -128,10 +134,10 @@ class TraceContext:
             self._keep.append(obj)
         return name
 
-    def guard(self, expr: str, description: str) -> None:
+    def guard(self, expr: str, description: str, path: str | None = None) -> None:
         if expr not in self._guard_exprs:
             self._guard_exprs.add(expr)
-            self.guards.append(Guard(expr, description))
+            self.guards.append(Guard(expr, description, path))
 
     def was_read(self, obj: Any) -> bool:
         return id(obj) in self._by_id
@@ -176,12 +182,14 @@ class TraceContext:
     def _read(self, value: Any, path: str, what: str) -> Any:
         if is_eager_tensor(value):
             return self._tensor_input(value, path, what)
+        if path in self.fed_scalars and type(value) is self.fed_scalars[path]:
+            return self._fed_scalar(path, what)
         if isinstance(value, bool) or value is None:
             self.guard(f"{path} is {value!r}", f"{what} is {value!r}")
             return value
         if type(value) in SCALARS:
             self.guard(f"type({path}) is {type(value).__name__} and {path} == {self._literal(value)}",
-                       f"{what} == {value!r}")
+                       f"{what} == {value!r}", path if type(value) in (int, float) else None)
             return value
         if isinstance(value, tuple) and type(value) is tuple or isinstance(value, list) and type(value) in (list,):
             return self._sequence(value, path, what)
@@ -206,6 +214,26 @@ class TraceContext:
         self.guard(f"{path} is {self.const(value)}", f"{what} is the same {type(value).__name__} object")
         self.track(value, path)
         return value
+
+    def _fed_scalar(self, path: str, what: str):
+        """A Python int/float that changes from call to call: a graph input, as a PyScalar."""
+        from janus.pyscalar import DTYPES, PyScalar
+
+        kind = self.fed_scalars[path]
+        self.guard(f"type({path}) is {kind.__name__}", f"{what} is a {kind.__name__} (fed to the graph)")
+        if path in self.arg_inputs:
+            return PyScalar(self.arg_inputs[path], kind)
+        from janus import _tf_private
+
+        getter = eval(f"lambda a, k: {path}", self.namespace)  # noqa: S307 - generated access path
+        dtype = DTYPES[kind]
+
+        def closure():
+            return tf.constant(getter(*CALL.args), dtype)
+
+        placeholder = _tf_private.call_time_input(self.outer_graph, closure, tf.TensorSpec([], dtype), key=path)
+        self.heap_inputs[path] = HeapInput(path, tf.TensorSpec([], dtype), placeholder)
+        return PyScalar(placeholder, kind)
 
     def _literal(self, value: Any) -> str:
         if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):

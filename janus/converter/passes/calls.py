@@ -12,7 +12,7 @@ import gast
 
 from janus.converter import templates as T
 
-MUTATORS = {"append", "extend", "insert", "add", "update", "clear", "discard"}
+DEFERRABLE_MUTATORS = {"append", "extend", "insert", "add", "update", "clear", "discard"}
 
 
 class LowerCalls(gast.NodeTransformer):
@@ -21,7 +21,7 @@ class LowerCalls(gast.NodeTransformer):
         if T.is_jn_call(node):
             return node
         func = node.func
-        if (isinstance(func, gast.Attribute) and func.attr in MUTATORS and isinstance(func.value, gast.Attribute)
+        if (isinstance(func, gast.Attribute) and func.attr in DEFERRABLE_MUTATORS and isinstance(func.value, gast.Attribute)
                 and not node.keywords and not any(isinstance(a, gast.Starred) for a in node.args)):
             holder = func.value
             return gast.Call(func=T.jn("mutate_attr"),

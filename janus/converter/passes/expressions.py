@@ -98,12 +98,19 @@ class LowerExpressions(gast.NodeTransformer):
         args = [test] + ([_lambda(node.msg)] if node.msg is not None else [])
         return gast.Expr(value=_call("assert_", *args))
 
-    def visit_FormattedValue(self, node: gast.FormattedValue):
-        self.generic_visit(node)
-        spec = node.format_spec if node.format_spec is not None else T.const("")
-        node.value = _call("fmt", node.value, T.const(node.conversion), spec)
-        node.conversion, node.format_spec = -1, None
-        return node
+    def visit_JoinedStr(self, node: gast.JoinedStr):
+        """``f"..."`` becomes ``_jn.fstring(...)``: formatting a value the graph computes is
+        deferred until the run has produced it (eager formats the computed value)."""
+        if not any(isinstance(v, gast.FormattedValue) for v in node.values):
+            return node
+        parts = []
+        for value in node.values:
+            if isinstance(value, gast.FormattedValue):
+                spec = self.visit(value.format_spec) if value.format_spec is not None else T.const("")
+                parts.append(_call("field", self.visit(value.value), T.const(value.conversion), spec))
+            else:
+                parts.append(value)
+        return _call("fstring", *parts)
 
     def visit_BinOp(self, node: gast.BinOp):
         self.generic_visit(node)

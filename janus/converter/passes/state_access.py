@@ -16,6 +16,7 @@ import gast
 
 from janus.converter import analysis
 from janus.converter import templates as T
+from janus.converter.passes.calls import DEFERRABLE_MUTATORS
 
 
 class LowerStateAccess(gast.NodeTransformer):
@@ -67,6 +68,23 @@ class LowerStateAccess(gast.NodeTransformer):
         return node
 
     visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
+
+    def visit_Call(self, node: gast.Call):
+        """``X.append(v)`` on a global or closure container: mutate without reading it."""
+        if (T.is_jn_call(node) and node.func.attr == "call" and node.args
+                and isinstance(node.args[0], gast.Attribute) and node.args[0].attr in DEFERRABLE_MUTATORS
+                and isinstance(node.args[0].value, gast.Name) and not node.keywords):
+            name = node.args[0].value.id
+            rest = [self.visit(a) for a in node.args[1:]]
+            if not name.startswith("_jn") and not any(name in s for s in self.scopes):
+                method = T.const(node.args[0].attr)
+                if name in self.freevars:
+                    head = [T.name("_jn_c"), T.const(self.freevars[name]), T.const(name), method]
+                    return gast.Call(func=T.jn("mutate_cell"), args=head + rest, keywords=[])
+                head = [T.name("_jn_g"), T.const(name), method]
+                return gast.Call(func=T.jn("mutate_global"), args=head + rest, keywords=[])
+        self.generic_visit(node)
+        return node
 
     # -- reads ----------------------------------------------------------------------
     def visit_Name(self, node: gast.Name):
