@@ -200,6 +200,10 @@ class JanusFunction:
         state whose value guard failed): fed to the graph as tensors rather than specialized
         (one graph, not one per value)."""
         fed = dict(self.varying)
+        if not self.speculate:  # conservative: no value specialization of numeric arguments either
+            fed.update({f"a[{i}]": type(v) for i, v in enumerate(args) if type(v) in (int, float)})
+            fed.update({f"k[{n!r}]": type(v) for n, v in kwargs.items() if type(v) in (int, float)})
+            return fed
         history = self.profiler.data.arg_history(self.python_function)
         names = list(self.python_function.__code__.co_varnames[:self.python_function.__code__.co_argcount])
         for i, value in enumerate(args):
