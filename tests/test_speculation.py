@@ -1,0 +1,203 @@
+"""Speculation from the profile, checked against eager: establish, break, return.
+
+Every test runs a call sequence that first *establishes* an assumption (three profiled
+eager calls, then several graph calls), then *breaks* it (a flipped branch, a longer
+loop, a new callee, a new shape, a new Python value), then *returns* to it.  The
+harness compares the result, stdout and state with eager after every call; the test
+then shows from ``janus.stats`` / ``janus.explain`` that graphs ran before AND after
+the break, and that the first graph really was speculative (its explanation, taken
+just before the break, lists the assumption).
+"""
+import contextlib
+import functools
+import importlib.util
+import io
+import itertools
+import os
+import sys
+import tempfile
+import textwrap
+from types import SimpleNamespace
+
+import numpy as np
+import tensorflow as tf
+
+import janus
+from harness import assert_same, check
+
+PROFILE = 3  # default profile_calls
+
+
+def rnd(shape, seed, scale=1.0, shift=0.0):
+    return tf.constant((np.random.RandomState(seed).randn(*shape) * scale + shift).astype(np.float32))
+
+
+def pos(shape, seed, lo=0.5, hi=1.5):
+    return tf.constant(np.random.RandomState(seed).uniform(lo, hi, size=shape).astype(np.float32))
+
+
+_TMP = tempfile.mkdtemp(prefix="janus_spec_")
+_COUNT = itertools.count()
+
+
+def fresh_module(source, **inject):
+    """Import ``source`` as a brand-new module (own globals) with ``inject`` predefined."""
+    name = f"_janus_spec_{os.getpid()}_{next(_COUNT)}"
+    path = os.path.join(_TMP, name + ".py")
+    with open(path, "w") as fh:
+        fh.write(textwrap.dedent(source))
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    mod.__dict__.update(inject)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class Probe:
+    """Calls that also record Janus's view of the program at that point (Janus run only)."""
+
+    def __init__(self):
+        self.explains: list[str] = []
+        self.stats: list[dict] = []
+
+    def call(self, *args, fn=None):
+        """A harness call ``p.fn(*args)`` (or ``p.<fn>``) that first records explain/stats."""
+        def run(p):
+            f = p.fn if fn is None else getattr(p, fn)
+            if hasattr(f, "__janus_function__"):
+                self.explains.append(str(janus.explain(f)))
+                self.stats.append(janus.stats(f))
+            return f(*args)
+        return run
+
+    def after(self, *args, fn=None):
+        """A harness call that records stats right after the call."""
+        def run(p):
+            f = p.fn if fn is None else getattr(p, fn)
+            out = f(*args)
+            if hasattr(f, "__janus_function__"):
+                self.stats.append(janus.stats(f))
+            return out
+        return run
+
+
+def graph_sections(explain_text):
+    """The per-graph sections of an explanation (text between 'graph i:' headers)."""
+    body = explain_text.split("  assumptions given up:")[0].split("  why calls ran eagerly:")[0]
+    body = body.split("  generated code:")[0]
+    parts = body.split("\n  graph ")[1:]
+    return ["graph " + p for p in parts]
+
+
+def assert_speculative(explain_text, *needles):
+    """The (only / newest) graph lists an assumption containing every needle."""
+    sections = graph_sections(explain_text)
+    assert sections, f"no graph in:\n{explain_text}"
+    newest = sections[0]
+    assert "assumptions:" in newest, f"the graph assumed nothing:\n{explain_text}"
+    lines = [ln for ln in newest.splitlines() if ln.strip().startswith("- #")]
+    assert any(all(n in ln for n in needles) for ln in lines), \
+        f"no assumption with {needles} in:\n{explain_text}"
+
+
+def assert_given_up(explain_text, *needles):
+    assert "assumptions given up:" in explain_text, explain_text
+    given = explain_text.split("  assumptions given up:")[1].split("  why calls ran eagerly:")[0]
+    assert any(all(n in ln for n in needles) for ln in given.splitlines()), \
+        f"no given-up assumption with {needles} in:\n{explain_text}"
+    # the current (newest) graph no longer speculates on that site
+    newest = graph_sections(explain_text)[0]
+    assert not any(all(n in ln for n in needles) for ln in newest.splitlines()), explain_text
+
+
+def jf_of(p, name="fn"):
+    return getattr(p, name).__janus_function__
+
+
+# =========================================================================================
+# 1. branch pruning
+# =========================================================================================
+def test_branch_pruned_then_flipped_then_back():
+    def make(jit):
+        @jit
+        def f(x):
+            if tf.reduce_sum(x) > 0:
+                y = x * 2.0 + 1.0
+            else:
+                y = tf.abs(x) - 3.0
+            return y
+
+        return SimpleNamespace(fn=f)
+
+    probe = Probe()
+    P = [pos((5,), i) for i in range(12)]
+    N = [-pos((5,), 100 + i) for i in range(3)]
+    calls = [(P[0],), (P[1],), (P[2],), (P[3],), (P[4],), (P[5],),     # 3 profiled + 3 graphs
+             probe.call(N[0]),                                           # flipped: assertion fails
+             (P[6],), (P[7],), (N[1],), (P[8],), (P[9],), (N[2],), probe.call(P[10])]
+    total = check(make, calls, min_graph_calls=(6 - PROFILE) + 5)
+    before, final = probe.explains
+    assert_speculative(before, "branch at", "`(tf.reduce_sum(x) > 0)`", "assumed True", "held 3, failed 0")
+    assert probe.stats[0]["graph_calls"] == 6 - PROFILE and probe.stats[0]["assertion_failures"] == 0
+    assert total["assertion_failures"] == 1, total
+    assert total["assumptions_failed"] >= 1, total
+    assert total["conversions"] == 2, total
+    # every call but the profiled ones and the aborted one ran as a graph (the re-conversion
+    # happens on the call right after the abort and serves it)
+    assert total["graph_calls"] == len(calls) - PROFILE - 1, total
+    assert_given_up(final, "branch at", "`(tf.reduce_sum(x) > 0)`", "assumed True", "failed 1")
+    assert "assertions in graph: 0" in graph_sections(final)[0], final
+
+
+def test_conditional_expression_pruned_then_flipped_then_back():
+    def make(jit):
+        @jit
+        def f(x, w):
+            h = tf.matmul(x, w)
+            scale = 0.5 if tf.reduce_mean(h) < 100.0 else 2.0
+            return h * scale, scale
+
+        return SimpleNamespace(fn=f)
+
+    probe = Probe()
+    w = rnd((3, 2), 0)
+    X = [rnd((4, 3), i) for i in range(10)]
+    big = tf.fill((4, 3), 500.0)
+    wbig = tf.ones((3, 2))
+    calls = [(X[0], w), (X[1], w), (X[2], w), (X[3], w), (X[4], w), (X[5], w),
+             probe.call(big, wbig), (X[6], w), (X[7], w), (big, wbig), probe.call(X[8], w), (X[9], w)]
+    total = check(make, calls, min_graph_calls=(6 - PROFILE) + 4)
+    before, final = probe.explains
+    assert_speculative(before, "branch at", "tf.reduce_mean(h) < 100.0", "assumed True")
+    assert total["assertion_failures"] == 1 and total["assumptions_failed"] >= 1, total
+    assert total["conversions"] == 2, total
+    assert_given_up(final, "tf.reduce_mean(h) < 100.0", "assumed True", "failed 1")
+
+
+def test_branch_inside_python_loop_pruned_then_flipped_then_back():
+    def make(jit):
+        @jit
+        def f(xs):
+            acc = tf.zeros((3,))
+            for i in range(4):
+                row = xs[i]
+                if tf.reduce_min(row) > 0.0:
+                    acc = acc + tf.sqrt(row)
+                else:
+                    acc = acc - row * row
+            return acc
+
+        return SimpleNamespace(fn=f)
+
+    probe = Probe()
+    P = [pos((4, 3), i) for i in range(10)]
+    broken = tf.tensor_scatter_nd_update(pos((4, 3), 50), [[2, 1]], [-4.0])   # row 2 flips, late
+    calls = [(P[0],), (P[1],), (P[2],), (P[3],), (P[4],), (P[5],),
+             probe.call(broken), (P[6],), (P[7],), (broken,), probe.call(P[8],), (P[9],)]
+    total = check(make, calls, min_graph_calls=(6 - PROFILE) + 4)
+    before, final = probe.explains
+    assert_speculative(before, "branch at", "tf.reduce_min(row) > 0.0", "assumed True")
+    assert total["assertion_failures"] == 1 and total["assumptions_failed"] >= 1, total
+    assert total["conversions"] == 2, total
+    assert_given_up(final, "tf.reduce_min(row) > 0.0", "failed 1")
