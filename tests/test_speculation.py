@@ -201,3 +201,131 @@ def test_branch_inside_python_loop_pruned_then_flipped_then_back():
     assert total["assertion_failures"] == 1 and total["assumptions_failed"] >= 1, total
     assert total["conversions"] == 2, total
     assert_given_up(final, "tf.reduce_min(row) > 0.0", "failed 1")
+
+
+# =========================================================================================
+# 2. loop unrolling
+# =========================================================================================
+def test_while_on_tensor_unrolled_then_longer_then_back():
+    def make(jit):
+        @jit
+        def halve(x):
+            n = 0
+            while tf.reduce_max(x) >= 1.0:
+                x = x / 2.0
+                n += 1
+            return x, n
+
+        return SimpleNamespace(fn=halve)
+
+    probe = Probe()
+    same = [pos((4,), i, 4.0, 7.9) for i in range(12)]     # always 3 halvings
+    longer = [pos((4,), 60 + i, 40.0, 60.0) for i in range(2)]   # 6 halvings
+    calls = [(same[0],), (same[1],), (same[2],), (same[3],), (same[4],), (same[5],),
+             probe.call(longer[0]), (same[6],), (same[7],), (longer[1],), (same[8],),
+             (pos((4,), 70, 0.1, 0.5),), probe.call(same[9])]    # zero iterations too
+    total = check(make, calls, min_graph_calls=(6 - PROFILE) + 5)
+    before, final = probe.explains
+    assert_speculative(before, "loop at", "`(tf.reduce_max(x) >= 1.0)`", "assumed 3 iterations")
+    assert "assertions in graph: 4" in graph_sections(before)[0], before   # 3 continue + 1 exit
+    assert total["assertion_failures"] == 1 and total["assumptions_failed"] >= 1, total
+    assert total["conversions"] == 2, total
+    assert total["graph_calls"] == len(calls) - PROFILE - 1, total
+    assert_given_up(final, "loop at", "assumed 3 iterations", "failed 1")
+
+
+def test_while_unrolled_then_shorter_loop():
+    """Breaking the other way: the loop would stop early (the exit assertion of an earlier
+    iteration fails), then the trip count returns to the profiled one."""
+    def make(jit):
+        @jit
+        def halve(x):
+            n = 0
+            while tf.reduce_max(x) >= 1.0:
+                x = x / 2.0
+                n += 1
+            return x, n
+
+        return SimpleNamespace(fn=halve)
+
+    same = [pos((4,), i, 4.0, 7.9) for i in range(10)]
+    calls = [(same[i],) for i in range(6)] + [(pos((4,), 80, 1.0, 1.9),)] + [(same[i],) for i in range(6, 10)]
+    total = check(make, calls, min_graph_calls=(6 - PROFILE) + 4)
+    assert total["assertion_failures"] == 1 and total["assumptions_failed"] >= 1, total
+    assert total["conversions"] == 2, total
+
+
+def test_for_over_tensor_range_unrolled_then_other_count_then_back():
+    def make(jit):
+        @jit
+        def f(x, n):
+            acc = tf.zeros_like(x)
+            for i in range(n):
+                acc = acc * 0.5 + x * tf.cast(i + 1, tf.float32)
+            return acc
+
+        return SimpleNamespace(fn=f)
+
+    probe = Probe()
+    four, six, two = tf.constant(4), tf.constant(6), tf.constant(2)
+    X = [rnd((3,), i) for i in range(12)]
+    calls = [(X[0], four), (X[1], four), (X[2], four), (X[3], four), (X[4], four), (X[5], four),
+             probe.call(X[6], six), (X[7], four), (X[8], four), (X[9], six), (X[10], two),
+             probe.call(X[11], four)]
+    total = check(make, calls, min_graph_calls=(6 - PROFILE) + 4)
+    before, final = probe.explains
+    assert_speculative(before, "loop at", "range(n)", "assumed 4 iterations")
+    assert total["assertion_failures"] == 1 and total["assumptions_failed"] >= 1, total
+    assert total["conversions"] == 2, total
+    assert total["graph_calls"] == len(calls) - PROFILE - 1, total
+    assert_given_up(final, "loop at", "range(n)", "assumed 4 iterations", "failed 1")
+
+
+def test_for_over_tensor_of_relaxed_length_unrolled_then_shorter_then_back():
+    """The width of ``x`` varies, so the graph is traced with shape (3, None): the rows of
+    ``tf.transpose(x)[:2]`` have an unknown static count, but it was 2 in every profiled
+    call: unrolled with a length assertion, which fails for a width-1 ``x``."""
+    def make(jit):
+        @jit
+        def g(x):
+            acc = tf.zeros((3,))
+            for row in tf.transpose(x)[:2]:
+                acc = acc * 0.5 + row
+            return acc
+
+        return SimpleNamespace(fn=g)
+
+    probe = Probe()
+    calls = [(rnd((3, 4), 0),), (rnd((3, 4), 1),), (rnd((3, 5), 2),), (rnd((3, 6), 3),),
+             (rnd((3, 7), 4),), (rnd((3, 4), 5),),
+             probe.call(rnd((3, 1), 6)),                     # only one row: length assertion fails
+             (rnd((3, 5), 7),), (rnd((3, 1), 8),), (rnd((3, 9), 9),), probe.call(rnd((3, 2), 10))]
+    total = check(make, calls, min_graph_calls=3 + 3)
+    before, final = probe.explains
+    assert "(relaxed shapes)" in graph_sections(before)[0] and "float32[3, None]" in before, before
+    assert_speculative(before, "loop at", "tf.transpose(x)[:2]", "assumed 2 iterations")
+    assert total["assertion_failures"] == 1 and total["assumptions_failed"] >= 1, total
+    assert total["conversions"] <= 3, total
+    assert_given_up(final, "loop at", "tf.transpose(x)[:2]", "failed 1")
+
+
+def test_for_over_tensor_of_relaxed_length_with_varying_count():
+    """``for row in x`` with a varying first dimension: after relaxation to (None, 3) the
+    count is not fixed (it varied while profiling): a tf.while_loop serves every length."""
+    def make(jit):
+        @jit
+        def h(x):
+            acc = tf.zeros((3,))
+            for row in x:
+                acc = acc * 0.5 + row
+            return acc
+
+        return SimpleNamespace(fn=h)
+
+    probe = Probe()
+    lens = [4, 4, 4, 4, 4, 5, 2, 4, 6, 1, 7, 3]
+    calls = [(rnd((n, 3), i),) for i, n in enumerate(lens)] + [probe.call(rnd((8, 3), 99))]
+    total = check(make, calls, min_graph_calls=2 + 6)
+    final, = probe.explains
+    assert "float32[None, 3]" in graph_sections(final)[0], final
+    assert total["conversions"] == 2 and total["assertion_failures"] == 0, total
