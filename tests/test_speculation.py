@@ -329,3 +329,94 @@ def test_for_over_tensor_of_relaxed_length_with_varying_count():
     final, = probe.explains
     assert "float32[None, 3]" in graph_sections(final)[0], final
     assert total["conversions"] == 2 and total["assertion_failures"] == 0, total
+
+
+# =========================================================================================
+# 3. callee identity
+# =========================================================================================
+CALLEE_SRC = """
+import tensorflow as tf
+
+def helper(x):
+    return tf.nn.relu(x) * 2.0
+
+def other(x):
+    return tf.tanh(x) - 1.0
+
+@jit
+def f(x):
+    y = helper(x)
+    return y + 1.0
+"""
+
+
+def test_global_callee_rebound_then_back():
+    def make(jit):
+        mod = fresh_module(CALLEE_SRC, jit=jit)
+        return SimpleNamespace(fn=mod.f, mod=mod, orig=mod.helper)
+
+    def rebind(to, x, probe=None):
+        def run(p):
+            p.mod.helper = getattr(p.mod, to) if to != "orig" else p.orig
+            if probe is not None:
+                return probe.call(x)(p)
+            return p.fn(x)
+        return run
+
+    probe = Probe()
+    X = [rnd((5,), i) for i in range(16)]
+    calls = [(X[0],), (X[1],), (X[2],), (X[3],), (X[4],), (X[5],),     # 3 profiled + 3 graphs
+             rebind("other", X[6], probe),      # guard miss: eager
+             (X[7],), (X[8],), (X[9],),          # re-converted for `other`, graphs
+             rebind("orig", X[10]),              # back: the first graph is still cached
+             (X[11],), (X[12],),
+             rebind("other", X[13]), (X[14],), probe.call(X[15])]
+    total = check(make, calls, min_graph_calls=(6 - PROFILE) + 8)
+    before, final = probe.explains
+    # the speculation on the callee is a guard on its identity
+    assert len(graph_sections(before)) == 1 and ".helper\n" in graph_sections(before)[0], before
+    assert "- global helper is " in before, before
+    assert total["conversions"] == 2, total
+    assert total["graph_calls"] == len(calls) - PROFILE - 1, total
+    assert total["assertion_failures"] == 0, total
+    newest, older = graph_sections(final)
+    assert "global helper is " in newest and ".other\n" in newest, final
+    assert "global helper is " in older and ".helper\n" in older, final
+
+
+def test_callee_rebound_to_a_function_with_a_tensor_branch():
+    """The new callee has a tensor branch of its own: it is profiled after the guard miss,
+    speculated in the re-converted graph, and its assumption can fail in turn."""
+    src = """
+import tensorflow as tf
+
+def helper(x):
+    return x * 3.0
+
+def clipped(x):
+    if tf.reduce_max(x) > 10.0:
+        x = x / tf.reduce_max(x)
+    return x - 0.5
+
+@jit
+def f(x):
+    return helper(x) + helper(2.0 * x)
+"""
+
+    def make(jit):
+        mod = fresh_module(src, jit=jit)
+        return SimpleNamespace(fn=mod.f, mod=mod, orig=mod.helper)
+
+    def rebind(to, x):
+        def run(p):
+            p.mod.helper = getattr(p.mod, to) if to != "orig" else p.orig
+            return p.fn(x)
+        return run
+
+    X = [rnd((4,), i) for i in range(12)]
+    big = tf.constant([20.0, 1.0, 2.0, 3.0])
+    calls = [(X[0],), (X[1],), (X[2],), (X[3],), (X[4],),
+             rebind("clipped", X[5]), (X[6],), (X[7],), (X[8],), (big,), (X[9],), (X[10],),
+             rebind("orig", X[11]), (big,)]
+    total = check(make, calls, min_graph_calls=(5 - PROFILE) + 6)
+    assert total["conversions"] <= 3, total
