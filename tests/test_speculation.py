@@ -419,4 +419,161 @@ def f(x):
              rebind("clipped", X[5]), (X[6],), (X[7],), (X[8],), (big,), (X[9],), (X[10],),
              rebind("orig", X[11]), (big,)]
     total = check(make, calls, min_graph_calls=(5 - PROFILE) + 6)
-    assert total["conversions"] <= 3, total
+    # graphs: 2 with helper; 3 with clipped (branch assumed not taken); `big` aborts; 2 with
+    # clipped's branch as tf.cond; the original graph serves the last two calls again
+    assert total["assertion_failures"] == 1 and total["assumptions_failed"] == 1, total
+    assert total["conversions"] == 3, total
+    assert total["graph_calls"] == 9, total
+
+
+# =========================================================================================
+# 4. shapes
+# =========================================================================================
+def test_shape_relaxed_once_covers_every_later_shape():
+    def make(jit):
+        @jit
+        def f(x, w):
+            h = tf.tanh(tf.matmul(x, w))
+            return tf.reduce_mean(h, axis=0), tf.cast(tf.shape(x)[0], tf.float32) * tf.reduce_sum(h)
+
+        return SimpleNamespace(fn=f)
+
+    probe = Probe()
+    w = rnd((8, 3), 0)
+    rows = [4, 4, 4, 4, 4, 4, 3, 2, 6, 4, 5, 1, 3, 9]
+    calls = [(rnd((n, 8), i), w) for i, n in enumerate(rows)]
+    calls[6] = probe.call(*calls[6])                      # just before the first new shape
+    calls.append(probe.call(rnd((7, 8), 99), w))
+    total = check(make, calls, min_graph_calls=(6 - PROFILE) + len(rows) - 7)
+    before, final = probe.explains
+    assert "float32[4, 8]" in graph_sections(before)[0], before
+    # (3, 8) misses and runs eagerly; (2, 8) builds ONE graph for (None, 8) that serves
+    # every later shape, (4, 8) included
+    assert total["conversions"] == 2, total
+    assert total["graph_calls"] == len(calls) - PROFILE - 1, total
+    newest = graph_sections(final)[0]
+    assert "(relaxed shapes)" in newest and "float32[None, 8]" in newest, final
+    assert total["eager_calls"] == PROFILE + 1, total
+
+
+def test_shape_relaxed_with_a_static_shape_read():
+    """The trace reads ``x.shape[0]`` (a Python int): the relaxed graph cannot know it, so
+    the trace retries with exact shapes; every result still matches eager."""
+    def make(jit):
+        @jit
+        def f(x):
+            n = x.shape[0]
+            return tf.reduce_sum(x, axis=0) / n, n
+
+        return SimpleNamespace(fn=f)
+
+    rows = [4, 4, 4, 4, 4, 3, 2, 6, 4, 3, 2, 6, 4]
+    total = check(make, [(rnd((n, 8), i),) for i, n in enumerate(rows)], min_graph_calls=2 + 4)
+    assert total["conversions"] <= 5, total
+
+
+# =========================================================================================
+# 5. Python values
+# =========================================================================================
+def test_int_argument_specialized_then_new_value_then_back():
+    def make(jit):
+        @jit
+        def f(x, n):
+            for _ in range(n):
+                x = x * 0.5 + 1.0
+            return x, n + 1
+
+        return SimpleNamespace(fn=f)
+
+    probe = Probe()
+    X = [rnd((3,), i) for i in range(12)]
+    calls = [(X[0], 3), (X[1], 3), (X[2], 3), (X[3], 3), (X[4], 3), (X[5], 3),
+             probe.call(X[6], 5),                      # new value: guard miss, runs eagerly
+             probe.call(X[7], 3), (X[8], 3), probe.call(X[9], 3)]
+    total = check(make, calls, min_graph_calls=(6 - PROFILE) + 3)
+    before, at_back, final = probe.explains
+    s_before, s_back = probe.stats[0], probe.stats[1]
+    assert "argument n == 3" in graph_sections(before)[0], before
+    assert s_back["eager_calls"] == s_before["eager_calls"] + 1, (s_before, s_back)
+    assert s_back["graph_calls"] == s_before["graph_calls"], (s_before, s_back)
+    assert total["conversions"] == 1, total        # back to 3: the specialized graph again
+    assert total["graph_calls"] == len(calls) - PROFILE - 1, total
+
+
+def test_int_argument_changing_every_call_is_fed():
+    def make(jit):
+        @jit
+        def f(x, step):
+            lr = 0.1 / (step + 1)
+            y = x * lr
+            if step % 2 == 0:          # a tensor branch once step is fed: both sides seen
+                y = y + 1.0
+            for _ in range(step % 3):   # a tensor range once step is fed: varying count
+                y = y * 0.9
+            return y, step * 2, lr
+
+        return SimpleNamespace(fn=f)
+
+    probe = Probe()
+    x = rnd((4,), 0)
+    calls = [(x, s) for s in range(14)] + [probe.call(x, 2)]
+    # the profile saw three values: the first graph already feeds step, and serves every call
+    total = check(make, calls, min_graph_calls=len(calls) - PROFILE)
+    final, = probe.explains
+    assert total["conversions"] <= 2, total
+    assert "argument step is a int (fed to the graph)" in graph_sections(final)[0], final
+    assert total["assertion_failures"] == 0, total
+
+
+def test_float_attribute_changing_every_call_is_fed():
+    def make(jit):
+        class Opt:
+            def __init__(self):
+                self.lr = 0.5
+                self.w = tf.Variable([1.0, -2.0, 3.0])
+
+            @jit
+            def step(self, g):
+                self.w.assign_sub(self.lr * g)
+                return tf.reduce_sum(self.w) * self.lr
+
+        o = Opt()
+        return SimpleNamespace(fn=o.step, o=o, state=lambda: {"w": o.w, "lr": o.lr})
+
+    def with_lr(lr, g, probe=None):
+        def run(p):
+            p.o.lr = lr
+            return probe.call(g)(p) if probe is not None else p.fn(g)
+        return run
+
+    probe = Probe()
+    G = [rnd((3,), i) for i in range(14)]
+    calls = [with_lr(0.5 / (i + 1), G[i]) for i in range(13)] + [with_lr(0.01, G[13], probe)]
+    # the first graph may pin lr (a guard miss), the next one feeds it: one eager call at most
+    total = check(make, calls, min_graph_calls=len(calls) - PROFILE - 1)
+    final, = probe.explains
+    assert total["conversions"] <= 2, total
+    assert "fed" in final and "lr" in final, final
+
+
+def test_bool_flag_flipping_is_specialized_per_value():
+    def make(jit):
+        @jit
+        def f(x, training):
+            h = x * 2.0
+            if training:
+                h = h * 0.5 + tf.reduce_mean(h)
+            return h, not training
+
+        return SimpleNamespace(fn=f)
+
+    probe = Probe()
+    X = [rnd((3,), i) for i in range(14)]
+    calls = [(X[i], i % 2 == 0) for i in range(13)] + [probe.call(X[13], False)]
+    total = check(make, calls, min_graph_calls=len(calls) - PROFILE - 2)
+    final, = probe.explains
+    assert total["conversions"] == 2 and total["cache_entries"] == 2, total
+    sections = graph_sections(final)
+    assert any("argument training is True" in s for s in sections), final
+    assert any("argument training is False" in s for s in sections), final
+    assert "fed to the graph" not in final, final
