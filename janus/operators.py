@@ -391,7 +391,7 @@ class TensorRange:
         if any(_is_tensor(b) and not b.dtype.is_integer for b in tensors):
             raise ConversionError("range() of a non-integer tensor")
         self.bounds = bounds
-        self.start, self.stop, self.step = (tf.cast(b, tf.int32) for b in tensors)
+        self.start, self.stop, self.step = (tf.cast(b, tf.int64) for b in tensors)
 
     def __iter__(self):
         raise ConversionError("range() over a value the graph computes, iterated in Python")
@@ -400,7 +400,7 @@ class TensorRange:
         """``len(range(start, stop, step))``."""
         span = tf.where(self.step > 0, self.stop - self.start, self.start - self.stop)
         step = tf.abs(self.step)
-        return tf.maximum(tf.constant(0, tf.int32), (span + step - 1) // step)
+        return tf.maximum(tf.constant(0, tf.int64), (span + step - 1) // step)
 
     def item(self, i: int) -> Any:
         """Item ``i``: a Python int when start and step are Python ints (then it is exact)."""
@@ -443,7 +443,7 @@ def _tensor_for(iterable, extra_test, body, state, names):
     else:
         if iterable.shape.rank == 0:
             raise TypeError("iteration over a 0-d tensor")
-        start, stop, step = tf.constant(0, tf.int32), tf.cast(tf.shape(iterable)[0], tf.int32), tf.constant(1, tf.int32)
+        start, stop, step = tf.constant(0, tf.int64), tf.cast(tf.shape(iterable)[0], tf.int64), tf.constant(1, tf.int64)
 
         def item_at(i):
             return tf.gather(iterable, i)

@@ -5,7 +5,7 @@ values: a counter incremented inside a ``while`` on a tensor condition, the inde
 where a loop broke, ``not t``, ``int(t)``.  In a graph such a value can only be a
 tensor, but it must keep *Python* semantics (``i + 1`` is an ``int``, ``n / 2`` a
 ``float``) and come back to the user as the Python type.  ``PyScalar`` is that
-value: a tensor (``int32`` like TensorFlow's own conversion of a Python int, ``float64``, ``bool``) plus
+value: a tensor (``int64``, ``float64`` or ``bool``, as wide as Python's own) plus
 the Python kind.  Arithmetic follows Python's promotion rules; mixed with a tensor it
 converts like a Python scalar does; anything that needs the concrete value while
 tracing (indexing a list, ``range`` length in Python, formatting) fails the
@@ -19,7 +19,8 @@ import tensorflow as tf
 
 from janus.errors import ConversionError
 
-DTYPES = {bool: tf.bool, int: tf.int32, float: tf.float64}
+DTYPES = {bool: tf.bool, int: tf.int64, float: tf.float64}
+INT32 = (-2 ** 31, 2 ** 31 - 1)
 PY_SCALARS = (bool, int, float)
 
 
@@ -78,14 +79,25 @@ class PyScalar:
 
     @property
     def dtype(self) -> tf.DType:
-        """The tensor's dtype (lets TensorFlow accept it where a scalar tensor goes, e.g. an index)."""
-        return self.tensor.dtype
+        """The dtype TensorFlow gives this value when it converts it (int32 for a Python int)."""
+        return tf.int32 if self.kind is int else self.tensor.dtype
 
     @property
     def shape(self) -> tf.TensorShape:
         return self.tensor.shape
 
     def __tf_tensor__(self, dtype: tf.DType | None = None, name: str | None = None) -> tf.Tensor:
+        """The tensor TensorFlow would make of the Python value.
+
+        A Python int becomes int32 unless a dtype is asked for, as in eager; eager would
+        pick int64 for a value outside int32, so that case is asserted away.
+        """
+        if dtype is None and self.kind is int:
+            from janus.operators import assertion
+
+            in_range = tf.logical_and(self.tensor >= INT32[0], self.tensor <= INT32[1])
+            assertion(in_range, "janus: a Python int the graph computed does not fit int32")
+            return tf.cast(self.tensor, tf.int32)
         if dtype is not None and dtype != self.tensor.dtype:
             return tf.cast(self.tensor, dtype)
         return self.tensor
@@ -105,7 +117,7 @@ class PyScalar:
         a, b = (theirs, mine) if reflected else (mine, theirs)
         fn = _BOOL_OPS[op] if operand is bool and op in _BOOL_OPS else _OPS[op]
         if operand is bool and op not in _BOOL_OPS and op not in ("eq", "ne"):
-            a, b = tf.cast(a, tf.int32), tf.cast(b, tf.int32)
+            a, b = tf.cast(a, tf.int64), tf.cast(b, tf.int64)
         if op == "truediv":
             a, b = tf.cast(a, tf.float64), tf.cast(b, tf.float64)
         return PyScalar.of(fn(a, b), result)

@@ -220,7 +220,9 @@ class TraceContext:
         from janus.pyscalar import DTYPES, PyScalar
 
         kind = self.fed_scalars[path]
-        self.guard(f"type({path}) is {kind.__name__}", f"{what} is a {kind.__name__} (fed to the graph)")
+        bounds = f" and {-2 ** 63} <= {path} < {2 ** 63}" if kind is int else ""
+        self.guard(f"type({path}) is {kind.__name__}{bounds}", f"{what} is an {kind.__name__} (fed to the graph)"
+                   if kind is int else f"{what} is a {kind.__name__} (fed to the graph)")
         if path in self.arg_inputs:
             return PyScalar(self.arg_inputs[path], kind)
         from janus import _tf_private
