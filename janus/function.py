@@ -77,8 +77,8 @@ class JanusFunction:
 
     # -- calls ------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if current() is not None:  # reached from library code during another trace
-            return self.python_function(*args, **kwargs)
+        if current() is not None:  # reached from library code while another function is traced: inline
+            return converted_function(self.python_function)(*args, **kwargs)
         self.counts["calls"] += 1
         for entry in self.entries:
             if entry.check(args, kwargs):
@@ -95,16 +95,15 @@ class JanusFunction:
     def _run(self, entry: CacheEntry, args: tuple, kwargs: dict) -> Any:
         """Run a graph; if it aborts (an assertion failed), nothing was committed: run eagerly."""
         try:
-            result = entry.run(args, kwargs)
+            outputs = entry.execute(args, kwargs)
         except (tf.errors.OpError, ValueError, TypeError) as e:
             entry.failures += 1
             self.counts["assertion_failures"] += 1
             self._aborted(entry, e)
-            failed = True
-        else:
-            failed = False
-        if failed:  # outside the except block: eager's exception must not chain to the graph's
+            outputs = None
+        if outputs is None:  # outside the except block: eager's exception must not chain to the graph's
             return self._eager(args, kwargs)
+        result = entry.finish(outputs, args, kwargs)
         entry.hits += 1
         for assumption in entry.assumptions:
             assumption.held += 1

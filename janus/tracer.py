@@ -56,14 +56,17 @@ class CacheEntry:
         except Exception:  # noqa: BLE001
             return None
 
-    def run(self, a: tuple, k: dict) -> Any:
-        """Run the graph; commit effects and rebuild the result only if it succeeded."""
+    def execute(self, a: tuple, k: dict) -> list:
+        """Run the graph (raises if it aborted; then nothing was changed)."""
         CALL.args = (a, k)
         try:
             outs = _tf_private.call_flat(self.concrete, self.inputs(a, k))
         finally:
             CALL.args = None
-        outs = list(outs) if isinstance(outs, (list, tuple)) else ([] if outs is None else [outs])
+        return list(outs) if isinstance(outs, (list, tuple)) else ([] if outs is None else [outs])
+
+    def finish(self, outs: list, a: tuple, k: dict) -> Any:
+        """After a successful run: commit the deferred effects, then rebuild the result."""
         effects.commit(self.effects, outs, a, k)
         return unpack(self.output, outs, a, k)
 
