@@ -11,10 +11,10 @@ from janus.packing import Packer, unpack
 from janus.tracing import TraceContext
 
 
-def pack_effects(ctx: TraceContext, packer: Packer) -> list[tuple]:
+def pack_effects(ctx: TraceContext, packer: Packer, recorded: list | None = None) -> list[tuple]:
     """Turn the effects a trace recorded into replayable recipes."""
     out = []
-    for kind, payload in ctx.effects:
+    for kind, payload in ctx.effects if recorded is None else recorded:
         if kind == "print":
             args, sep, end = payload
             out.append(("print", packer.pack(tuple(args), "print arguments"), sep, end))
@@ -24,6 +24,9 @@ def pack_effects(ctx: TraceContext, packer: Packer) -> list[tuple]:
         elif kind == "call":
             path, method, args = payload
             out.append(("call", _getter(ctx, path), method, packer.pack(tuple(args), f"the arguments of .{method}")))
+        elif kind == "when":
+            pred, side, nested = payload
+            out.append(("when", packer.pack(pred, "a branch condition"), side, pack_effects(ctx, packer, nested)))
     return out
 
 
@@ -41,6 +44,10 @@ def commit(effects: list[tuple], outputs: list, a: tuple, k: dict) -> None:
         elif kind == "setattr":
             _, target, name, value = effect
             setattr(target(a, k), name, unpack(value, outputs, a, k))
+        elif kind == "when":
+            _, pred, side, nested = effect
+            if bool(unpack(pred, outputs, a, k)) == side:
+                commit(nested, outputs, a, k)
         else:
             _, target, method, args = effect
             getattr(target(a, k), method)(*unpack(args, outputs, a, k))
@@ -53,6 +60,8 @@ def describe(effects: list[tuple]) -> list[str]:
             text.append("print(...)")
         elif effect[0] == "setattr":
             text.append(f"set attribute .{effect[2]}")
+        elif effect[0] == "when":
+            text.append(f"if the branch was {effect[2]}: ({', '.join(describe(effect[3]))})")
         else:
             text.append(f"call .{effect[2]}(...)")
     return text

@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 import tensorflow as tf
 
-from janus import atomicity
+from janus import atomicity, branch_effects
 from janus.errors import ConversionError, UndefinedValueError
 from janus.pyscalar import PY_SCALARS, PyScalar
 from janus.speculation import SiteInfo
@@ -155,7 +155,10 @@ def _cond(pred: tf.Tensor, true_fn: Callable, false_fn: Callable, names: Sequenc
         if raised:
             raise next(iter(raised.values()))
         writes = record.pop("writes", False)
+        side_effects = {side: record.pop(("effects", side), ([], [])) for side in (True, False)}
         new_fixes = _fixes(record, names) if len(record) == 2 else {}
+        if side_effects[True][0] or side_effects[False][0]:
+            new_fixes["effects"] = (side_effects[True][1], side_effects[False][1])
         if attempt == 0 and new_fixes:
             fixes = new_fixes
             continue
@@ -176,6 +179,14 @@ def _cond(pred: tf.Tensor, true_fn: Callable, false_fn: Callable, names: Sequenc
     ctx.nested_assertions(start, lambda: _op_of(outs))
     if writes:
         ctx.writer_constructs.add(_op_of(outs))
+    if "effects" in fixes:
+        n_t, n_f = len(fixes["effects"][0]), len(fixes["effects"][1])
+        extra = outs[len(outs) - n_t - n_f:]
+        outs = outs[:len(outs) - n_t - n_f]
+        for side, carried in ((True, extra[:n_t]), (False, extra[n_t:])):
+            if side_effects[side][0]:
+                ctx.effect("when", (pred, side, branch_effects.rebind(side_effects[side][0], carried)),
+                           f"{what} side with effects")
     return _join(t_out, t_leaves, t_kinds, iter(outs))
 
 
@@ -223,6 +234,8 @@ def _join(structure: Any, leaves: list, kinds: list, tensors) -> Any:
 
 def _side(fn: Callable, side: bool, fixes: dict, record: dict, raised: dict) -> Callable:
     def run():
+        ctx = current()
+        ctx.effect_sinks.append([])
         try:
             out = list(fn())
         except (ConversionError, UndefinedValueError):
@@ -230,7 +243,11 @@ def _side(fn: Callable, side: bool, fixes: dict, record: dict, raised: dict) -> 
         except Exception as e:  # noqa: BLE001 - a raising side is speculated away by _cond
             raised[side] = e
             raise
+        finally:
+            side_effects = ctx.effect_sinks.pop()
         for i, fix in fixes.items():
+            if i == "effects":
+                continue
             if fix[0] == "scalar" and type(out[i]) in PY_SCALARS:
                 out[i] = PyScalar.of(out[i], fix[1])
             elif fix[0] == "fill" and out[i] is UNDEF:
@@ -242,6 +259,13 @@ def _side(fn: Callable, side: bool, fixes: dict, record: dict, raised: dict) -> 
         record[side] = (out, kinds, leaves)
         record.setdefault("writes", False)
         record["writes"] |= _body_writes_state()
+        carried = branch_effects.graph_values(side_effects)
+        record[("effects", side)] = (side_effects, [tf.TensorSpec(t.shape, t.dtype) for t in carried])
+        if "effects" in fixes:  # carry both sides' effect tensors out: ours, and zeros for the other's
+            t_specs, f_specs = fixes["effects"]
+            ours = list(carried)
+            tensors += ours + branch_effects.zeros_like_specs(f_specs) if side else \
+                branch_effects.zeros_like_specs(t_specs) + ours
         return tensors
     return run
 
@@ -505,6 +529,7 @@ def _while_loop(test: Callable, body: Callable, state: tuple, names: Sequence[st
     start = len(ctx.assertions)
     writes = [False]
     ctx.dynamic_depth += 1
+    ctx.effect_sinks.append(None)
     try:
         flat = tf.while_loop(cond, loop_body, init)
     except (ConversionError, UndefinedValueError):
@@ -513,6 +538,7 @@ def _while_loop(test: Callable, body: Callable, state: tuple, names: Sequence[st
         raise ConversionError(f"{what}: {_first_line(e)}") from None
     finally:
         ctx.dynamic_depth -= 1
+        ctx.effect_sinks.pop()
     flat = list(flat) if isinstance(flat, (list, tuple)) else [flat]
     ctx.nested_assertions(start, lambda: _op_of(flat))
     if writes[0]:

@@ -3,7 +3,8 @@
 They are the paper's graph-side operations: state reads and writes (PyGetAttr /
 PySetAttr and friends), control flow decided at trace time, calls, assertions.
 """
-from janus.calls import call, field, fstring, mod  # noqa: F401
+from janus.calls import call, mod  # noqa: F401
+from janus.fstrings import field, fstring  # noqa: F401
 from janus.operators import (  # noqa: F401
     UNDEF, and_, assert_, for_stmt, if_stmt, ifexp, not_, or_, test_and, test_or, while_stmt,
 )

@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from janus.errors import ConversionError
-from janus.calls import DeferredStr
+from janus.fstrings import DeferredStr
 from janus.operators import Undefined
 from janus.pyscalar import PyScalar, to_python
 from janus.tracing import SCALARS, TraceContext, is_framework_object, is_symbolic

@@ -116,6 +116,7 @@ def st_attr(obj: Any, name: str, value: Any) -> None:
         _no_mutation_in_dynamic_flow(ctx, f"attribute .{name} set")
         setattr(obj, name, value)
         return
+    _no_mutation_in_dynamic_flow(ctx, f"write of {_describe(path)}.{name}")
     cls = type(obj)
     if getattr(cls, "__setattr__", object.__setattr__) is not object.__setattr__ and not is_framework_object(obj):
         raise ConversionError(f"{cls.__qualname__} defines __setattr__")
@@ -135,6 +136,7 @@ def st_subscr(obj: Any, key: Any, value: Any) -> None:
         _no_mutation_in_dynamic_flow(ctx, "item assignment")
         obj[key] = value
         return
+    _no_mutation_in_dynamic_flow(ctx, f"write of {_describe(path)}[...]")
     if type(obj) not in (list, dict):
         raise ConversionError(f"item assignment on a {type(obj).__name__} from Python state")
     ctx.effect("call", (path, "__setitem__", (key, value)), f"write of {_describe(path)}[{key!r}]")
@@ -157,6 +159,7 @@ def container_method(obj: Any, name: str, args: tuple, kwargs: dict) -> Any:
         if name in MUTATORS.get(type(obj), ()):
             _no_mutation_in_dynamic_flow(ctx, f"{type(obj).__name__}.{name}")
         return method(*args, **kwargs)
+    _no_mutation_in_dynamic_flow(ctx, f"{_describe(path)}.{name}(...)")
     if kwargs:
         raise ConversionError(f"{type(obj).__name__}.{name} with keyword arguments on Python state")
     ctx.effect("call", (path, name, args), f"{_describe(path)}.{name}(...)")

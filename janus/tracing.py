@@ -105,6 +105,7 @@ class TraceContext:
     speculator: Any = None
     fed_scalars: dict[str, type] = field(default_factory=dict)
     writer_constructs: set = field(default_factory=set)
+    effect_sinks: list = field(default_factory=list)
     assumptions: list[Any] = field(default_factory=list)
     _paths: dict[int, str] = field(default_factory=dict)
     _keep: list[Any] = field(default_factory=list)
@@ -305,9 +306,16 @@ class TraceContext:
 
     # -- effects ----------------------------------------------------------------
     def effect(self, kind: str, payload: Any, where: str) -> None:
-        """Record a Python side effect to replay after the graph ran successfully."""
+        """Record a Python side effect to replay after the graph ran successfully.
+
+        Inside a tensor loop it cannot be replayed (its count is dynamic); inside a
+        ``tf.cond`` side it goes to that side's list (see ``janus.branch_effects``).
+        """
         if self.dynamic_depth:
-            raise ConversionError(f"{where} inside tensor-dependent control flow")
+            if not self.effect_sinks or self.effect_sinks[-1] is None:
+                raise ConversionError(f"{where} inside a tensor-dependent loop")
+            self.effect_sinks[-1].append((kind, payload))
+            return
         self.effects.append((kind, payload))
 
 

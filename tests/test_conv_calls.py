@@ -423,8 +423,7 @@ def test_print_inside_loops_interleaving_python_and_tensor_output():
 
     calls = [(rnd((3, 2), 0), 2), (rnd((3, 2), 1), 2), (rnd((3, 2), 2), 2), (rnd((3, 2), 3), 2),
              (rnd((3, 2), 4), 3), (rnd((3, 2), 5), 2), (rnd((4, 2), 6), 4), (rnd((3, 2), 7), 2)]
-    # Known gap, kept visible: a print inside a tensor branch whose outcome flips between iterations is not deferred conditionally yet. It must still match eager.
-    check(make, calls, eager_only=True)
+    check(make, calls)
 
 
 def test_zero_argument_super_in_janus_method():
