@@ -898,3 +898,196 @@ def test_identical_functions_in_two_files_are_each_speculated():
         assert janus.stats(mod.f)["graph_calls"] == 5 - PROFILE, text
         assert_speculative(text, "branch at", os.path.basename(mod.__file__), "assumed True")
         texts.append(text)
+
+
+# =========================================================================================
+# more: effects inside speculated code, raising sides, nesting, early exits
+# =========================================================================================
+def test_effects_inside_the_speculated_side_and_the_other_side():
+    """The assumed side writes a variable, appends and prints; the other side does other
+    writes.  On the flip, nothing of the assumed side may leak; afterwards (tf.cond) each
+    call commits exactly the side that ran."""
+    def make(jit):
+        class M:
+            def __init__(self):
+                self.v = tf.Variable([1.0, 2.0])
+                self.log = []
+                self.neg = 0
+
+            @jit
+            def step(self, x):
+                s = tf.reduce_sum(x)
+                if s > 0:
+                    self.v.assign_add(x)
+                    self.log.append(s)
+                    print("pos", s)
+                else:
+                    self.v.assign_sub(x * 0.5)
+                    self.log.append(-s * 10.0)
+                    print("neg")
+                return self.v * 1.0
+
+        # (no Python attribute write inside the branch: once the site is dynamic that is a
+        # documented conversion gap, and the point here is the speculation)
+        m = M()
+        return SimpleNamespace(fn=m.step, state=lambda: {"v": m.v, "log": list(m.log)})
+
+    P = [pos((2,), i) for i in range(12)]
+    N = [-pos((2,), 30 + i) for i in range(4)]
+    calls = [(P[i],) for i in range(6)] + [(N[0],), (P[6],), (P[7],), (N[1],), (N[2],), (P[8],), (N[3],)]
+    total = check(make, calls, min_graph_calls=(6 - PROFILE) + 5)
+    assert total["assertion_failures"] == 1, total
+
+
+def test_flip_to_a_side_that_raises():
+    """Speculated: the raising side is never taken.  On the flip eager raises; Janus must raise
+    the same error with every piece of state untouched, then keep working."""
+    def make(jit):
+        class M:
+            def __init__(self):
+                self.v = tf.Variable(0.0)
+                self.seen = []
+
+            @jit
+            def step(self, x):
+                self.v.assign_add(tf.reduce_sum(x))
+                self.seen.append(x)
+                if tf.reduce_min(x) < 0.0:
+                    raise ValueError("negative input")
+                return tf.sqrt(x)
+
+        m = M()
+        return SimpleNamespace(fn=m.step, state=lambda: {"v": m.v, "seen": list(m.seen)})
+
+    P = [pos((3,), i) for i in range(10)]
+    bad = tf.constant([1.0, -1.0, 2.0])
+    calls = [(P[i],) for i in range(6)] + [(bad,), (P[6],), (P[7],), (bad,), (P[8],)]
+    total = check(make, calls, min_graph_calls=(6 - PROFILE) + 2)
+    assert total["assertion_failures"] >= 1, total
+
+
+def test_return_inside_speculated_branch():
+    def make(jit):
+        @jit
+        def f(x):
+            m = tf.reduce_max(x)
+            if m > 10.0:
+                return x / m, tf.constant(1)
+            y = x * 2.0
+            if tf.reduce_min(y) < -100.0:
+                return -y, tf.constant(2)
+            return y + 1.0, tf.constant(3)
+
+        return SimpleNamespace(fn=f)
+
+    X = [rnd((4,), i) for i in range(12)]
+    calls = [(X[i],) for i in range(6)] + [(tf.constant([20.0, 1.0, 2.0, 3.0]),), (X[6],),
+                                           (tf.constant([-80.0, 1.0, 2.0, 3.0]),), (X[7],), (X[8],),
+                                           (tf.constant([20.0, 1.0, 2.0, -300.0]),), (X[9],)]
+    total = check(make, calls, min_graph_calls=(6 - PROFILE) + 4)
+    assert total["assertion_failures"] >= 1, total
+    assert total["conversions"] <= 4, total
+
+
+def test_branch_nested_in_speculated_while_loop():
+    def make(jit):
+        @jit
+        def f(x):
+            steps = 0
+            while tf.reduce_max(tf.abs(x)) > 1.0:
+                if tf.reduce_sum(x) > 0:
+                    x = x * 0.5
+                else:
+                    x = x * 0.25
+                steps += 1
+            return x, steps
+
+        return SimpleNamespace(fn=f)
+
+    probe = Probe()
+    S = [pos((3,), i, 4.1, 7.9) for i in range(12)]          # 3 iterations, always the first side
+    calls = [(S[i],) for i in range(6)] + [probe.call(-S[6])] + [(S[i],) for i in range(7, 10)] \
+        + [(-S[10],), (S[11] * 10.0,), probe.call(S[0])]
+    total = check(make, calls, min_graph_calls=(6 - PROFILE) + 4)
+    before, final = probe.explains
+    assert_speculative(before, "loop at", "assumed 3 iterations")
+    assert_speculative(before, "branch at", "tf.reduce_sum(x) > 0", "assumed True")
+    assert total["assertion_failures"] >= 1, total
+    assert total["conversions"] <= 4, total
+
+
+def test_unrolled_for_with_break_then_count_changes():
+    def make(jit):
+        @jit
+        def f(xs, limit):
+            total = tf.zeros((2,))
+            k = 0
+            for row in xs:
+                if tf.reduce_sum(total) > limit:
+                    break
+                total = total + row
+                k += 1
+            return total, k
+
+        return SimpleNamespace(fn=f)
+
+    X = [pos((5, 2), i) for i in range(12)]
+    lim = tf.constant(100.0)
+    calls = [(X[i], lim) for i in range(6)] + [(X[6], tf.constant(1.0)), (X[7], lim), (X[8], lim),
+                                                (X[9], tf.constant(2.0)), (X[10], lim)]
+    total = check(make, calls, min_graph_calls=(6 - PROFILE) + 3)
+
+
+def test_late_loop_assumption_failure_after_state_writes():
+    """The failing assumption is a loop count, checked after variable writes, appends and a
+    print in program order."""
+    def make(jit):
+        class M:
+            def __init__(self):
+                self.v = tf.Variable(1.0)
+                self.trace = []
+
+            @jit
+            def step(self, x):
+                self.v.assign_add(tf.reduce_mean(x))
+                self.trace.append(tf.reduce_mean(x))
+                print("mean", tf.reduce_mean(x))
+                y = x
+                while tf.reduce_max(y) > 1.0:
+                    y = y * 0.5
+                return y
+
+        m = M()
+        return SimpleNamespace(fn=m.step, state=lambda: {"v": m.v, "trace": list(m.trace)})
+
+    S = [pos((3,), i, 2.1, 3.9) for i in range(12)]
+    calls = [(S[i],) for i in range(6)] + [(S[6] * 10.0,), (S[7],), (S[8],), (S[9] * 10.0,), (S[10],)]
+    total = check(make, calls, min_graph_calls=(6 - PROFILE) + 3)
+    assert total["assertion_failures"] == 1, total
+
+
+def test_dynamic_branch_with_variable_write_writes_once():
+    """Once a branch is dynamic (here: both sides seen while profiling), a variable write
+    inside a tf.cond side must happen once per call, also when the sides differ in a Python
+    int (a second trace of the cond reconciles them)."""
+    def make(jit):
+        class M:
+            def __init__(self):
+                self.v = tf.Variable([0.0, 0.0])
+
+            @jit
+            def step(self, x):
+                if tf.reduce_sum(x) > 0:
+                    self.v.assign_add(x)
+                    k = 1
+                else:
+                    self.v.assign_sub(x)
+                    k = 2
+                return self.v * 1.0, k
+
+        m = M()
+        return SimpleNamespace(fn=m.step, state=lambda: {"v": m.v})
+
+    P, N = tf.ones((2,)), -tf.ones((2,))
+    calls = [(P,), (N,), (P,), (P,), (P,), (N,), (P,)]
+    check(make, calls, graph_calls=len(calls) - PROFILE)
