@@ -54,7 +54,7 @@ MODES = ["eager", "janus", "tf.function", "handwritten"]
 MODE_LABELS = {"eager": "eager", "janus": "Janus", "tf.function": "tf.function", "handwritten": "hand-written"}
 SEED = 0
 RTOL, ATOL = 1e-4, 1e-6
-MAX_WARMUP_CALLS = 20  # Janus: stop waiting for a first graph after this many calls
+MAX_WARMUP_CALLS = 60  # Janus: stop waiting for it to settle after this many calls
 
 
 # ---------------------------------------------------------------------------------------------
@@ -160,11 +160,16 @@ def run_example(name, mode, cfg):
         res["losses"] = losses
         res["state"] = _python_state(owner)
         res["phase"] = "warm-up"
-        graph_streak = 0
-        while mode == "janus" and len(call_times) < MAX_WARMUP_CALLS and graph_streak < 3:
+        # Janus is warm when three calls in a row ran as graphs, or when it stopped converting
+        # (no new conversion for five calls: e.g. the tree models, once the budget is spent)
+        graph_streak, quiet, conversions = 0, 0, None
+        while mode == "janus" and len(call_times) < MAX_WARMUP_CALLS and graph_streak < 3 and quiet < 5:
             _, _, dt, as_graph = call()
             call_times.append(dt)
             graph_streak = graph_streak + 1 if as_graph else 0
+            now = janus.stats(fn)["conversions"]
+            quiet = quiet + 1 if now == conversions and now > 0 else 0
+            conversions = now
             if as_graph and first_graph is None:
                 first_graph = len(call_times) - 1
         res["first_call_s"] = call_times[0]
@@ -530,8 +535,10 @@ not a valid comparison and is not shown.
   time; an example is an image, a sequence, a tree or a rollout transition. The reported number is
   the median over the windows.
 - **Warm-up.** Every mode first runs {args.check_steps} steps that are checked against eager (below) and not
-  timed. Janus then keeps stepping until three calls in a row ran as graphs (at most {MAX_WARMUP_CALLS} calls):
-  it profiles the first calls eagerly, converts, then runs graphs. Time to first graph = summed wall
+  timed. Janus then keeps stepping until three calls in a row ran as graphs, or until it made no new
+  conversion for five calls (at most {MAX_WARMUP_CALLS} calls): it profiles the first calls eagerly,
+  converts, then runs graphs — or, where graphs do not get reused, converts until its conversion
+  budget is spent and then runs eagerly; the timed windows measure that steady state. Time to first graph = summed wall
   time of the calls up to and including the first call that ran as a graph (profiling +
   conversion + first graph run), read from `janus.stats` after every call. Calls run as graphs =
   `graph_calls / calls` of `janus.stats` over the whole run (warm-up included); a large number of
