@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench bench-all clean
 
 $(VENV)/.installed: setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ test: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/lstm_step.py
+
+bench-all: $(VENV)/.installed
+	$(PY) -m pip install -q -e ".[cpu,test,bench]"
+	$(PY) benchmarks/run_all.py
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache

@@ -16,6 +16,8 @@ setup(
         "cpu": ["tensorflow-cpu>=2.16"],
         "gpu": ["tensorflow>=2.16"],
         "test": ["pytest>=7"],
+        # benchmarks/run_all.py draws its chart with matplotlib
+        "bench": ["matplotlib>=3.7"],
     },
     entry_points={"console_scripts": ["janus-profile=janus_profiler.cli:main"]},
     classifiers=[

@@ -119,9 +119,12 @@ class JanusFunction:
             return
         failed.failed += 1
         self.banned_sites.add(failed.site.key)
-        self.entries.remove(entry)
+        self.entries[:] = [e for e in self.entries if not any(a.site.key == failed.site.key for a in e.assumptions)]
         self.eager_since_attempt = self.profile_calls  # re-convert on the next call, without it
         self._note(f"assumption failed, re-ran eagerly: {failed.description}")
+
+    def _budget_exhausted(self) -> bool:
+        return self.counts["conversions"] + self.failed_attempts >= config.MAX_CONVERSIONS
 
     def _eager(self, args: tuple, kwargs: dict) -> Any:
         self.counts["eager_calls"] += 1
@@ -129,7 +132,7 @@ class JanusFunction:
             self.counts["fallbacks"] += 1
         self.eager_since_attempt += 1
         self._observe_shapes(args, kwargs)
-        if config.profiling():
+        if config.profiling() and self.permanent_reason is None and not self._budget_exhausted():
             return self.profiler.call(self.python_function, *args, **kwargs)
         return self.python_function(*args, **kwargs)
 
@@ -148,7 +151,7 @@ class JanusFunction:
         needed = 1 if self.entries and not self.last_attempt_failed else self.profile_calls
         if self.eager_since_attempt < needed:
             return None
-        if self.counts["conversions"] + self.failed_attempts >= config.MAX_CONVERSIONS:
+        if self._budget_exhausted():
             self._note("conversion budget exhausted; running eagerly")
             return None
         self.eager_since_attempt = 0

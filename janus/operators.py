@@ -126,45 +126,51 @@ def not_(value: Any) -> Any:
 def _cond(pred: tf.Tensor, true_fn: Callable, false_fn: Callable, names: Sequence[str], what: str) -> tuple:
     """``tf.cond`` over two sides that return a tuple of values (one per name in ``names``).
 
-    Python scalars that differ between the sides become :class:`PyScalar` values;
-    other Python values must be the same on both sides.  A result only one side
-    defines (``_jn_ret`` where the other side has not returned) gets a placeholder.
-    Both fixes need a second trace, once the first has shown what each side produces.
+    Each side is first *probed*: traced on its own into a throwaway concrete function,
+    so no op of the probe can run.  The probe shows what each side produces: Python
+    scalars that differ between the sides become :class:`PyScalar` values, a result
+    only one side defines (``_jn_ret`` where the other has not returned) gets a
+    placeholder, effects inside a side are carried out of the cond; a side that raises
+    is speculated away.  Then the real ``tf.cond`` is built, once.
     """
     ctx = current()
-    fixes: dict[int, Any] = {}
     start = len(ctx.assertions)
-    for attempt in (0, 1):
+    probe: dict = {}
+    raised: dict[bool, BaseException] = {}
+    ctx.dynamic_depth += 1
+    try:
+        for side, fn in ((True, true_fn), (False, false_fn)):
+            try:
+                tf.function(_side(fn, side, {}, probe, raised), autograph=False).get_concrete_function()
+            except (ConversionError, UndefinedValueError):
+                raise
+            except Exception as e:  # noqa: BLE001 - a raising side is handled below
+                if side not in raised:
+                    raise ConversionError(f"{what}: {type(e).__name__}: {_first_line(e)}") from None
+    finally:
+        ctx.dynamic_depth -= 1
         del ctx.assertions[start:]
-        record: dict[bool, tuple] = {}
-        raised: dict[bool, BaseException] = {}
-        ctx.dynamic_depth += 1
-        try:
-            outs = tf.cond(pred, _side(true_fn, True, fixes, record, raised),
-                           _side(false_fn, False, fixes, record, raised))
-            error = None
-        except (ConversionError, UndefinedValueError):
-            raise
-        except Exception as e:  # noqa: BLE001 - classified below
-            error = e
-        finally:
-            ctx.dynamic_depth -= 1
-        if error is not None and len(raised) == 1:
-            del ctx.assertions[start:]
-            return _speculate_not_raising(pred, raised, true_fn, false_fn, what)
-        if raised:
-            raise next(iter(raised.values()))
-        writes = record.pop("writes", False)
-        side_effects = {side: record.pop(("effects", side), ([], [])) for side in (True, False)}
-        new_fixes = _fixes(record, names) if len(record) == 2 else {}
-        if side_effects[True][0] or side_effects[False][0]:
-            new_fixes["effects"] = (side_effects[True][1], side_effects[False][1])
-        if attempt == 0 and new_fixes:
-            fixes = new_fixes
-            continue
-        if error is not None:
-            raise ConversionError(f"{what}: the two sides do not agree ({type(error).__name__}: {_first_line(error)})")
-        break
+    if len(raised) == 1:
+        return _speculate_not_raising(pred, raised, true_fn, false_fn, what)
+    if raised:
+        raise raised[True]
+    probe.pop("writes", None)
+    probed_effects = {side: probe.pop(("effects", side)) for side in (True, False)}
+    fixes = _fixes(probe, names)
+    if probed_effects[True][0] or probed_effects[False][0]:
+        fixes["effects"] = (probed_effects[True][1], probed_effects[False][1])
+    record: dict = {}
+    ctx.dynamic_depth += 1
+    try:
+        outs = tf.cond(pred, _side(true_fn, True, fixes, record, raised), _side(false_fn, False, fixes, record, raised))
+    except (ConversionError, UndefinedValueError):
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise ConversionError(f"{what}: the two sides do not agree ({type(e).__name__}: {_first_line(e)})") from None
+    finally:
+        ctx.dynamic_depth -= 1
+    writes = record.pop("writes", False)
+    side_effects = {side: record.pop(("effects", side)) for side in (True, False)}
     (t_out, t_kinds, t_leaves), (f_out, f_kinds, f_leaves) = record[True], record[False]
     try:
         tf.nest.assert_same_structure(t_out, f_out, expand_composites=False)

@@ -10,6 +10,7 @@ effects.
 from __future__ import annotations
 
 import inspect
+import re
 import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -103,6 +104,9 @@ def _param_names(fn: Callable) -> list[str]:
         return []
 
 
+_ARG_PATH = re.compile(r"a\[\d+\]|k\[[^\[\]]+\]")
+
+
 def _defaults(ctx: TraceContext, fn: types.FunctionType, args: tuple, kwargs: dict) -> dict:
     """Default values the call relies on, read as Python state (a mutable default persists)."""
     code = fn.__code__
@@ -133,7 +137,9 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
     relaxed_shapes = relaxed_shapes or {}
     fed_scalars = fed_scalars or {}
     specs = [(p, tf.TensorSpec(relaxed_shapes.get(p, v.shape), v.dtype)) for p, v in leaves]
-    specs += [(p, tf.TensorSpec([], DTYPES[kind])) for p, kind in fed_scalars.items()]
+    # Fed scalars among the arguments are inputs of the concrete function; fed scalars read
+    # from Python state are captured at call time when (and only if) the trace reads them.
+    specs += [(p, tf.TensorSpec([], DTYPES[kind])) for p, kind in fed_scalars.items() if _ARG_PATH.fullmatch(p)]
     ctx = TraceContext(relaxed=bool(relaxed_shapes), speculator=speculator, fed_scalars=dict(fed_scalars))
     ctx.namespace.update(guard_namespace_base())
     names = _param_names(python_fn)

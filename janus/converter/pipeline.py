@@ -40,7 +40,8 @@ from janus.errors import ConversionError
 from janus.speculation import SiteInfo
 from janus_profiler import site_of
 
-_code_cache: dict[types.CodeType, tuple[str, types.CodeType, tuple]] = {}
+# Keyed by file and line too: code objects compare equal regardless of where they come from.
+_code_cache: dict[tuple, tuple[str, types.CodeType, tuple]] = {}
 _fn_cache: "weakref.WeakKeyDictionary[types.FunctionType, types.FunctionType]" = weakref.WeakKeyDictionary()
 
 
@@ -104,7 +105,8 @@ def convert_source(fn: types.FunctionType) -> str:
 
 def _compiled(fn: types.FunctionType) -> tuple[str, types.CodeType, tuple]:
     code = fn.__code__
-    hit = _code_cache.get(code)
+    key = (code.co_filename, code.co_firstlineno, code)
+    hit = _code_cache.get(key)
     if hit is not None:
         return hit
     node, filename, line_offset, indent = parse.function_ast(fn)
@@ -136,8 +138,8 @@ def _compiled(fn: types.FunctionType) -> tuple[str, types.CodeType, tuple]:
     virtual = f"<janus {fn.__qualname__} from {filename}:{code.co_firstlineno}>"
     linecache.cache[virtual] = (len(source), None, source.splitlines(True), virtual)
     compiled = compile(source, virtual, "exec")
-    _code_cache[code] = (source, compiled, tuple(sites))
-    return _code_cache[code]
+    _code_cache[key] = (source, compiled, tuple(sites))
+    return _code_cache[key]
 
 
 def converted_function(fn: types.FunctionType) -> types.FunctionType:
