@@ -182,9 +182,11 @@ def _cond(pred: tf.Tensor, true_fn: Callable, false_fn: Callable, names: Sequenc
         if kind == "py" and not _same_python(a, b):
             raise ConversionError(f"{what}: a Python value differs between the two sides ({a!r} vs {b!r})")
     outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
-    ctx.nested_assertions(start, lambda: _op_of(outs))
+    construct = _op_of(outs)
+    outs = outs[:-1]
+    ctx.nested_assertions(start, lambda: construct)
     if writes:
-        ctx.writer_constructs.add(_op_of(outs))
+        ctx.writer_constructs.add(construct)
     if "effects" in fixes:
         n_t, n_f = len(fixes["effects"][0]), len(fixes["effects"][1])
         extra = outs[len(outs) - n_t - n_f:]
@@ -272,7 +274,8 @@ def _side(fn: Callable, side: bool, fixes: dict, record: dict, raised: dict) -> 
             ours = list(carried)
             tensors += ours + branch_effects.zeros_like_specs(f_specs) if side else \
                 branch_effects.zeros_like_specs(t_specs) + ours
-        return tensors
+        # One constant output more, so that the cond always has an op to gate state on.
+        return tensors + [tf.constant(True)]
     return run
 
 
