@@ -3,11 +3,17 @@
 They are the paper's graph-side operations: state reads and writes (PyGetAttr /
 PySetAttr and friends), control flow decided at trace time, calls, assertions.
 """
-from janus.calls import call, mod  # noqa: F401
-from janus.fstrings import field, fstring  # noqa: F401
-from janus.operators import (  # noqa: F401
+from janus.calls import call, mod
+from janus.fstrings import field, fstring
+from janus.operators import (
     UNDEF, and_, assert_, for_stmt, if_stmt, ifexp, not_, or_, test_and, test_or, while_stmt,
 )
-from janus.state import (  # noqa: F401
+from janus.state import (
     ld_attr, ld_cell, ld_global, mutate_attr, mutate_cell, mutate_global, st_attr, st_subscr,
 )
+
+__all__ = [
+    "call", "mod", "field", "fstring",
+    "UNDEF", "and_", "assert_", "for_stmt", "if_stmt", "ifexp", "not_", "or_", "test_and", "test_or", "while_stmt",
+    "ld_attr", "ld_cell", "ld_global", "mutate_attr", "mutate_cell", "mutate_global", "st_attr", "st_subscr",
+]

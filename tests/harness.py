@@ -21,7 +21,13 @@ by silently running everything eagerly.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
+import itertools
+import os
+import sys
+import tempfile
+import textwrap
 import types
 from typing import Any, Callable, Iterable, Sequence
 
@@ -153,3 +159,25 @@ def check(
         lo = 1 if min_graph_calls is None else min_graph_calls
         assert total["graph_calls"] >= lo, f"expected >= {lo} graph calls: {total}\n{janus.explain(_janus_fns(jan)[0])}"
     return total
+
+
+_MODULES_DIR = tempfile.mkdtemp(prefix="janus_test_modules_")
+_MODULE_COUNT = itertools.count()
+
+
+def fresh_module(source: str, **inject: Any) -> types.ModuleType:
+    """Import ``source`` as a brand-new module (own globals, own file) with ``inject`` predefined.
+
+    Programs that read or rebind globals need module globals of their own, and Janus
+    needs their source in a real file, as a user's module has.
+    """
+    name = f"_janus_test_module_{os.getpid()}_{next(_MODULE_COUNT)}"
+    path = os.path.join(_MODULES_DIR, name + ".py")
+    with open(path, "w") as fh:
+        fh.write(textwrap.dedent(source))
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    mod.__dict__.update(inject)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod

@@ -5,35 +5,13 @@ between calls; Janus must never answer from a stale value.  Variables are compar
 the state after every call.  Globals live in a fresh module per program (loaded from a
 real file so that the source can be read), so the eager and Janus programs do not share.
 """
-import importlib.util
-import itertools
-import os
-import sys
-import tempfile
-import textwrap
 from types import SimpleNamespace
 
 import numpy as np
 import tensorflow as tf
 
-from harness import check
+from harness import check, fresh_module
 
-_TMP = tempfile.mkdtemp(prefix="janus_conv_heap_")
-_COUNT = itertools.count()
-
-
-def fresh_module(source, **inject):
-    """Import ``source`` as a brand-new module (own globals) with ``inject`` predefined."""
-    name = f"_janus_conv_heap_{os.getpid()}_{next(_COUNT)}"
-    path = os.path.join(_TMP, name + ".py")
-    with open(path, "w") as fh:
-        fh.write(textwrap.dedent(source))
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    mod.__dict__.update(inject)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def rnd(shape, seed, dtype=np.float32):

@@ -3,35 +3,13 @@
 These may be converted later (deferred write-back) or may fall back for now; either way
 the results and the state after every call must equal eager's.  Hence min_graph_calls=0.
 """
-import importlib.util
-import itertools
-import os
-import sys
-import tempfile
-import textwrap
 from types import SimpleNamespace
 
 import numpy as np
 import tensorflow as tf
 
-from harness import check
+from harness import check, fresh_module
 
-_TMP = tempfile.mkdtemp(prefix="janus_conv_state_")
-_COUNT = itertools.count()
-
-
-def fresh_module(source, **inject):
-    """Import ``source`` as a brand-new module (own globals) with ``inject`` predefined."""
-    name = f"_janus_conv_state_{os.getpid()}_{next(_COUNT)}"
-    path = os.path.join(_TMP, name + ".py")
-    with open(path, "w") as fh:
-        fh.write(textwrap.dedent(source))
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    mod.__dict__.update(inject)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def rnd(shape, seed, dtype=np.float32):

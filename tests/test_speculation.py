@@ -10,21 +10,16 @@ just before the break, lists the assumption).
 """
 import contextlib
 import functools
-import importlib.util
 import io
-import itertools
 import os
 import re
-import sys
-import tempfile
-import textwrap
 from types import SimpleNamespace
 
 import numpy as np
 import tensorflow as tf
 
 import janus
-from harness import assert_same, check
+from harness import assert_same, check, fresh_module
 
 PROFILE = 3  # default profile_calls
 
@@ -37,22 +32,6 @@ def pos(shape, seed, lo=0.5, hi=1.5):
     return tf.constant(np.random.RandomState(seed).uniform(lo, hi, size=shape).astype(np.float32))
 
 
-_TMP = tempfile.mkdtemp(prefix="janus_spec_")
-_COUNT = itertools.count()
-
-
-def fresh_module(source, **inject):
-    """Import ``source`` as a brand-new module (own globals) with ``inject`` predefined."""
-    name = f"_janus_spec_{os.getpid()}_{next(_COUNT)}"
-    path = os.path.join(_TMP, name + ".py")
-    with open(path, "w") as fh:
-        fh.write(textwrap.dedent(source))
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    mod.__dict__.update(inject)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 class Probe:
@@ -1035,7 +1014,7 @@ def test_unrolled_for_with_break_then_count_changes():
     lim = tf.constant(100.0)
     calls = [(X[i], lim) for i in range(6)] + [(X[6], tf.constant(1.0)), (X[7], lim), (X[8], lim),
                                                 (X[9], tf.constant(2.0)), (X[10], lim)]
-    total = check(make, calls, min_graph_calls=(6 - PROFILE) + 3)
+    check(make, calls, min_graph_calls=(6 - PROFILE) + 3)
 
 
 def test_late_loop_assumption_failure_after_state_writes():

@@ -4,12 +4,6 @@ Each program is run over several calls with its state carried from one call to t
 next; the harness compares results, printed output and the state after every call,
 and checks that graphs really ran (a test cannot pass by running everything eagerly).
 """
-import importlib.util
-import itertools
-import os
-import sys
-import tempfile
-import textwrap
 from types import SimpleNamespace
 
 import numpy as np
@@ -17,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 import janus
-from harness import assert_same, check as _check
+from harness import assert_same, check as _check, fresh_module
 
 
 def check(factory, calls, max_conversions=2, **kw):
@@ -32,22 +26,6 @@ def check(factory, calls, max_conversions=2, **kw):
         f"graphs were rebuilt instead of reused ({total['conversions']} conversions for {total['calls']} calls): {total}"
     return total
 
-_TMP = tempfile.mkdtemp(prefix="janus_state_")
-_COUNT = itertools.count()
-
-
-def fresh_module(source, **inject):
-    """Import ``source`` as a brand-new module (own globals) with ``inject`` predefined."""
-    name = f"_janus_state_{os.getpid()}_{next(_COUNT)}"
-    path = os.path.join(_TMP, name + ".py")
-    with open(path, "w") as fh:
-        fh.write(textwrap.dedent(source))
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    mod.__dict__.update(inject)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def rnd(shape, seed, scale=1.0):

@@ -14,7 +14,6 @@ class Trainer(HandTrainer):
         b = self.base
         generator, discriminator, bce = b.generator, b.discriminator, b.bce
         g_vars, d_vars = generator.trainable_variables, discriminator.trainable_variables
-        size = pix2pix.SIZE
 
         @graph_step()
         def step(inputs, targets):
