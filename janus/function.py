@@ -1,18 +1,19 @@
 """``@janus.function``: the per-function driver of profiling, conversion and caching.
 
 Per call: the guards of the cached graphs are checked, most recently built first; on
-a hit the graph runs and its deferred effects are committed.  Otherwise the call runs
-eagerly (profiled).  After ``profile_calls`` eager calls the function is converted
-and traced on the current call's arguments; a failure is recorded and retried only
-after another round of profiling, up to a bound.  When a tensor argument arrives
-with a new shape, the next graph is traced with the shape relaxed to cover every
-shape seen, so one graph serves them all.
+a hit the graph runs and its deferred effects are committed (an aborted run commits
+nothing and the call re-runs eagerly).  Otherwise the call runs eagerly, under the
+profiler.  After ``profile_calls`` eager calls the function is converted and traced
+on the current call's arguments; after a guard miss the next miss re-converts; a
+failed attempt is recorded and retried only after another round of profiling, up to
+a bound.  A re-conversion relaxes what changed: tensor shapes to the most specific
+shape covering every shape seen, Python numbers whose guard failed to graph inputs.
 """
 from __future__ import annotations
 
 import functools
-import re
 import logging
+import re
 import types
 import weakref
 from collections import Counter
@@ -198,26 +199,21 @@ class JanusFunction:
         return "argument structure"
 
     def _varying_scalars(self, args: tuple, kwargs: dict) -> dict[str, type]:
-        """Python ints/floats seen with more than one value (arguments while profiling, any
-        state whose value guard failed): fed to the graph as tensors rather than specialized
-        (one graph, not one per value)."""
+        """Python ints/floats to feed to the graph as tensors rather than specialize on
+        (one graph, not one per value): state whose value guard failed, and arguments that
+        had several values while profiling — or every numeric argument when not speculating."""
         fed = dict(self.varying)
-        if not self.speculate:  # conservative: no value specialization of numeric arguments either
-            fed.update({f"a[{i}]": type(v) for i, v in enumerate(args) if type(v) in (int, float)})
-            fed.update({f"k[{n!r}]": type(v) for n, v in kwargs.items() if type(v) in (int, float)})
-            return fed
-        history = self.profiler.data.arg_history(self.python_function)
-        names = list(self.python_function.__code__.co_varnames[:self.python_function.__code__.co_argcount])
-        for i, value in enumerate(args):
-            if type(value) in (int, float) and i < len(names):
-                seen = {(h[names[i]].type, h[names[i]].value) for h in history if names[i] in h}
-                if len(seen) > 1 and all(t == type(value).__name__ for t, _ in seen):
-                    fed[f"a[{i}]"] = type(value)
-        for name, value in kwargs.items():
-            if type(value) in (int, float):
-                seen = {(h[name].type, h[name].value) for h in history if name in h}
-                if len(seen) > 1 and all(t == type(value).__name__ for t, _ in seen):
-                    fed[f"k[{name!r}]"] = type(value)
+        history = self.profiler.data.arg_history(self.python_function) if self.speculate else []
+        code = self.python_function.__code__
+        names = code.co_varnames[:code.co_argcount]
+        items = [(f"a[{i}]", names[i] if i < len(names) else None, v) for i, v in enumerate(args)]
+        items += [(f"k[{n!r}]", n, v) for n, v in kwargs.items()]
+        for path, name, value in items:
+            if type(value) not in (int, float):
+                continue
+            seen = {(h[name].type, h[name].value) for h in history if name in h}
+            if not self.speculate or len(seen) > 1 and all(t == type(value).__name__ for t, _ in seen):
+                fed[path] = type(value)
         return fed
 
     def _trace(self, converted: Callable, args: tuple, kwargs: dict, relaxed: dict | None,
