@@ -84,13 +84,14 @@ class JanusFunction:
         for entry in self.entries:
             if entry.check(args, kwargs):
                 return self._run(entry, args, kwargs)
-        if self.entries:
-            self._note(f"no cached graph's guards held ({self._failed_guard(args, kwargs)})")
+        miss = self._failed_guard(args, kwargs) if self.entries else None
         entry = self._maybe_convert(args, kwargs)
         if entry is not None:
             if entry.check(args, kwargs):
                 return self._run(entry, args, kwargs)
             self._note("a new graph's guards did not hold on the call that built it")
+        elif miss is not None:
+            self._note(f"no cached graph's guards held ({miss})")
         return self._eager(args, kwargs)
 
     def _run(self, entry: CacheEntry, args: tuple, kwargs: dict) -> Any:
@@ -186,17 +187,18 @@ class JanusFunction:
         return entry
 
     def _failed_guard(self, args: tuple, kwargs: dict) -> str:
-        """The first guard of the newest graph that fails now; a Python int/float it pinned
-        is fed to the next graph instead of being specialized again."""
+        """The first guard of the newest graph that fails now; every Python int/float a
+        failing guard pinned is fed to the next graph instead of being specialized again."""
         entry = self.entries[0]
+        first = None
         for guard in entry.guards:
             if not entry.holds(guard, args, kwargs):
+                first = first or guard.description
                 if guard.path is not None:
                     value = entry.value_at(guard.path, args, kwargs)
                     if type(value) in (int, float):
                         self.varying[guard.path] = type(value)
-                return guard.description
-        return "argument structure"
+        return first or "argument structure"
 
     def _varying_scalars(self, args: tuple, kwargs: dict) -> dict[str, type]:
         """Python ints/floats to feed to the graph as tensors rather than specialize on

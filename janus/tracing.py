@@ -339,8 +339,9 @@ def _only_scalars(value) -> bool:
 
 
 def _frozen_copy(value):
-    return tuple(_frozen_copy(v) if type(v) in (tuple, list) else v for v in value) if type(value) is tuple else \
-        [_frozen_copy(v) if type(v) in (tuple, list) else v for v in value]
+    """A deep copy of a nested list/tuple of scalars (the value a guard compares against)."""
+    items = [_frozen_copy(v) if type(v) in (tuple, list) else v for v in value]
+    return tuple(items) if type(value) is tuple else items
 
 
 def _short(value) -> str:
@@ -367,5 +368,3 @@ def _shape_ok(shape, dims: tuple) -> bool:
 def _np_equal(a, b) -> bool:
     return isinstance(a, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
 
-
-Getter = Callable[[tuple, dict], Any]
