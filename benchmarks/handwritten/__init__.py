@@ -49,3 +49,29 @@ def spec(shape, dtype=tf.float32):
 def graph_step(*signature):
     """``tf.function`` with AutoGraph off (the step is written graph-style), with ``signature`` if given."""
     return tf.function(input_signature=list(signature) if signature else None, autograph=False)
+
+
+class ClassifierTrainer(HandTrainer):
+    """An image classifier's step (forward, loss, gradients, update) as one graph function.
+
+    ``call_kwargs`` are passed to the model, e.g. ``training=True``: the batch-norm flag is
+    a constant of the training graph, as in graph-mode TF where training and evaluation
+    are two graphs.
+    """
+
+    def __init__(self, base, **call_kwargs):
+        super().__init__(base)
+        model, optimizer, loss_fn = base.model, base.optimizer, base.loss_fn
+        variables = model.trainable_variables
+
+        @graph_step()
+        def step(images, labels):
+            with tf.GradientTape() as tape:
+                loss = loss_fn(labels, model(images, **call_kwargs))
+            optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+            return loss
+
+        self._step = step
+
+    def train_step(self, images, labels):
+        return self._step(images, labels)
