@@ -33,6 +33,13 @@ ALLOWED_BUILTINS = {
 ALLOWED_MODULE_ROOTS = {"tensorflow", "keras", "tf_keras", "numpy", "math", "_operator", "operator"}
 DENIED_MODULES = ("numpy.random",)
 _IMMUTABLE = (str, bytes, int, float, bool, tuple, frozenset, complex)
+# Stateful random ops: in a graph each gets its own op seed, so it draws other numbers
+# than eager does from the same global seed.  (Keras layers use seeded stateless ops and
+# tf.random.Generator keeps its state in a variable: both give eager's numbers.)
+STATEFUL_RANDOM = {
+    tf.random.normal, tf.random.uniform, tf.random.truncated_normal, tf.random.shuffle,
+    tf.random.categorical, tf.random.gamma, tf.random.poisson, tf.nn.dropout,
+}
 _STDLIB = sysconfig.get_paths()["stdlib"]
 _JANUS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  + os.sep + "janus" + os.sep
 _SITE = (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])
@@ -99,6 +106,8 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
         return print_(*args, **kwargs)
     if is_user_function(f):
         return converted(f)(*args, **kwargs)
+    if f in STATEFUL_RANDOM:
+        raise ConversionError(f"{_name(f)} draws different random numbers in a graph than eagerly")
     if isinstance(f, types.MethodType):
         if is_user_function(f.__func__):
             return converted(f.__func__)(f.__self__, *args, **kwargs)
