@@ -73,11 +73,11 @@ def ld_attr(obj: Any, name: str) -> Any:
     d = _instance_dict(obj)
     cls = type(obj)
     if d is not None and name in d and not _is_data_descriptor(cls, name):
-        return ctx.read(d[name], f"{path}.__dict__[{name!r}]", f"{_describe(path)}.{name}")
+        return ctx.read(d[name], f"{path}.__dict__[{name!r}]", f"{_label(ctx, obj, path)}.{name}")
     if not is_user_class(cls):
         return getattr(obj, name)
     if d is not None:
-        ctx.guard(f"{name!r} not in {path}.__dict__", f"{_describe(path)}.{name} is not set on the instance")
+        ctx.guard(f"{name!r} not in {path}.__dict__", f"{_label(ctx, obj, path)}.{name} is not set on the instance")
     if _is_data_descriptor(cls, name) and _defined_by_user(cls, name):
         prop = inspect.getattr_static(obj, name)
         if isinstance(prop, property) and prop.fget is not None:
@@ -116,7 +116,7 @@ def st_attr(obj: Any, name: str, value: Any) -> None:
         _no_mutation_in_dynamic_flow(ctx, f"attribute .{name} set")
         setattr(obj, name, value)
         return
-    _no_mutation_in_dynamic_flow(ctx, f"write of {_describe(path)}.{name}")
+    _no_mutation_in_dynamic_flow(ctx, f"write of {_label(ctx, obj, path)}.{name}")
     cls = type(obj)
     if getattr(cls, "__setattr__", object.__setattr__) is not object.__setattr__ and not is_framework_object(obj):
         raise ConversionError(f"{cls.__qualname__} defines __setattr__")
@@ -124,7 +124,7 @@ def st_attr(obj: Any, name: str, value: Any) -> None:
         raise ConversionError(f"{cls.__qualname__}.{name} is a property or descriptor")
     if _instance_dict(obj) is None:
         raise ConversionError(f"{cls.__qualname__} instances have no __dict__")
-    ctx.effect("setattr", (path, name, value), f"write of {_describe(path)}.{name}")
+    ctx.effect("setattr", (path, name, value), f"write of {_label(ctx, obj, path)}.{name}")
     ctx.overlay[(id(obj), name)] = value
 
 
@@ -136,10 +136,10 @@ def st_subscr(obj: Any, key: Any, value: Any) -> None:
         _no_mutation_in_dynamic_flow(ctx, "item assignment")
         obj[key] = value
         return
-    _no_mutation_in_dynamic_flow(ctx, f"write of {_describe(path)}[...]")
+    _no_mutation_in_dynamic_flow(ctx, f"write of {_label(ctx, obj, path)}[...]")
     if type(obj) not in (list, dict):
         raise ConversionError(f"item assignment on a {type(obj).__name__} from Python state")
-    ctx.effect("call", (path, "__setitem__", (key, value)), f"write of {_describe(path)}[{key!r}]")
+    ctx.effect("call", (path, "__setitem__", (key, value)), f"write of {_label(ctx, obj, path)}[{key!r}]")
     obj[key] = value
 
 
@@ -159,10 +159,10 @@ def container_method(obj: Any, name: str, args: tuple, kwargs: dict) -> Any:
         if name in MUTATORS.get(type(obj), ()):
             _no_mutation_in_dynamic_flow(ctx, f"{type(obj).__name__}.{name}")
         return method(*args, **kwargs)
-    _no_mutation_in_dynamic_flow(ctx, f"{_describe(path)}.{name}(...)")
+    _no_mutation_in_dynamic_flow(ctx, f"{_label(ctx, obj, path)}.{name}(...)")
     if kwargs:
         raise ConversionError(f"{type(obj).__name__}.{name} with keyword arguments on Python state")
-    ctx.effect("call", (path, name, args), f"{_describe(path)}.{name}(...)")
+    ctx.effect("call", (path, name, args), f"{_label(ctx, obj, path)}.{name}(...)")
     return method(*args)
 
 
@@ -178,7 +178,7 @@ def mutate_attr(obj: Any, name: str, method: str, *args: Any) -> Any:
     d = _instance_dict(obj) if path is not None else None
     if d is None or (id(obj), name) in ctx.overlay or _is_data_descriptor(type(obj), name) or name not in d:
         return _ordinary_mutation(ld_attr(obj, name), method, args)
-    return _mutate(ctx, d[name], f"{path}.__dict__[{name!r}]", f"{_describe(path)}.{name}", method, args,
+    return _mutate(ctx, d[name], f"{path}.__dict__[{name!r}]", f"{_label(ctx, obj, path)}.{name}", method, args,
                    lambda: ld_attr(obj, name))
 
 
@@ -247,5 +247,6 @@ def _defined_by_user(cls: type, name: str) -> bool:
     return False
 
 
-def _describe(path: str) -> str:
-    return path.replace(".__dict__[", "[")
+def _label(ctx, obj: Any, path: str) -> str:
+    """A readable name for ``obj`` in guard and reason texts (``self.cell`` rather than its path)."""
+    return ctx.label_of(obj) or path.replace(".__dict__[", "[")

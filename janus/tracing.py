@@ -21,6 +21,7 @@ code of a cache entry can be generated once and compiled.
 """
 from __future__ import annotations
 
+import re
 import threading
 import types
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ import tensorflow as tf
 from janus.errors import ConversionError
 
 _local = threading.local()
+_LABEL_PREFIX = re.compile(r"^(argument|global|closure variable|default of) ")
 
 SCALARS = (int, float, bool, str, bytes, complex, type(None))
 FRAMEWORK_PREFIXES = ("tensorflow", "keras", "tf_keras", "numpy", "absl")
@@ -112,6 +114,7 @@ class TraceContext:
     _guard_exprs: set[str] = field(default_factory=set)
     _const_ids: dict[int, str] = field(default_factory=dict)
     _by_id: dict[int, tuple] = field(default_factory=dict)
+    _labels: dict[int, str] = field(default_factory=dict)
     mutated_unread: set = field(default_factory=set)
     _distinct: list[tuple] = field(default_factory=list)
 
@@ -146,6 +149,10 @@ class TraceContext:
     def path_of(self, obj: Any) -> str | None:
         return self._paths.get(id(obj))
 
+    def label_of(self, obj: Any) -> str | None:
+        """How the user's code named ``obj`` when the trace first read it (``self.cell``)."""
+        return self._labels.get(id(obj))
+
     def track(self, obj: Any, path: str) -> None:
         if id(obj) not in self._paths:
             self._paths[id(obj)] = path
@@ -177,7 +184,8 @@ class TraceContext:
             self._distinct.append((path, value))
         result = self._read(value, path, what)
         self._by_id[id(value)] = (path, result)
-        self._keep.append(value)
+        self._labels[id(value)] = self._labels[id(result)] = _LABEL_PREFIX.sub("", what)
+        self._keep += [value, result]
         return result
 
     def _read(self, value: Any, path: str, what: str) -> Any:
