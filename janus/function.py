@@ -28,7 +28,7 @@ from janus.converter import support
 from janus.converter.pipeline import convert_source, converted_function
 from janus.errors import ConversionError
 from janus.speculation import Speculator
-from janus.tracer import CacheEntry, build_entry, tensor_leaves
+from janus.tracer import CacheEntry, build_entry, is_argument_path, tensor_leaves
 from janus.tracing import current
 from janus_profiler import Profiler
 
@@ -140,8 +140,12 @@ class JanusFunction:
 
     def _observe_shapes(self, args: tuple, kwargs: dict) -> None:
         for path, value in tensor_leaves(args, kwargs):
-            seen = self.shapes.get(path)
-            self.shapes[path] = value.shape if seen is None else _common_shape(seen, value.shape)
+            self._observe_shape(path, value.shape)
+
+    def _observe_shape(self, path: str, shape: tf.TensorShape, before: tf.TensorShape | None = None) -> None:
+        """Widen the shape known at ``path`` (an argument, or a heap tensor whose guard failed)."""
+        seen = self.shapes.get(path, before)
+        self.shapes[path] = shape if seen is None else _common_shape(seen, shape)
 
     # -- conversion -------------------------------------------------------------------
     def _maybe_convert(self, args: tuple, kwargs: dict) -> CacheEntry | None:
@@ -194,10 +198,11 @@ class JanusFunction:
         for guard in entry.guards:
             if not entry.holds(guard, args, kwargs):
                 first = first or guard.description
-                if guard.path is not None:
-                    value = entry.value_at(guard.path, args, kwargs)
-                    if type(value) in (int, float):
-                        self.varying[guard.path] = type(value)
+                value = entry.value_at(guard.path, args, kwargs) if guard.path else None
+                if guard.kind == "scalar" and type(value) in (int, float):
+                    self.varying[guard.path] = type(value)
+                elif guard.kind == "tensor" and tf.is_tensor(value) and not is_argument_path(guard.path):
+                    self._observe_shape(guard.path, value.shape, entry.value_shape(guard.path))
         return first or "argument structure"
 
     def _varying_scalars(self, args: tuple, kwargs: dict) -> dict[str, type]:

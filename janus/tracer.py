@@ -37,6 +37,7 @@ class CacheEntry:
     guard_source: str
     input_specs: list[tuple[str, tf.TensorSpec]]
     heap_inputs: list[str]
+    heap_specs: dict
     assertions: int
     assumptions: list
     relaxed: bool
@@ -50,6 +51,11 @@ class CacheEntry:
             return bool(eval(guard.expr, dict(self.namespace), {"a": a, "k": k}))  # noqa: S307
         except Exception:  # noqa: BLE001
             return False
+
+    def value_shape(self, path: str) -> tf.TensorShape | None:
+        """The shape this graph assumed for the tensor read at ``path``."""
+        spec = self.heap_specs.get(path)
+        return spec.shape if spec is not None else None
 
     def value_at(self, path: str, a: tuple, k: dict) -> Any:
         try:
@@ -104,7 +110,12 @@ def _param_names(fn: Callable) -> list[str]:
         return []
 
 
-_ARG_PATH = re.compile(r"a\[\d+\]|k\[[^\[\]]+\]")
+_ARG_PATH = re.compile(r"(a\[\d+\]|k\['[^']+'\])(\[[^\[\]]+\])*")
+
+
+def is_argument_path(path: str) -> bool:
+    """An argument or an item of an argument's tuples/lists/dicts (not state reached from one)."""
+    return _ARG_PATH.fullmatch(path) is not None
 
 
 def _defaults(ctx: TraceContext, fn: types.FunctionType, args: tuple, kwargs: dict) -> dict:
@@ -137,10 +148,12 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
     relaxed_shapes = relaxed_shapes or {}
     fed_scalars = fed_scalars or {}
     specs = [(p, tf.TensorSpec(relaxed_shapes.get(p, v.shape), v.dtype)) for p, v in leaves]
+    heap_shapes = {p: s for p, s in relaxed_shapes.items() if not is_argument_path(p)}
     # Fed scalars among the arguments are inputs of the concrete function; fed scalars read
     # from Python state are captured at call time when (and only if) the trace reads them.
-    specs += [(p, tf.TensorSpec([], DTYPES[kind])) for p, kind in fed_scalars.items() if _ARG_PATH.fullmatch(p)]
-    ctx = TraceContext(relaxed=bool(relaxed_shapes), speculator=speculator, fed_scalars=dict(fed_scalars))
+    specs += [(p, tf.TensorSpec([], DTYPES[kind])) for p, kind in fed_scalars.items() if is_argument_path(p)]
+    ctx = TraceContext(relaxed=bool(relaxed_shapes), speculator=speculator, fed_scalars=dict(fed_scalars),
+                       heap_shapes=heap_shapes)
     ctx.namespace.update(guard_namespace_base())
     names = _param_names(python_fn)
     state: dict[str, Any] = {}
@@ -168,6 +181,7 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
     return CacheEntry(
         concrete=concrete, check=check, inputs=inputs, output=state["output"], effects=state["effects"],
         guards=list(ctx.guards), guard_source=guard_source, input_specs=specs,
-        heap_inputs=list(ctx.heap_inputs), assertions=len(ctx.assertions), assumptions=list(ctx.assumptions),
+        heap_inputs=list(ctx.heap_inputs), heap_specs={p: h.spec for p, h in ctx.heap_inputs.items()},
+        assertions=len(ctx.assertions), assumptions=list(ctx.assumptions),
         relaxed=ctx.relaxed, namespace=ctx.namespace,
     )

@@ -71,13 +71,15 @@ def is_user_class(cls: type) -> bool:
 class Guard:
     """A condition over ``a``, ``k`` and namespace constants that must hold to reuse a graph.
 
-    ``path`` is set for a guard pinning the Python scalar at that access path: when it
-    is the guard that fails, the scalar is fed to the next graph instead.
+    ``path`` and ``kind`` are set for a guard pinning the Python scalar (``"scalar"``) or
+    the tensor shape (``"tensor"``) at that access path: when it fails, the next graph
+    feeds the scalar, or relaxes the shape, instead of specializing again.
     """
 
     expr: str
     description: str
     path: str | None = None
+    kind: str | None = None
 
 
 @dataclass
@@ -106,6 +108,7 @@ class TraceContext:
     assertions: list[tuple[Any, Any]] = field(default_factory=list)
     speculator: Any = None
     fed_scalars: dict[str, type] = field(default_factory=dict)
+    heap_shapes: dict[str, tf.TensorShape] = field(default_factory=dict)
     writer_constructs: set = field(default_factory=set)
     effect_sinks: list = field(default_factory=list)
     assumptions: list[Any] = field(default_factory=list)
@@ -138,10 +141,10 @@ class TraceContext:
             self._keep.append(obj)
         return name
 
-    def guard(self, expr: str, description: str, path: str | None = None) -> None:
+    def guard(self, expr: str, description: str, path: str | None = None, kind: str | None = None) -> None:
         if expr not in self._guard_exprs:
             self._guard_exprs.add(expr)
-            self.guards.append(Guard(expr, description, path))
+            self.guards.append(Guard(expr, description, path, kind))
 
     def was_read(self, obj: Any) -> bool:
         return id(obj) in self._by_id
@@ -198,7 +201,7 @@ class TraceContext:
             return value
         if type(value) in SCALARS:
             self.guard(f"type({path}) is {type(value).__name__} and {path} == {self._literal(value)}",
-                       f"{what} == {value!r}", path if type(value) in (int, float) else None)
+                       f"{what} == {value!r}", path, "scalar" if type(value) in (int, float) else None)
             return value
         if isinstance(value, tuple) and type(value) is tuple or isinstance(value, list) and type(value) in (list,):
             return self._sequence(value, path, what)
@@ -278,7 +281,7 @@ class TraceContext:
         return out
 
     def _tensor_input(self, value, path: str, what: str):
-        spec = self.arg_specs.get(path) or tf.TensorSpec(value.shape, value.dtype)
+        spec = self.arg_specs.get(path) or tf.TensorSpec(self.heap_shapes.get(path, value.shape), value.dtype)
         dname = self.const(value.dtype, "dt")
         dims = tuple(spec.shape.as_list())
         if None in dims:
@@ -286,7 +289,7 @@ class TraceContext:
         else:
             shape_check = f"{path}.shape == {dims!r}"
         self.guard(f"type({path}) is _EagerTensor and {path}.dtype == {dname} and {shape_check}",
-                   f"{what} is a {value.dtype.name} tensor of shape {dims}")
+                   f"{what} is a {value.dtype.name} tensor of shape {dims}", path, "tensor")
         if path in self.arg_inputs:
             return self.arg_inputs[path]
         existing = self.heap_inputs.get(path)

@@ -1070,3 +1070,35 @@ def test_dynamic_branch_with_variable_write_writes_once():
     P, N = tf.ones((2,)), -tf.ones((2,))
     calls = [(P,), (N,), (P,), (P,), (P,), (N,), (P,)]
     check(make, calls, graph_calls=len(calls) - PROFILE)
+
+
+def test_heap_tensor_shape_is_relaxed_after_it_changes():
+    """A tensor read from Python state (an RNN state whose batch size changes) is relaxed like
+    an argument: after (4, 3) and (2, 3), one graph serves (5, 3), (1, 3), ..."""
+    def make(jit):
+        class RNN:
+            def __init__(self):
+                self.w = tf.Variable(tf.eye(3) * 0.5)
+                self.state = tf.zeros((4, 3))
+
+            @jit
+            def step(self, x):
+                h = tf.tanh(tf.matmul(self.state, self.w) + x)
+                self.state = h
+                return tf.reduce_sum(h)
+
+        r = RNN()
+        return SimpleNamespace(fn=r.step, r=r, janus_fns=[RNN.__dict__["step"]],
+                               state=lambda: {"state": r.state, "w": r.w})
+
+    def batch(n, seed):
+        def call(p):
+            if p.r.state.shape[0] != n:
+                p.r.state = tf.zeros((n, 3))
+            return p.fn(rnd((n, 3), seed))
+        return call
+
+    sizes = [4, 4, 4, 4, 4, 2, 2, 2, 5, 1, 3, 4, 6]
+    total = check(make, [batch(n, i) for i, n in enumerate(sizes)])
+    assert total["conversions"] <= 2, total
+    assert total["graph_calls"] >= len(sizes) - PROFILE - 3, total
