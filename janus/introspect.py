@@ -46,7 +46,8 @@ class Explanation:
         if jf.permanent_reason:
             lines.append(f"  runs eagerly: {jf.permanent_reason}")
         for i, entry in enumerate(self.entries):
-            shapes = ", ".join(f"{p}: {spec.dtype.name}{spec.shape.as_list()}" for p, spec in entry.input_specs)
+            shapes = ", ".join(f"{name}: {spec.dtype.name}{spec.shape.as_list()}"
+                               for name, (_, spec) in zip(entry.input_names, entry.input_specs))
             lines.append(f"  graph {i}: {entry.hits} hits, {entry.failures} aborted runs"
                          f"{' (relaxed shapes)' if entry.relaxed else ''}")
             lines.append(f"    inputs: {shapes or 'none'}")

@@ -36,6 +36,7 @@ class CacheEntry:
     guards: list[Guard]
     guard_source: str
     input_specs: list[tuple[str, tf.TensorSpec]]
+    input_names: list[str]
     heap_inputs: list[str]
     heap_specs: dict
     assertions: int
@@ -181,7 +182,8 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
     return CacheEntry(
         concrete=concrete, check=check, inputs=inputs, output=state["output"], effects=state["effects"],
         guards=list(ctx.guards), guard_source=guard_source, input_specs=specs,
-        heap_inputs=list(ctx.heap_inputs), heap_specs={p: h.spec for p, h in ctx.heap_inputs.items()},
+        input_names=[ctx.label_of(ctx.arg_inputs.get(p)) or p for p, _ in specs],
+        heap_inputs=[h.what or h.path for h in ctx.heap_inputs.values()], heap_specs={p: h.spec for p, h in ctx.heap_inputs.items()},
         assertions=len(ctx.assertions), assumptions=list(ctx.assumptions),
         relaxed=ctx.relaxed, namespace=ctx.namespace,
     )

@@ -89,6 +89,7 @@ class HeapInput:
     path: str
     spec: tf.TensorSpec
     placeholder: Any = None
+    what: str = ""
 
 
 @dataclass
@@ -246,7 +247,7 @@ class TraceContext:
             return tf.constant(getter(*CALL.args), dtype)
 
         placeholder = _tf_private.call_time_input(self.outer_graph, closure, tf.TensorSpec([], dtype), key=path)
-        self.heap_inputs[path] = HeapInput(path, tf.TensorSpec([], dtype), placeholder)
+        self.heap_inputs[path] = HeapInput(path, tf.TensorSpec([], dtype), placeholder, what)
         return PyScalar(placeholder, kind)
 
     def _literal(self, value: Any) -> str:
@@ -295,7 +296,7 @@ class TraceContext:
         existing = self.heap_inputs.get(path)
         if existing is not None:
             return existing.placeholder
-        hi = HeapInput(path, spec)
+        hi = HeapInput(path, spec, what=what)
         hi.placeholder = _capture_at_call_time(self, hi)
         self.heap_inputs[path] = hi
         return hi.placeholder
