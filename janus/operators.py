@@ -208,7 +208,7 @@ def _op_of(outs: list) -> Any:
             return op
     if len(outs) == 1 and isinstance(outs[0], tf.Operation):
         return outs[0]
-    raise ConversionError("an assertion inside a tensor branch with no outputs cannot gate state")
+    raise ConversionError("a tensor-dependent construct without outputs")
 
 
 def _kind(leaf: Any) -> Any:

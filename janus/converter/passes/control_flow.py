@@ -28,6 +28,13 @@ def _modified(stmts) -> set[str]:
     return {n for n in analysis.assigned(stmts) if not n.startswith(_GENERATED)}
 
 
+def _with_return(stmts: list, outs: list[str]) -> list:
+    """The block followed by ``return (outs...)``, unless it ends by raising."""
+    if stmts and isinstance(stmts[-1], gast.Raise):
+        return stmts
+    return stmts + [gast.Return(value=T.tuple_of(outs))]
+
+
 class LowerControlFlow(gast.NodeTransformer):
     def __init__(self, sites: list):
         self.counter = 0
@@ -56,9 +63,8 @@ class LowerControlFlow(gast.NodeTransformer):
         mod = _modified(node.body) | _modified(node.orelse)
         outs = sorted(mod & node.jn_live_out)
         ins = sorted(mod & (node.jn_live_out | node.jn_live_body | node.jn_live_orelse))
-        ret = [gast.Return(value=T.tuple_of(outs))]
-        body = T.func_def(f"_jn_if_{n}", ins, node.body + ret)
-        orelse = T.func_def(f"_jn_else_{n}", ins, node.orelse + ret)
+        body = T.func_def(f"_jn_if_{n}", ins, _with_return(node.body, outs))
+        orelse = T.func_def(f"_jn_else_{n}", ins, _with_return(node.orelse, outs))
         call = gast.Call(func=T.jn("if_stmt"), args=[node.test, T.name(body.name), T.name(orelse.name),
                                                      T.tuple_of(ins), self._names_arg(outs),
                                                      T.site_ref(self.sites, node)], keywords=[])
