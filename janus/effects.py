@@ -20,18 +20,14 @@ def pack_effects(ctx: TraceContext, packer: Packer, recorded: list | None = None
             out.append(("print", packer.pack(tuple(args), "print arguments"), sep, end))
         elif kind == "setattr":
             path, name, value = payload
-            out.append(("setattr", _getter(ctx, path), name, packer.pack(value, f"the value written to .{name}")))
+            out.append(("setattr", ctx.getter(path), name, packer.pack(value, f"the value written to .{name}")))
         elif kind == "call":
             path, method, args = payload
-            out.append(("call", _getter(ctx, path), method, packer.pack(tuple(args), f"the arguments of .{method}")))
+            out.append(("call", ctx.getter(path), method, packer.pack(tuple(args), f"the arguments of .{method}")))
         elif kind == "when":
             pred, side, nested = payload
             out.append(("when", packer.pack(pred, "a branch condition"), side, pack_effects(ctx, packer, nested)))
     return out
-
-
-def _getter(ctx: TraceContext, path: str):
-    return eval(f"lambda a, k: {path}", ctx.namespace)  # noqa: S307 - generated access path
 
 
 def commit(effects: list[tuple], outputs: list, a: tuple, k: dict) -> None:

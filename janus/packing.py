@@ -46,7 +46,7 @@ class Packer:
             return ("c", value)
         path = self.ctx.path_of(value)
         if path is not None:
-            return ("p", eval(f"lambda a, k: {path}", self.ctx.namespace))  # noqa: S307 - generated path
+            return ("p", self.ctx.getter(path))
         if type(value) is list:
             return ("list", [self.pack(v, what) for v in value])
         if type(value) is tuple:

@@ -153,6 +153,10 @@ class TraceContext:
     def path_of(self, obj: Any) -> str | None:
         return self._paths.get(id(obj))
 
+    def getter(self, path: str) -> Callable[[tuple, dict], Any]:
+        """``lambda a, k: <path>``: reads an access path on the arguments of a later call."""
+        return eval(f"lambda a, k: {path}", self.namespace)  # noqa: S307 - generated access path
+
     def label_of(self, obj: Any) -> str | None:
         """How the user's code named ``obj`` when the trace first read it (``self.cell``)."""
         return self._labels.get(id(obj))
@@ -240,7 +244,7 @@ class TraceContext:
             return PyScalar(self.arg_inputs[path], kind)
         from janus import _tf_private
 
-        getter = eval(f"lambda a, k: {path}", self.namespace)  # noqa: S307 - generated access path
+        getter = self.getter(path)
         dtype = DTYPES[kind]
 
         def closure():
@@ -338,7 +342,7 @@ CALL = threading.local()
 def _capture_at_call_time(ctx: TraceContext, hi: HeapInput):
     from janus import _tf_private
 
-    getter = eval(f"lambda a, k: {hi.path}", ctx.namespace)  # noqa: S307 - generated from access paths
+    getter = ctx.getter(hi.path)
 
     def closure():
         return getter(*CALL.args)
