@@ -261,6 +261,7 @@ def _hasattr(obj: Any, name: str) -> bool:
 
 
 _SPECIAL = {
+    tf.autograph.trace: print_,  # TensorFlow's own Python-level print of its arguments
     range: _range,
     len: _len,
     bool: _scalar(bool),

@@ -63,14 +63,25 @@ def to_bool(cond: Any) -> tf.Tensor:
 
 
 # -- branches ---------------------------------------------------------------------
+def _no_cells(cells: Sequence[str], what: str) -> None:
+    """A tensor-dependent construct cannot rebind a closure's cell: refuse the conversion."""
+    if cells:
+        raise ConversionError(f"{what}: {', '.join(cells)} is read by a closure and rebound inside "
+                              f"tensor-dependent control flow")
+
+
 def if_stmt(cond: Any, body: Callable, orelse: Callable, args: tuple, names: Sequence[str],
-            site: SiteInfo | None = None) -> tuple:
-    """``if cond: body else: orelse``; each side takes ``args`` and returns its outputs."""
+            site: SiteInfo | None = None, cells: Sequence[str] = ()) -> tuple:
+    """``if cond: body else: orelse``; each side takes ``args`` and returns its outputs.
+
+    ``cells``: variables closures read that the sides rebind (as ``nonlocal``).
+    """
     if not _is_tensor(cond):
         return body(*args) if cond else orelse(*args)
     taken = _speculate_branch(cond, site)
     if taken is not None:
         return body(*args) if taken else orelse(*args)
+    _no_cells(cells, "if")
     return _cond(to_bool(cond), lambda: body(*args), lambda: orelse(*args), names, "if")
 
 
@@ -216,6 +227,8 @@ def _kind(leaf: Any) -> Any:
         return leaf.kind
     if is_symbolic(leaf):
         return "tensor"
+    if any(is_symbolic(t) for t in tf.nest.flatten(leaf, expand_composites=True)):
+        raise ConversionError(f"a {type(leaf).__name__} the graph computes flows through tensor-dependent control flow")
     return "py"
 
 
@@ -379,7 +392,7 @@ def assert_(cond: Any, message: Callable[[], Any] | None = None) -> None:
 
 # -- loops --------------------------------------------------------------------------
 def while_stmt(test: Callable, body: Callable, args: tuple, names: Sequence[str],
-               site: SiteInfo | None = None) -> tuple:
+               site: SiteInfo | None = None, cells: Sequence[str] = ()) -> tuple:
     """``while test(*vars): vars = body(*vars)``; unrolled when the trip count is assumed."""
     state = tuple(args)
     count, assumed = 0, None
@@ -389,6 +402,7 @@ def while_stmt(test: Callable, body: Callable, args: tuple, names: Sequence[str]
             if assumed is None:
                 assumed = _speculate_trips(site)
                 if assumed is None:
+                    _no_cells(cells, "while loop")
                     return _while_loop(test, body, state, names, "while loop")
             pred = to_bool(cond)
             if count >= assumed.value:
@@ -444,7 +458,7 @@ class TensorRange:
 
 
 def for_stmt(iterable: Any, extra_test: Callable | None, body: Callable, args: tuple, names: Sequence[str],
-             site: SiteInfo | None = None) -> tuple:
+             site: SiteInfo | None = None, cells: Sequence[str] = ()) -> tuple:
     """``for item in iterable: vars = body(item, *vars)``, stopping when ``extra_test`` fails."""
     if is_symbolic(iterable) and iterable.shape.rank and iterable.shape[0] is not None:
         iterable = tf.unstack(iterable)  # its length is fixed by the shape guard: iterate in Python
@@ -453,13 +467,15 @@ def for_stmt(iterable: Any, extra_test: Callable | None, body: Callable, args: t
         if assumed is not None:
             iterable = _unrolled(iterable, assumed)
     if isinstance(iterable, TensorRange) or _is_tensor(iterable):
+        _no_cells(cells, "for loop")
         return _tensor_for(iterable, extra_test, body, tuple(args), names)
     state = tuple(args)
     for item in iterable:
         if extra_test is not None:
             go = extra_test(*state)
             if _is_tensor(go):
-                state = if_stmt(go, lambda *s, item=item: tuple(body(item, *s)), lambda *s: s, state, names)
+                state = if_stmt(go, lambda *s, item=item: tuple(body(item, *s)), lambda *s: s, state, names,
+                                cells=cells)
                 continue
             if not go:
                 break

@@ -59,10 +59,34 @@ class Packer:
             return ("dict", list(value.keys()), [self.pack(v, what) for v in value.values()])
         if isinstance(value, np.ndarray):
             return ("array", value.copy())
+        components = composite_components(value)
+        if components is not None and any(is_symbolic(t) for t in components):
+            first = len(self.tensors)
+            self.tensors += components
+            return ("composite", tf.type_spec_from_value(value), first, len(components))
         if isinstance(value, (tf.Tensor, tf.Variable, types.FunctionType, types.BuiltinFunctionType,
                               types.ModuleType, type, types.MethodType)) or is_framework_object(value):
             return ("c", value)
         raise ConversionError(f"{what} holds a {type(value).__name__} object created during the call")
+
+
+def composite_components(value: Any) -> list | None:
+    """The component tensors of a composite tensor (``SparseTensor``, ``RaggedTensor``,
+    ``TensorArray``, an ``ExtensionType`` ...), or None for anything else.
+
+    A composite holding graph tensors must leave the graph as its components and be
+    rebuilt from its ``TypeSpec`` after the run, never as the object built while tracing.
+    """
+    if isinstance(value, (tf.Tensor, tf.Variable)) or type(value) in SCALARS:
+        return None
+    flat = tf.nest.flatten(value, expand_composites=True)
+    if len(flat) == 1 and flat[0] is value:
+        return None
+    try:
+        tf.type_spec_from_value(value)
+    except (TypeError, ValueError):
+        return None
+    return flat
 
 
 def unpack(recipe: Recipe, outputs: list, a: tuple, k: dict) -> Any:
@@ -73,6 +97,9 @@ def unpack(recipe: Recipe, outputs: list, a: tuple, k: dict) -> Any:
         return value if recipe[2] is None else to_python(value, recipe[2])
     if kind == "c":
         return recipe[1]
+    if kind == "composite":
+        _, spec, first, n = recipe
+        return tf.nest.pack_sequence_as(spec, outputs[first:first + n], expand_composites=True)
     if kind == "p":
         return recipe[1](a, k)
     if kind == "list":

@@ -9,7 +9,9 @@ effects.
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
+import io
 import re
 import types
 from dataclasses import dataclass, field
@@ -176,7 +178,12 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
         return packer.tensors
 
     traced = tf.function(graph_fn, autograph=False)
-    concrete = traced.get_concrete_function(*(s for _, s in specs))
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        concrete = traced.get_concrete_function(*(s for _, s in specs))
+    if printed.getvalue():
+        # The user's prints are deferred effects; this came from library code that prints
+        # from Python: in a graph it would print once, at trace time, and never again.
+        raise ConversionError(f"library code printed while tracing ({printed.getvalue().strip()[:60]!r})")
     check, guard_source = guards.compile_guard(ctx.guards, len(args), tuple(kwargs), ctx.namespace)
     inputs = guards.compile_inputs([p for p, _ in specs], fed_scalars, ctx.namespace)
     return CacheEntry(

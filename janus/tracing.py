@@ -212,6 +212,12 @@ class TraceContext:
             return self._sequence(value, path, what)
         if type(value) is dict:
             return self._dict(value, path, what)
+        if type(value) in (set, frozenset):
+            return self._set(value, path, what)
+        if hasattr(type(value), "__next__"):
+            # Iterating it while tracing would consume the caller's iterator (or generator)
+            # before the run is known to succeed.
+            raise ConversionError(f"{what} is an iterator ({type(value).__name__}): a trace would consume it")
         if isinstance(value, np.ndarray):
             name = self.const(value.copy(), "arr")
             self.guard(f"_np_equal({path}, {name})", f"{what} equals the array seen ({value.dtype}{list(value.shape)})")
@@ -283,6 +289,18 @@ class TraceContext:
         self.guard(f"type({path}) is dict and list({path}) == {list(value)!r}", f"{what} has keys {list(value)!r}")
         out = {k: self.read(v, f"{path}[{k!r}]", f"{what}[{k!r}]") for k, v in value.items()}
         self.track(out, path)
+        return out
+
+    def _set(self, value, path: str, what: str):
+        """A set of Python scalars, guarded by value; converted code gets a copy (mutations
+        of a set from Python state are deferred like a list's, never made while tracing)."""
+        if not all(type(v) in SCALARS for v in value):
+            raise ConversionError(f"{what} is a {type(value).__name__} of objects other than Python scalars")
+        name = self.const(frozenset(value), "v")
+        self.guard(f"type({path}) is {type(value).__name__} and {path} == {name}", f"{what} == {_short(value)}")
+        out = type(value)(value)
+        if type(out) is set:
+            self.track(out, path)
         return out
 
     def _tensor_input(self, value, path: str, what: str):

@@ -48,7 +48,12 @@ def _leaf_value(x: Any) -> Any:
     """Normalise a leaf for comparison; keep the kind so type changes are caught."""
     if isinstance(x, tf.Variable):
         return ("variable", x.dtype.name, tuple(x.shape), x.numpy())
-    if isinstance(x, (tf.Tensor, tf.RaggedTensor)) or tf.is_tensor(x):
+    if isinstance(x, tf.SparseTensor):
+        where = tuple(map(tuple, x.indices.numpy().tolist()))
+        return ("sparse", x.dtype.name, (tuple(x.dense_shape.numpy().tolist()), where), tf.sparse.to_dense(x).numpy())
+    if isinstance(x, tf.RaggedTensor):
+        return ("ragged", x.dtype.name, tuple(tuple(r.numpy().tolist()) for r in x.nested_row_lengths()), x.flat_values.numpy())
+    if isinstance(x, tf.Tensor) or tf.is_tensor(x):
         return ("tensor", x.dtype.name, tuple(x.shape), x.numpy())
     if isinstance(x, np.ndarray):
         return ("ndarray", x.dtype.name, x.shape, x)

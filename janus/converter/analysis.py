@@ -72,6 +72,24 @@ def params(args: gast.arguments) -> list[str]:
     return names
 
 
+_CLOSURE_SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.GeneratorExp, gast.ClassDef)
+
+
+def cell_vars(fn: gast.FunctionDef) -> set[str]:
+    """Locals of ``fn`` that a nested function, lambda or generator expression reads.
+
+    Such a variable is a *cell*: the closure reads its current value whenever it runs,
+    so a block that rebinds it must rebind the cell (``nonlocal``), not a copy.  Run on
+    the user's AST, before passes add lambdas of their own.  Conservative: a name a
+    nested scope shadows still counts.
+    """
+    free: set[str] = set()
+    for node in gast.walk(fn):
+        if node is not fn and isinstance(node, _CLOSURE_SCOPES):
+            free |= used(node)
+    return free & local_names(fn)
+
+
 def local_names(fn: gast.FunctionDef | gast.Lambda) -> set[str]:
     """Names local to a function scope: parameters and everything it assigns."""
     body = fn.body if isinstance(fn.body, list) else [fn.body]

@@ -97,6 +97,10 @@ class _TagSites(gast.NodeVisitor):
         self._tag(node, gast.Expr(value=node.iter))
         self.generic_visit(node)
 
+    def visit_FunctionDef(self, node):
+        node.jn_cellvars = analysis.cell_vars(node)
+        self.generic_visit(node)
+
 
 def convert_source(fn: types.FunctionType) -> str:
     """The generated source for ``fn`` (cached per code object)."""

@@ -1,0 +1,256 @@
+"""Wrong answers found on programs written by others, each pinned against eager.
+
+Closures that read a variable the function rebinds (cells), composite values leaving
+a graph, traces that must not touch real Python objects (iterators, sets), and
+library calls that print from Python.
+"""
+from types import SimpleNamespace
+
+import numpy as np
+import tensorflow as tf
+
+import janus
+from harness import check
+
+
+def vec(values, dtype=tf.int32):
+    return tf.constant(values, dtype)
+
+
+# -- closures over rebound variables ----------------------------------------------------
+def test_lambda_reads_the_loop_variable_it_closes_over():
+    def make(jit):
+        @jit
+        def scale_all(values):
+            factor = 1
+            bump = lambda: factor * 10  # noqa: E731 - the pattern under test
+            out = 0
+            for factor in values:
+                out += bump()
+            return out
+
+        return SimpleNamespace(fn=scale_all)
+
+    calls = [(vec([1, 2]),), (vec([3, 4]),), (vec([1, 2]),), (vec([5, 6]),), (vec([0, 7]),), (vec([2, 2]),)]
+    total = check(make, calls, min_graph_calls=3)
+    assert total["conversions"] == 1
+
+
+def test_nested_def_reads_a_variable_a_python_while_rebinds():
+    def make(jit):
+        @jit
+        def f(x, n):
+            k = 0
+
+            def scaled():
+                return x * float(k)
+
+            acc = tf.zeros_like(x)
+            while k < n:
+                k += 1
+                acc = acc + scaled()
+            return acc, k
+
+        return SimpleNamespace(fn=f)
+
+    x = tf.constant([1.0, 2.0])
+    calls = [(x, 3), (x * 2, 3), (x, 3), (x * 3, 3), (x, 3), (x + 1, 3)]
+    total = check(make, calls, min_graph_calls=3)
+    assert total["conversions"] == 1
+
+
+def test_closures_made_in_a_loop_share_the_last_binding():
+    def make(jit):
+        @jit
+        def f(x):
+            fns = []
+            for i in range(3):
+                fns.append(lambda: x * float(i))
+            return [g() for g in fns]
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(tf.constant([float(i)]),) for i in range(6)]
+    check(make, calls, min_graph_calls=3)
+
+
+def test_closure_read_after_a_branch_rebinds_it():
+    def make(jit):
+        @jit
+        def f(x, flag):
+            scale = 2.0
+            get = lambda: scale  # noqa: E731
+            if flag:
+                scale = 3.0
+            return x * get()
+
+        return SimpleNamespace(fn=f)
+
+    x = tf.constant([1.0, 2.0])
+    calls = [(x, True), (x, False), (x, True), (x + 1, True), (x, False), (x * 2, False)]
+    check(make, calls, min_graph_calls=2)
+
+
+def test_closure_rebound_inside_a_tensor_loop_runs_eagerly():
+    """A tf.while_loop cannot rebind a cell: the function runs eagerly, with eager's result."""
+    def make(jit):
+        @jit
+        def f(x):
+            factor = tf.constant(1)
+            bump = lambda: factor * 10  # noqa: E731
+            out = tf.constant(0)
+            while tf.reduce_sum(x) > out:
+                factor = factor + 1
+                out = out + bump()
+            return out, factor
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(vec([n, 3]),) for n in (5, 40, 2, 90, 17, 1, 33)]
+    check(make, calls, eager_only=True)
+
+
+# -- composite values leave the graph as values -----------------------------------------
+def test_sparse_tensor_built_in_a_loop_is_returned_as_values():
+    def make(jit):
+        @jit
+        def f(x):
+            s = tf.sparse.from_dense(tf.reshape(x, [2, 2]))
+            for _ in tf.range(2):
+                s = tf.sparse.add(s, tf.sparse.from_dense(tf.eye(2) * 2.0))
+            return s
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(tf.constant([1.0, 0.0, 0.0, float(i)]),) for i in range(6)]
+    total = check(make, calls, min_graph_calls=3)
+    assert total["conversions"] == 1
+
+
+def test_ragged_tensor_result_and_state():
+    def make(jit):
+        class Model:
+            def __init__(self):
+                self.last = None
+
+            @jit
+            def step(self, values, lengths):
+                r = tf.RaggedTensor.from_row_lengths(values * 2.0, lengths)
+                self.last = r
+                return r, tf.reduce_sum(r, axis=1)
+
+        m = Model()
+        return SimpleNamespace(fn=m.step, state=lambda: {"last": m.last})
+
+    calls = [(tf.constant([1.0, 2.0, 3.0, float(i)]), tf.constant([1, 3], tf.int64)) for i in range(6)]
+    total = check(make, calls, min_graph_calls=3)
+    assert total["conversions"] == 1
+
+
+# -- a trace never touches real Python objects ------------------------------------------
+def test_iterator_arguments_are_not_consumed_by_a_conversion():
+    def make(jit):
+        @jit
+        def f(l1, l2):
+            s = 0
+            for i in l1:
+                s = s * 10 + i
+            for i in l2:
+                s = s * 10 + i
+            return s
+
+        return SimpleNamespace(fn=f)
+
+    calls = [lambda p: p.fn(iter([1]), iter(tf.data.Dataset.range(0))) for _ in range(6)]
+    calls += [lambda p: p.fn(iter([1, 2]), iter([3])) for _ in range(3)]
+    check(make, calls, eager_only=True)
+
+
+def test_set_in_state_is_not_mutated_by_a_failed_trace():
+    """The trace mutates its copy of the set; the real one changes once, in the eager re-run."""
+    def make(jit):
+        class Tracker:
+            def __init__(self):
+                self.seen = {0}
+
+            @jit
+            def step(self, x, key):
+                seen = self.seen
+                seen.add(key + 1)
+                seen.remove(key)
+                _ = object()  # not convertible: every trace fails after the mutation
+                return x * float(len(seen))
+
+        t = Tracker()
+        return SimpleNamespace(fn=t.step, state=lambda: {"seen": sorted(t.seen)})
+
+    x = tf.constant([1.0])
+    check(make, [(x, key) for key in range(8)], eager_only=True)
+
+
+def test_set_in_state_is_guarded_by_value():
+    def make(jit):
+        class Tracker:
+            def __init__(self):
+                self.seen = {0}
+
+            @jit
+            def step(self, x, key):
+                seen = self.seen
+                seen.add(key)
+                return x * float(len(seen))
+
+        t = Tracker()
+        return SimpleNamespace(fn=t.step, state=lambda: {"seen": sorted(t.seen)})
+
+    x = tf.constant([1.0])
+    calls = [(x, 1), (x, 2), (x, 2), (x, 2), (x, 2), (x * 2, 2), (x, 3), (x, 3), (x, 3), (x, 4), (x * 3, 4)]
+    check(make, calls, min_graph_calls=1)
+
+
+# -- library code that prints from Python -----------------------------------------------
+def test_autograph_trace_prints_at_every_call():
+    def make(jit):
+        @jit
+        def f(x):
+            tf.autograph.trace(x)
+            return x + 1
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(tf.constant(i),) for i in range(6)]
+    check(make, calls, min_graph_calls=3)
+
+
+def test_library_print_at_trace_time_makes_the_call_eager():
+    """A library function that prints from Python would print once, while tracing."""
+    def make(jit):
+        model = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1, kernel_initializer="ones", name="out")],
+                                    name="net")
+
+        @jit
+        def f(x):
+            model.summary(print_fn=print)
+            return model(x)
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(tf.constant([[float(i), 1.0]]),) for i in range(5)]
+    check(make, calls, eager_only=True)
+
+
+def test_stats_and_code_of_a_cell_rebinding_function():
+    def scale_all(values):
+        factor = 1
+        bump = lambda: factor * 10  # noqa: E731
+        out = 0
+        for factor in values:
+            out += bump()
+        return out
+
+    jf = janus.function(scale_all)
+    for _ in range(5):
+        assert int(jf(vec([1, 2]))) == 30
+    assert janus.stats(jf)["graph_calls"] == 2
+    assert "nonlocal factor" in janus.explain(jf).code
+    assert np.array_equal(jf(vec([4, 1])).numpy(), scale_all(vec([4, 1])).numpy())
