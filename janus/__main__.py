@@ -43,7 +43,7 @@ environment:
 
 def _report(stream) -> None:
     import janus
-    from janus import hook
+    from janus.takeover import hook
     seen = set()
     for name, jf in zip(hook.taken_over(), hook.taken_over_functions()):
         if id(jf) in seen:
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     import builtins
     import importlib.machinery
     import importlib.util
-    from janus import hook
+    from janus.takeover import hook
 
     main_mod = types.ModuleType("__main__")
     main_mod.__file__ = script

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from janus import effects as _effects
-from janus.function import BoundJanusFunction, JanusFunction, registry
+from janus.commit import effects as _effects
+from janus.driver.function import BoundJanusFunction, JanusFunction, registry
 
 STAT_KEYS = ("calls", "graph_calls", "eager_calls", "conversions", "fallbacks", "cache_entries",
              "failed_conversions", "assertion_failures", "assumptions_failed")

@@ -3,7 +3,7 @@
 The speculation wording lives here (not in the converter) because it is a forecast
 from the profile alone: "this branch only ever went one way, so Janus would keep
 that side and assert the test".  The conversion verdict comes from the converter's
-static check, ``janus.converter.support.unsupported_reason``, imported lazily so the
+static check, ``janus.convert.support.unsupported_reason``, imported lazily so the
 profiler works without Janus installed.
 """
 from __future__ import annotations
@@ -160,7 +160,7 @@ def find_function(code: types.CodeType | None) -> types.FunctionType | None:
 
 def _import_support() -> Callable | None:
     try:
-        from janus.converter.support import unsupported_reason
+        from janus.convert.support import unsupported_reason
         return unsupported_reason
     except Exception:  # noqa: BLE001 - ImportError, or janus failing to import its deps
         pass
@@ -168,7 +168,7 @@ def _import_support() -> Callable | None:
     if here not in sys.path:  # janus sits beside janus_profiler in the repo / site-packages
         sys.path.append(here)
         try:
-            from janus.converter.support import unsupported_reason
+            from janus.convert.support import unsupported_reason
             return unsupported_reason
         except Exception:  # noqa: BLE001
             return None
@@ -195,7 +195,7 @@ def unsupported(frec: FunctionRecord, fn: Any = None) -> tuple[str, str | None]:
 def verdict(frec: FunctionRecord, fn: Any = None) -> str:
     """"convertible", "not convertible: <reason>" or "unknown (...)" for one function.
 
-    The reason comes from ``janus.converter.support.unsupported_reason`` (imported lazily).
+    The reason comes from ``janus.convert.support.unsupported_reason`` (imported lazily).
     """
     kind, reason = unsupported(frec, fn)
     return {"ok": "convertible", "no": f"not convertible: {reason}",

@@ -11,8 +11,8 @@ import pytest
 import tensorflow as tf
 
 import janus
-from janus import hook
-from janus.function import JanusFunction
+from janus.takeover import hook
+from janus.driver.function import JanusFunction
 
 from harness import assert_same
 
@@ -184,7 +184,7 @@ def test_enabled_context_manager_and_rebinding(user_dir):
 
 
 def test_non_user_modules_are_not_scanned(user_dir):
-    import janus.function as jfmod
+    import janus.driver.function as jfmod
     before = dict(vars(jfmod))
     with janus.enabled():
         assert not any(q.startswith("JanusFunction") for q in hook.taken_over())
@@ -513,7 +513,7 @@ janus.enable()
 t = Trainer()
 for i in range(8):
     print("loss", round(float(t.train_step(tf.constant([1.0, 0.5 * i]))), 5))
-print("taken", janus.hook.taken_over(), type(helper).__name__)
+print("taken", janus.takeover.hook.taken_over(), type(helper).__name__)
 s = janus.stats(Trainer.train_step)
 print("graphs", s["graph_calls"] >= 4, s["calls"])
 janus.disable()

@@ -1,0 +1,53 @@
+"""Effects recorded inside one side of a ``tf.cond``: committed only if that side ran.
+
+A ``print`` (or a deferred append to a heap container) inside a tensor-dependent
+branch cannot be replayed unconditionally.  Its tensors are carried out of the cond as
+extra outputs (the other side outputs zeros in their place) and the effect is wrapped
+as ``("when", predicate, side, effects)``: at commit time it is replayed only when the
+predicate had that value, in program order with the other effects.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import tensorflow as tf
+
+from janus.trace.values import DeferredStr, Field, PyScalar, is_symbolic
+
+
+def map_graph_values(value: Any, fn: Callable[[tf.Tensor], Any]) -> Any:
+    """``value`` with every graph tensor inside it (also in PyScalars and f-strings) replaced by ``fn(t)``."""
+    if is_symbolic(value):
+        return fn(value)
+    if isinstance(value, PyScalar):
+        return PyScalar(fn(value.tensor), value.kind)
+    if isinstance(value, DeferredStr):
+        return DeferredStr(tuple(p if isinstance(p, str) else Field(map_graph_values(p.value, fn), p.conversion, p.spec)
+                                 for p in value.parts))
+    if type(value) in (list, tuple):
+        return type(value)(map_graph_values(v, fn) for v in value)
+    if type(value) is dict:
+        return {k: map_graph_values(v, fn) for k, v in value.items()}
+    return value
+
+
+def graph_values(effects: list) -> list[tf.Tensor]:
+    """The graph tensors the effects need, in a fixed order."""
+    found: list[tf.Tensor] = []
+
+    def collect(t):
+        found.append(t)
+        return t
+
+    map_graph_values(effects, collect)
+    return found
+
+
+def zeros_like_specs(specs: list[tf.TensorSpec]) -> list[tf.Tensor]:
+    return [tf.zeros([d or 0 for d in s.shape.as_list()], s.dtype) for s in specs]
+
+
+def rebind(effects: list, outer: list[tf.Tensor]) -> list:
+    """The effects with their branch tensors replaced, in order, by the cond's outputs."""
+    it = iter(outer)
+    return map_graph_values(effects, lambda _t: next(it))

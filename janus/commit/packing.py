@@ -1,0 +1,119 @@
+"""Split values produced by a trace into graph outputs and a recipe to rebuild them.
+
+A graph returns only tensors.  The Python value a converted function returns (and
+the arguments of its deferred effects) is *packed* at trace time: graph tensors
+become outputs, immutable Python values become constants, objects that live in
+Python state are re-read at call time through their access path, and containers
+are rebuilt fresh at every call (eager would build new ones too).
+"""
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from janus.errors import ConversionError
+from janus.trace.context import TraceContext
+from janus.trace.values import (
+    SCALARS, DeferredStr, PyScalar, Undefined, is_framework_object, is_symbolic, to_python,
+)
+
+Recipe = tuple
+
+
+class Packer:
+    """Collects the graph outputs of one trace."""
+
+    def __init__(self, ctx: TraceContext):
+        self.ctx = ctx
+        self.tensors: list[tf.Tensor] = []
+
+    def pack(self, value: Any, what: str = "the result") -> Recipe:
+        if isinstance(value, Undefined):
+            raise ConversionError(f"{what} may be unassigned")
+        if is_symbolic(value):
+            self.tensors.append(value)
+            return ("t", len(self.tensors) - 1, None)
+        if isinstance(value, PyScalar):
+            self.tensors.append(value.tensor)
+            return ("t", len(self.tensors) - 1, value.kind)
+        if isinstance(value, DeferredStr):
+            fields = [p.value for p in value.parts if not isinstance(p, str)]
+            return ("fstr", value, [self.pack(v, what) for v in fields])
+        if type(value) in SCALARS or isinstance(value, np.generic):
+            return ("c", value)
+        path = self.ctx.path_of(value)
+        if path is not None:
+            return ("p", self.ctx.getter(path))
+        if type(value) is list:
+            return ("list", [self.pack(v, what) for v in value])
+        if type(value) is tuple:
+            return ("tuple", [self.pack(v, what) for v in value])
+        if isinstance(value, tuple) and hasattr(value, "_fields"):
+            return ("named", type(value), [self.pack(v, what) for v in value])
+        if type(value) in (set, frozenset) and all(type(v) in SCALARS for v in value):
+            return ("set", type(value), list(value))
+        if type(value) is dict:
+            return ("dict", list(value.keys()), [self.pack(v, what) for v in value.values()])
+        if isinstance(value, np.ndarray):
+            return ("array", value.copy())
+        components = composite_components(value)
+        if components is not None and any(is_symbolic(t) for t in components):
+            first = len(self.tensors)
+            self.tensors += components
+            return ("composite", tf.type_spec_from_value(value), first, len(components))
+        if isinstance(value, (tf.Tensor, tf.Variable, types.FunctionType, types.BuiltinFunctionType,
+                              types.ModuleType, type, types.MethodType)) or is_framework_object(value):
+            return ("c", value)
+        raise ConversionError(f"{what} holds a {type(value).__name__} object created during the call")
+
+
+def composite_components(value: Any) -> list | None:
+    """The component tensors of a composite tensor (``SparseTensor``, ``RaggedTensor``,
+    ``TensorArray``, an ``ExtensionType`` ...), or None for anything else.
+
+    A composite holding graph tensors must leave the graph as its components and be
+    rebuilt from its ``TypeSpec`` after the run, never as the object built while tracing.
+    """
+    if isinstance(value, (tf.Tensor, tf.Variable)) or type(value) in SCALARS:
+        return None
+    flat = tf.nest.flatten(value, expand_composites=True)
+    if len(flat) == 1 and flat[0] is value:
+        return None
+    try:
+        tf.type_spec_from_value(value)
+    except (TypeError, ValueError):
+        return None
+    return flat
+
+
+def unpack(recipe: Recipe, outputs: list, a: tuple, k: dict) -> Any:
+    """Rebuild the value described by ``recipe`` from a graph run's ``outputs``."""
+    kind = recipe[0]
+    if kind == "t":
+        value = outputs[recipe[1]]
+        return value if recipe[2] is None else to_python(value, recipe[2])
+    if kind == "c":
+        return recipe[1]
+    if kind == "composite":
+        _, spec, first, n = recipe
+        return tf.nest.pack_sequence_as(spec, outputs[first:first + n], expand_composites=True)
+    if kind == "p":
+        return recipe[1](a, k)
+    if kind == "list":
+        return [unpack(r, outputs, a, k) for r in recipe[1]]
+    if kind == "tuple":
+        return tuple(unpack(r, outputs, a, k) for r in recipe[1])
+    if kind == "named":
+        return recipe[1](*(unpack(r, outputs, a, k) for r in recipe[2]))
+    if kind == "dict":
+        return dict(zip(recipe[1], (unpack(r, outputs, a, k) for r in recipe[2])))
+    if kind == "fstr":
+        return recipe[1].render([unpack(r, outputs, a, k) for r in recipe[2]])
+    if kind == "set":
+        return recipe[1](recipe[2])
+    if kind == "array":
+        return recipe[1].copy()
+    raise AssertionError(f"unknown recipe {kind}")

@@ -1,0 +1,1 @@
+"""AST transformations, one concern per module; ``janus.convert.pipeline`` orders them."""

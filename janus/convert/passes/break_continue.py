@@ -1,0 +1,97 @@
+"""Lower ``break``, ``continue`` and loop ``else`` to flags.
+
+After this pass loop bodies are plain blocks, so the control-flow pass can turn
+them into functions.  For loop number N::
+
+    while test:                        _jn_brk_N = False
+        if c: break         ==>        while not _jn_brk_N and test:
+        x = f(x)                           _jn_cont_N = False   (only if continue is used)
+    else:                                  if c: _jn_brk_N = True
+        done()                             if not _jn_brk_N: x = f(x)
+                                       if not _jn_brk_N: done()
+
+A ``for`` loop gets the condition as ``jn_extra_test``, checked before each item.
+"""
+from __future__ import annotations
+
+import gast
+
+from janus.convert import templates as T
+
+
+def _find(nodes, kinds) -> bool:
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, kinds):
+            return True
+        if isinstance(node, (gast.For, gast.While, gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)):
+            continue
+        stack.extend(gast.iter_child_nodes(node))
+    return False
+
+
+class LowerBreakContinue(gast.NodeTransformer):
+    def __init__(self):
+        self.counter = 0
+
+    def visit_While(self, node):
+        return self._loop(node)
+
+    def visit_For(self, node):
+        return self._loop(node)
+
+    def _loop(self, node):
+        self.generic_visit(node)  # inner loops first
+        has_break = _find(node.body, gast.Break)
+        has_cont = _find(node.body, gast.Continue)
+        if not has_break and not has_cont:
+            return node
+        self.counter += 1
+        brk, cont = f"_jn_brk_{self.counter}", f"_jn_cont_{self.counter}"
+        flags = ([brk] if has_break else []) + ([cont] if has_cont else [])
+        node.body = ((T.stmts(f"{cont} = False") if has_cont else [])
+                     + self._block(node.body, brk, cont, flags))
+        pre: list = []
+        post: list = []
+        if has_break:
+            pre = T.stmts(f"{brk} = False")
+            if isinstance(node, gast.While):
+                node.test = gast.BoolOp(op=gast.And(), values=[T.expr(f"not {brk}"), node.test])
+            else:
+                node.jn_extra_test = T.expr(f"not {brk}")
+            if node.orelse:
+                guarded = T.stmts(f"if not {brk}:\n    pass")[0]
+                guarded.body = node.orelse
+                post = [guarded]
+                node.orelse = []
+        elif node.orelse:
+            post, node.orelse = node.orelse, []
+        return pre + [node] + post
+
+    def _block(self, stmts, brk, cont, flags) -> list:
+        out: list = []
+        for i, s in enumerate(stmts):
+            if isinstance(s, gast.Break):
+                out += T.stmts(f"{brk} = True")
+                return out
+            if isinstance(s, gast.Continue):
+                out += T.stmts(f"{cont} = True")
+                return out
+            if not _find([s], (gast.Break, gast.Continue)):
+                out.append(s)
+                continue
+            if isinstance(s, gast.If):
+                s.body = self._block(s.body, brk, cont, flags)
+                s.orelse = self._block(s.orelse, brk, cont, flags)
+            elif isinstance(s, gast.With):
+                s.body = self._block(s.body, brk, cont, flags)
+            out.append(s)
+            rest = stmts[i + 1:]
+            if rest:
+                cond = " and ".join(f"not {f}" for f in flags)
+                guarded = T.stmts(f"if {cond}:\n    pass")[0]
+                guarded.body = self._block(rest, brk, cont, flags)
+                out.append(guarded)
+            return out
+        return out

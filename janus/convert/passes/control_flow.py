@@ -1,0 +1,136 @@
+"""Turn ``if``, ``while`` and ``for`` into calls of ``janus.runtime.ops`` with function bodies.
+
+Each block becomes a nested function taking and returning the variables it
+modifies that are live (the analysis annotated which), e.g. for a loop::
+
+    while i < n:                   def _jn_while_test_3(i, s):
+        s = s + x[i]                   return i < n
+        i = i + 1          ==>     def _jn_while_body_3(i, s):
+                                       s = s + x[i]
+                                       i = i + 1
+                                       return (i, s)
+                                   (i, s) = _jn.while_stmt(_jn_while_test_3, _jn_while_body_3, (i, s), ('i', 's'))
+
+At trace time the operation runs the block in Python when the condition is a Python
+value, and builds ``tf.cond`` / ``tf.while_loop`` when it is a tensor.
+
+A variable that a closure of the function reads (a cell) is never passed in or out:
+the block functions declare it ``nonlocal`` and rebind the cell itself, so a closure
+called inside or after the block sees its current value, as in eager Python.  The
+operation is told which cells the block rebinds (``cells=``): a tensor-dependent
+construct cannot carry them, so it refuses the conversion.
+"""
+from __future__ import annotations
+
+import gast
+
+from janus.convert import analysis
+from janus.convert import templates as T
+
+_GENERATED = ("_jn_if_", "_jn_else_", "_jn_while_", "_jn_for_")
+
+
+def _modified(stmts) -> set[str]:
+    return {n for n in analysis.assigned(stmts) if not n.startswith(_GENERATED)}
+
+
+def _with_return(stmts: list, outs: list[str]) -> list:
+    """The block followed by ``return (outs...)``, unless it ends by raising."""
+    if stmts and isinstance(stmts[-1], gast.Raise):
+        return stmts
+    return stmts + [gast.Return(value=T.tuple_of(outs))]
+
+
+def _block_fn(fname: str, args: list[str], body: list, cells: list[str]) -> gast.FunctionDef:
+    """A generated block function; it rebinds the cells ``cells`` of the enclosing function."""
+    if cells:
+        body = [gast.Nonlocal(names=list(cells))] + body
+    return T.func_def(fname, args, body)
+
+
+class LowerControlFlow(gast.NodeTransformer):
+    def __init__(self, sites: list):
+        self.counter = 0
+        self.sites = sites
+        self.cellvars: list[set[str]] = []
+
+    def visit_FunctionDef(self, node: gast.FunctionDef):
+        analysis.annotate_liveness(node)
+        cells = getattr(node, "jn_cellvars", set())
+        self.cellvars.append(cells)
+        try:
+            self.generic_visit(node)
+        finally:
+            self.cellvars.pop()
+        # A cell only a block binds must still be a local of this function for ``nonlocal``.
+        unbound = sorted(cells - set(analysis.params(node.args)) - analysis.assigned(node.body))
+        if unbound:
+            node.body = T.stmts("\n".join(f"{name} = _jn.UNDEF" for name in unbound)) + node.body
+        return node
+
+    def _cells(self, stmts: list) -> list[str]:
+        """Cells of the enclosing function that ``stmts`` rebind (nested blocks included)."""
+        return sorted(analysis.assigned(stmts) & self.cellvars[-1]) if self.cellvars else []
+
+    def _call(self, op: str, args: list, cells: list[str]) -> gast.Call:
+        keywords = [gast.keyword(arg="cells", value=self._names_arg(cells))] if cells else []
+        return gast.Call(func=T.jn(op), args=args, keywords=keywords)
+
+    def _next(self) -> int:
+        self.counter += 1
+        return self.counter
+
+    def _assign_result(self, outs: list[str], call: gast.Call) -> gast.stmt:
+        if not outs:
+            return gast.Expr(value=call)
+        return gast.Assign(targets=[T.tuple_of(outs, store=True)], value=call, type_comment=None)
+
+    def _names_arg(self, names: list[str]) -> gast.Tuple:
+        return gast.Tuple(elts=[T.const(n) for n in names], ctx=gast.Load())
+
+    def visit_If(self, node: gast.If):
+        cells = self._cells(node.body + node.orelse)
+        self.generic_visit(node)
+        n = self._next()
+        mod = (_modified(node.body) | _modified(node.orelse)) - set(cells)
+        outs = sorted(mod & node.jn_live_out)
+        ins = sorted(mod & (node.jn_live_out | node.jn_live_body | node.jn_live_orelse))
+        body = _block_fn(f"_jn_if_{n}", ins, _with_return(node.body, outs), cells)
+        orelse = _block_fn(f"_jn_else_{n}", ins, _with_return(node.orelse, outs), cells)
+        call = self._call("if_stmt", [node.test, T.name(body.name), T.name(orelse.name), T.tuple_of(ins),
+                                      self._names_arg(outs), T.site_ref(self.sites, node)], cells)
+        return [body, orelse, self._assign_result(outs, call)]
+
+    def visit_While(self, node: gast.While):
+        cells = self._cells(node.body)
+        self.generic_visit(node)
+        n = self._next()
+        carried = sorted((_modified(node.body) - set(cells)) & (node.jn_live_head | node.jn_live_body))
+        test = _block_fn(f"_jn_while_test_{n}", carried, [gast.Return(value=node.test)], [])
+        body = _block_fn(f"_jn_while_body_{n}", carried, node.body + [gast.Return(value=T.tuple_of(carried))], cells)
+        call = self._call("while_stmt", [T.name(test.name), T.name(body.name), T.tuple_of(carried),
+                                         self._names_arg(carried), T.site_ref(self.sites, node)], cells)
+        return [test, body, self._assign_result(carried, call)] + node.orelse
+
+    def visit_For(self, node: gast.For):
+        cells = self._cells([node.target] + node.body)
+        self.generic_visit(node)
+        n = self._next()
+        target = analysis.assigned([node.target])
+        carried = sorted(((_modified(node.body) | target) - set(cells)) & (node.jn_live_head | node.jn_live_body)
+                         - (target - node.jn_live_out))
+        item = f"_jn_item_{n}"
+        bind = gast.Assign(targets=[node.target], value=T.name(item), type_comment=None)
+        body = _block_fn(f"_jn_for_body_{n}", [item] + carried,
+                         [bind] + node.body + [gast.Return(value=T.tuple_of(carried))], cells)
+        out = [body]
+        extra = getattr(node, "jn_extra_test", None)
+        if extra is not None:
+            test = _block_fn(f"_jn_for_test_{n}", carried, [gast.Return(value=extra)], [])
+            out.insert(0, test)
+            extra_arg = T.name(test.name)
+        else:
+            extra_arg = T.const(None)
+        call = self._call("for_stmt", [node.iter, extra_arg, T.name(body.name), T.tuple_of(carried),
+                                       self._names_arg(carried), T.site_ref(self.sites, node)], cells)
+        return out + [self._assign_result(carried, call)] + node.orelse

@@ -1,0 +1,96 @@
+"""Lower ``return`` inside control flow to a flag and a result variable.
+
+After this pass a function has a single ``return`` at its end, so the control-flow
+pass can turn any block into a function of the variables it modifies::
+
+    if c:                      _jn_ret = None; _jn_done = False
+        return a        ==>    if c: _jn_done = True; _jn_ret = a
+    b = ...                    if not _jn_done: b = ...; _jn_done = True; _jn_ret = b
+    return b                   return _jn_ret
+
+A ``return`` inside a loop also sets the flag and leaves the loop with ``break``
+(which the break/continue pass lowers in turn).  When every path ends in a return
+the result starts out undefined rather than ``None``, which lets a tensor branch
+carry it (the value is never observed where the flag is false).
+"""
+from __future__ import annotations
+
+import gast
+
+from janus.convert import templates as T
+
+RET, DONE = "_jn_ret", "_jn_done"
+
+
+def _has_return(nodes) -> bool:
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, gast.Return):
+            return True
+        if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)):
+            continue
+        stack.extend(gast.iter_child_nodes(node))
+    return False
+
+
+def _always_returns(stmts) -> bool:
+    for s in stmts:
+        if isinstance(s, (gast.Return, gast.Raise)):
+            return True
+        if isinstance(s, gast.If) and _always_returns(s.body) and _always_returns(s.orelse):
+            return True
+        if isinstance(s, gast.With) and _always_returns(s.body):
+            return True
+    return False
+
+
+class LowerReturns(gast.NodeTransformer):
+    def visit_FunctionDef(self, node: gast.FunctionDef):
+        self.generic_visit(node)  # nested defs first, each on its own
+        body = node.body
+        last_is_plain_return = bool(body) and isinstance(body[-1], gast.Return)
+        if not _has_return(body[:-1]) and (last_is_plain_return or not _has_return(body[-1:])):
+            return node
+        init = "_jn.UNDEF" if _always_returns(body) else "None"
+        node.body = (T.stmts(f"{RET} = {init}\n{DONE} = False")
+                     + self._block(body, in_loop=False)
+                     + T.stmts(f"return {RET}"))
+        return node
+
+    def visit_Lambda(self, node):
+        return node
+
+    def _block(self, stmts, in_loop: bool) -> list:
+        out: list = []
+        for i, s in enumerate(stmts):
+            if isinstance(s, gast.Return):
+                value = s.value if s.value is not None else T.const(None)
+                out += T.stmts(f"{DONE} = True\n{RET} = VALUE", VALUE=value)
+                if in_loop:
+                    out.append(gast.Break())
+                return out
+            if not _has_return([s]):
+                out.append(s)
+                continue
+            out.append(self._stmt(s, in_loop))
+            rest = stmts[i + 1:]
+            if in_loop:
+                out += T.stmts(f"if {DONE}:\n    break")
+            if rest:
+                guarded = T.stmts(f"if not {DONE}:\n    pass")[0]
+                guarded.body = self._block(rest, in_loop)
+                out.append(guarded)
+            return out
+        return out
+
+    def _stmt(self, s, in_loop: bool):
+        if isinstance(s, gast.If):
+            s.body = self._block(s.body, in_loop)
+            s.orelse = self._block(s.orelse, in_loop)
+        elif isinstance(s, (gast.For, gast.While)):
+            s.body = self._block(s.body, in_loop=True)
+            s.orelse = self._block(s.orelse, in_loop)
+        elif isinstance(s, gast.With):
+            s.body = self._block(s.body, in_loop)
+        return s

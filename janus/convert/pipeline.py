@@ -1,0 +1,166 @@
+"""The conversion pipeline: parse, check, transform pass by pass, unparse, compile.
+
+The passes run in this order, each needing what the earlier ones produced:
+
+1. ``Desugar``            — explicit ``super()``, augmented assignment to state
+2. ``LowerReturns``       — single exit; returns become a flag and a result
+3. ``LowerBreakContinue`` — loop exits become flags
+4. ``LowerExpressions``   — and/or/not, conditional expressions, assert, formatting
+5. ``LowerCalls``         — every call through ``_jn.call``
+6. ``LowerStateAccess``   — globals, closure cells, attributes, stores
+7. ``LowerControlFlow``   — if/while/for become operations on block functions
+8. ``BindUndefined``      — possibly-unassigned variables start as ``UNDEF``
+
+The result is ordinary Python (``janus.explain`` shows it) that is traced into a
+graph with AutoGraph off.
+"""
+from __future__ import annotations
+
+import builtins
+import linecache
+import types
+import weakref
+
+import ast
+
+import gast
+
+from janus.convert import analysis, parse, support
+from janus.convert.passes.break_continue import LowerBreakContinue
+from janus.convert.passes.calls import LowerCalls
+from janus.convert.passes.control_flow import LowerControlFlow
+from janus.convert.passes.desugar import Desugar
+from janus.convert.passes.expressions import LowerExpressions
+from janus.convert.passes.returns import LowerReturns
+from janus.convert.passes.state_access import LowerStateAccess
+from janus.convert.passes.undefined import BindUndefined
+from janus.convert.sites import SiteInfo
+from janus.convert.unparse import unparse
+from janus.errors import ConversionError
+from janus_profiler import site_of
+
+# Keyed by file and line too: code objects compare equal regardless of where they come from.
+_code_cache: dict[tuple, tuple[str, types.CodeType, tuple]] = {}
+_fn_cache: "weakref.WeakKeyDictionary[types.FunctionType, types.FunctionType]" = weakref.WeakKeyDictionary()
+
+
+class _StripSignatureExtras(gast.NodeTransformer):
+    """Annotations are not evaluated by converted code; the top def keeps no decorators or defaults."""
+
+    def visit_FunctionDef(self, node):
+        node.returns = None
+        for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs:
+            a.annotation = None
+        for a in (node.args.vararg, node.args.kwarg):
+            if a is not None:
+                a.annotation = None
+        self.generic_visit(node)
+        return node
+
+    def visit_AnnAssign(self, node):
+        if node.value is None:
+            return gast.Pass()
+        return gast.Assign(targets=[node.target], value=node.value, type_comment=None)
+
+
+class _TagSites(gast.NodeVisitor):
+    """Mark the user's own ``if``/``while``/``for``/conditional expressions as speculable sites.
+
+    Runs before any pass, so nodes the passes create (which have no source) are never sites.
+    """
+
+    def __init__(self, filename: str, line_offset: int, indent: int):
+        self.filename, self.line_offset, self.indent = filename, line_offset, indent
+
+    def _tag(self, node, text_node) -> None:
+        moved = types.SimpleNamespace(
+            lineno=node.lineno + self.line_offset, col_offset=node.col_offset + self.indent,
+            end_lineno=node.end_lineno + self.line_offset, end_col_offset=node.end_col_offset + self.indent)
+        key = site_of(self.filename, moved, type(node).__name__)
+        text = unparse(ast.fix_missing_locations(gast.gast_to_ast(text_node))).strip()
+        node.jn_site = SiteInfo(key, type(node).__name__, text)
+
+    def visit_If(self, node):
+        self._tag(node, gast.Expr(value=node.test))
+        self.generic_visit(node)
+
+    def visit_While(self, node):
+        self._tag(node, gast.Expr(value=node.test))
+        self.generic_visit(node)
+
+    def visit_IfExp(self, node):
+        self._tag(node, gast.Expr(value=node.test))
+        self.generic_visit(node)
+
+    def visit_For(self, node):
+        self._tag(node, gast.Expr(value=node.iter))
+        self.generic_visit(node)
+
+    def visit_FunctionDef(self, node):
+        node.jn_cellvars = analysis.cell_vars(node)
+        self.generic_visit(node)
+
+
+def convert_source(fn: types.FunctionType) -> str:
+    """The generated source for ``fn`` (cached per code object)."""
+    return _compiled(fn)[0]
+
+
+def _compiled(fn: types.FunctionType) -> tuple[str, types.CodeType, tuple]:
+    code = fn.__code__
+    key = (code.co_filename, code.co_firstlineno, code)
+    hit = _code_cache.get(key)
+    if hit is not None:
+        return hit
+    node, filename, line_offset, indent = parse.function_ast(fn)
+    reason = support.unsupported_in(node)
+    if reason:
+        raise ConversionError(reason)
+    _TagSites(filename, line_offset, indent).visit(node)
+    node.decorator_list = []
+    node.args.defaults = [gast.Constant(value=None, kind=None) for _ in node.args.defaults]
+    node.args.kw_defaults = [None if d is None else gast.Constant(value=None, kind=None) for d in node.args.kw_defaults]
+    module = gast.Module(body=[node], type_ignores=[])
+    first = analysis.params(node.args)[:1]
+    sites: list = []
+    passes = [
+        _StripSignatureExtras(),
+        Desugar(first[0] if first else None),
+        LowerReturns(),
+        LowerBreakContinue(),
+        LowerExpressions(sites),
+        LowerCalls(),
+        LowerStateAccess(code.co_freevars),
+        LowerControlFlow(sites),
+        BindUndefined(),
+    ]
+    for p in passes:
+        module = p.visit(module)
+    tree = ast.fix_missing_locations(gast.gast_to_ast(module))
+    source = unparse(tree).strip() + "\n"
+    virtual = f"<janus {fn.__qualname__} from {filename}:{code.co_firstlineno}>"
+    linecache.cache[virtual] = (len(source), None, source.splitlines(True), virtual)
+    compiled = compile(source, virtual, "exec")
+    _code_cache[key] = (source, compiled, tuple(sites))
+    return _code_cache[key]
+
+
+def converted_function(fn: types.FunctionType, runtime: types.ModuleType) -> types.FunctionType:
+    """The converted version of ``fn``, bound to ``fn``'s globals, closure and defaults.
+
+    ``runtime`` is the namespace the generated code calls as ``_jn`` (``janus.runtime.ops``);
+    it is passed in, so that the converter does not depend on the runtime (nor on TensorFlow).
+    """
+    hit = _fn_cache.get(fn)
+    if hit is not None:
+        return hit
+    _, compiled, sites = _compiled(fn)
+    namespace = {"_jn": runtime, "_jn_g": fn.__globals__, "_jn_c": fn.__closure__ or (),
+                 "_jn_sites": sites, "__builtins__": builtins}
+    exec(compiled, namespace)  # noqa: S102 - our own generated code
+    out = namespace[parse.LAMBDA_NAME if fn.__name__ == "<lambda>" else fn.__name__]
+    out.__defaults__ = fn.__defaults__
+    out.__kwdefaults__ = fn.__kwdefaults__
+    out.__janus_original__ = fn
+    _fn_cache[fn] = out
+    return out

@@ -1,1 +1,0 @@
-"""AST transformations, one concern per module; ``janus.converter.pipeline`` orders them."""

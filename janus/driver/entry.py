@@ -1,0 +1,207 @@
+"""Trace converted code into a TensorFlow concrete function: one cache entry.
+
+The converted function is traced by ``tf.function(autograph=False)`` — a tracer of
+code Janus already converted, not a converter.  Tensor arguments become the
+function's inputs (with relaxed shapes where the caller asked); everything else the
+trace reads is guarded through the trace context.  The entry bundles the concrete
+function with its compiled guard, input gathering, output recipe and deferred
+effects.
+"""
+from __future__ import annotations
+
+import contextlib
+import inspect
+import io
+import re
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import tensorflow as tf
+
+from janus import _tf_private
+from janus.commit import atomicity, effects
+from janus.commit.packing import Packer, Recipe, unpack
+from janus.convert.pipeline import converted_function
+from janus.errors import ConversionError
+from janus.runtime import ops
+from janus.trace import guards
+from janus.trace.active import CALL
+from janus.trace.context import TraceContext
+from janus.trace.guards import Guard, guard_namespace_base
+from janus.trace.values import DTYPES, is_eager_tensor
+
+
+@dataclass
+class CacheEntry:
+    """One specialized graph of a function and the conditions under which it is valid."""
+
+    concrete: Any
+    check: Callable[[tuple, dict], bool]
+    inputs: Callable[[tuple, dict], list]
+    output: Recipe
+    effects: list[tuple]
+    guards: list[Guard]
+    guard_source: str
+    input_specs: list[tuple[str, tf.TensorSpec]]
+    input_names: list[str]
+    heap_inputs: list[str]
+    heap_specs: dict
+    assertions: int
+    assumptions: list
+    relaxed: bool
+    namespace: dict = field(default_factory=dict)
+    hits: int = 0
+    failures: int = 0
+
+    def holds(self, guard: Guard, a: tuple, k: dict) -> bool:
+        """Evaluate one guard (to explain a miss; the hot path uses the compiled ``check``)."""
+        try:
+            return bool(eval(guard.expr, dict(self.namespace), {"a": a, "k": k}))  # noqa: S307
+        except Exception:  # noqa: BLE001
+            return False
+
+    def value_shape(self, path: str) -> tf.TensorShape | None:
+        """The shape this graph assumed for the tensor read at ``path``."""
+        spec = self.heap_specs.get(path)
+        return spec.shape if spec is not None else None
+
+    def value_at(self, path: str, a: tuple, k: dict) -> Any:
+        try:
+            return eval(path, dict(self.namespace), {"a": a, "k": k})  # noqa: S307
+        except Exception:  # noqa: BLE001
+            return None
+
+    def execute(self, a: tuple, k: dict) -> list:
+        """Run the graph (raises if it aborted; then nothing was changed)."""
+        CALL.args = (a, k)
+        try:
+            outs = _tf_private.call_flat(self.concrete, self.inputs(a, k))
+        finally:
+            CALL.args = None
+        return list(outs) if isinstance(outs, (list, tuple)) else ([] if outs is None else [outs])
+
+    def finish(self, outs: list, a: tuple, k: dict) -> Any:
+        """After a successful run: commit the deferred effects, then rebuild the result."""
+        effects.commit(self.effects, outs, a, k)
+        return unpack(self.output, outs, a, k)
+
+
+def convert(fn: types.FunctionType) -> types.FunctionType:
+    """The converted code of ``fn``, calling Janus's runtime (the generated code's ``_jn``)."""
+    return converted_function(fn, ops)
+
+
+def tensor_leaves(args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
+    """Access paths of the eager tensors among the arguments (inside tuples, lists, dicts)."""
+    found: list[tuple[str, Any]] = []
+
+    def walk(value: Any, path: str, depth: int) -> None:
+        if is_eager_tensor(value):
+            found.append((path, value))
+        elif depth < 4 and type(value) in (tuple, list) and len(value) <= 256:
+            for i, v in enumerate(value):
+                walk(v, f"{path}[{i}]", depth + 1)
+        elif depth < 4 and type(value) is dict and len(value) <= 256:
+            for key, v in value.items():
+                walk(v, f"{path}[{key!r}]", depth + 1)
+
+    for i, v in enumerate(args):
+        walk(v, f"a[{i}]", 0)
+    for name, v in kwargs.items():
+        walk(v, f"k[{name!r}]", 0)
+    return found
+
+
+def _forbid_variables(next_creator, **kwargs):
+    raise ConversionError("creates a tf.Variable (eager creates a new one at every call)")
+
+
+def _param_names(fn: Callable) -> list[str]:
+    try:
+        return list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return []
+
+
+_ARG_PATH = re.compile(r"(a\[\d+\]|k\['[^']+'\])(\[[^\[\]]+\])*")
+
+
+def is_argument_path(path: str) -> bool:
+    """An argument or an item of an argument's tuples/lists/dicts (not state reached from one)."""
+    return _ARG_PATH.fullmatch(path) is not None
+
+
+def _defaults(ctx: TraceContext, fn: types.FunctionType, args: tuple, kwargs: dict) -> dict:
+    """Default values the call relies on, read as Python state (a mutable default persists)."""
+    code = fn.__code__
+    positional = code.co_varnames[:code.co_argcount]
+    out = {}
+    fname = ctx.const(fn, "fn")
+    defaults = fn.__defaults__ or ()
+    first_default = len(positional) - len(defaults)
+    for i, name in enumerate(positional):
+        if i >= len(args) and name not in kwargs and i >= first_default:
+            j = i - first_default
+            out[name] = ctx.read(defaults[j], f"{fname}.__defaults__[{j}]", f"default of {name}")
+    for name, value in (fn.__kwdefaults__ or {}).items():
+        if name not in kwargs:
+            out[name] = ctx.read(value, f"{fname}.__kwdefaults__[{name!r}]", f"default of {name}")
+    return out
+
+
+def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple, kwargs: dict,
+                relaxed_shapes: dict[str, tf.TensorShape] | None = None, speculator: Any = None,
+                fed_scalars: dict[str, type] | None = None) -> CacheEntry:
+    """Trace ``converted`` on these arguments into a cache entry (raises on failure).
+
+    Raises :class:`janus.commit.atomicity.StateBeforeAssertion` when an assumption is checked
+    after a state update; the caller retraces without those assumptions.
+    """
+    leaves = tensor_leaves(args, kwargs)
+    relaxed_shapes = relaxed_shapes or {}
+    fed_scalars = fed_scalars or {}
+    specs = [(p, tf.TensorSpec(relaxed_shapes.get(p, v.shape), v.dtype)) for p, v in leaves]
+    heap_shapes = {p: s for p, s in relaxed_shapes.items() if not is_argument_path(p)}
+    # Fed scalars among the arguments are inputs of the concrete function; fed scalars read
+    # from Python state are captured at call time when (and only if) the trace reads them.
+    specs += [(p, tf.TensorSpec([], DTYPES[kind])) for p, kind in fed_scalars.items() if is_argument_path(p)]
+    ctx = TraceContext(relaxed=bool(relaxed_shapes), speculator=speculator, fed_scalars=dict(fed_scalars),
+                       heap_shapes=heap_shapes, convert=convert)
+    ctx.namespace.update(guard_namespace_base())
+    names = _param_names(python_fn)
+    state: dict[str, Any] = {}
+
+    def graph_fn(*placeholders):
+        ctx.outer_graph = tf.compat.v1.get_default_graph()
+        ctx.arg_inputs = {p: ph for (p, _), ph in zip(specs, placeholders)}
+        ctx.arg_specs = dict(specs)
+        with ctx, tf.variable_creator_scope(_forbid_variables):
+            a = tuple(ctx.read(v, f"a[{i}]", f"argument {names[i] if i < len(names) else i}")
+                      for i, v in enumerate(args))
+            k = {n: ctx.read(v, f"k[{n!r}]", f"argument {n}") for n, v in kwargs.items()}
+            k.update(_defaults(ctx, python_fn, args, kwargs))
+            result = converted(*a, **k)
+            packer = Packer(ctx)
+            state["output"] = packer.pack(result)
+            state["effects"] = effects.pack_effects(ctx, packer)
+        atomicity.gate_state_on_assertions(ctx.outer_graph, ctx.assertions, ctx.writer_constructs)
+        return packer.tensors
+
+    traced = tf.function(graph_fn, autograph=False)
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        concrete = traced.get_concrete_function(*(s for _, s in specs))
+    if printed.getvalue():
+        # The user's prints are deferred effects; this came from library code that prints
+        # from Python: in a graph it would print once, at trace time, and never again.
+        raise ConversionError(f"library code printed while tracing ({printed.getvalue().strip()[:60]!r})")
+    check, guard_source = guards.compile_guard(ctx.guards, len(args), tuple(kwargs), ctx.namespace)
+    inputs = guards.compile_inputs([p for p, _ in specs], fed_scalars, ctx.namespace)
+    return CacheEntry(
+        concrete=concrete, check=check, inputs=inputs, output=state["output"], effects=state["effects"],
+        guards=list(ctx.guards), guard_source=guard_source, input_specs=specs,
+        input_names=[ctx.label_of(ctx.arg_inputs.get(p)) or p for p, _ in specs],
+        heap_inputs=[h.what or h.path for h in ctx.heap_inputs.values()], heap_specs={p: h.spec for p, h in ctx.heap_inputs.items()},
+        assertions=len(ctx.assertions), assumptions=list(ctx.assumptions),
+        relaxed=ctx.relaxed, namespace=ctx.namespace,
+    )

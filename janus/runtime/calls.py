@@ -1,0 +1,364 @@
+"""Calls made by converted code: inline user functions, allow-list the rest.
+
+Every call in converted code goes through :func:`call`.  A user-defined function or
+method is converted too and called in place, so its body becomes part of the same
+graph (inlining); its globals and closure are read through the state helpers, so they
+are guarded like the caller's.  TensorFlow, Keras, NumPy (not its random module), the
+``math`` module and a fixed set of builtins are called as they are.  Anything else
+(an unknown C extension, a third-party or standard-library Python function, a
+constructor of a user class) makes the conversion fail, and the call runs eagerly.
+"""
+from __future__ import annotations
+
+import math
+import os
+import operator
+import sys
+import sysconfig
+import types
+from typing import Any
+
+import tensorflow as tf
+
+from janus.errors import ConversionError
+from janus.runtime import control_flow, state
+from janus.trace.active import current
+from janus.trace.values import PyScalar, is_symbolic, is_user_class
+
+ALLOWED_BUILTINS = {
+    abs, all, any, bool, callable, chr, dict, divmod, enumerate, filter, float, frozenset, getattr,
+    hasattr, int, isinstance, issubclass, iter, len, list, map, max, min, next, ord, pow, range,
+    reversed, round, set, slice, sorted, sum, tuple, zip, str, repr, format, type, setattr, super,
+}
+ALLOWED_MODULE_ROOTS = {"tensorflow", "keras", "tf_keras", "numpy", "math", "_operator", "operator"}
+DENIED_MODULES = ("numpy.random",)
+_IMMUTABLE = (str, bytes, int, float, bool, tuple, frozenset, complex)
+# Stateful random ops: in a graph each gets its own op seed, so it draws other numbers
+# than eager does from the same global seed.  (Keras layers use seeded stateless ops and
+# tf.random.Generator keeps its state in a variable: both give eager's numbers.)
+STATEFUL_RANDOM = {
+    tf.random.normal, tf.random.uniform, tf.random.truncated_normal, tf.random.shuffle,
+    tf.random.categorical, tf.random.gamma, tf.random.poisson, tf.nn.dropout,
+}
+_STDLIB = sysconfig.get_paths()["stdlib"]
+_JANUS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  + os.sep + "janus" + os.sep
+_SITE = (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])
+
+
+def is_converted_code(fn: Any) -> bool:
+    code = getattr(fn, "__code__", None)
+    return code is not None and code.co_filename.startswith("<janus")
+
+
+def is_user_code(code: types.CodeType) -> bool:
+    """Code from the user's files (not a library's, the standard library's or Janus's)."""
+    filename = code.co_filename
+    if filename.startswith(("<janus", "<frozen")):
+        return False
+    return not (any(filename.startswith(p) for p in _SITE) or filename.startswith(_STDLIB) or filename.startswith(_JANUS))
+
+
+def is_user_function(fn: Any) -> bool:
+    """A Python function written by the user (not a library's, not the standard library's)."""
+    if not isinstance(fn, types.FunctionType) or not is_user_code(fn.__code__):
+        return False
+    mod = (fn.__module__ or "").split(".")[0]
+    return mod not in ALLOWED_MODULE_ROOTS and mod != "janus"
+
+
+def _module_of(fn: Any) -> str:
+    mod = getattr(fn, "__module__", None)
+    if mod is None and isinstance(getattr(fn, "__self__", None), types.ModuleType):
+        mod = fn.__self__.__name__
+    if mod is None:
+        mod = type(getattr(fn, "__self__", fn)).__module__
+    return mod or ""
+
+
+def _allowed_library(fn: Any) -> bool:
+    mod = _module_of(fn)
+    if mod.startswith(DENIED_MODULES):
+        return False
+    return mod.split(".")[0] in ALLOWED_MODULE_ROOTS
+
+
+def _name(fn: Any) -> str:
+    qual = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__qualname__
+    return f"{_module_of(fn)}.{qual}"
+
+
+def converted(fn: types.FunctionType):
+    """The converted code of a user function, inlined into the trace in progress."""
+    return current().convert(fn)
+
+
+def call(f: Any, *args: Any, **kwargs: Any) -> Any:
+    """``f(*args, **kwargs)`` in converted code."""
+    if is_converted_code(f):
+        return f(*args, **kwargs)
+    janus_fn = getattr(f, "__janus_function__", None)
+    if janus_fn is not None:
+        bound_self = getattr(f, "__self__", None)
+        target = converted(janus_fn.python_function)
+        return target(bound_self, *args, **kwargs) if bound_self is not None else target(*args, **kwargs)
+    if f is print:
+        return print_(*args, **kwargs)
+    if is_user_function(f):
+        return converted(f)(*args, **kwargs)
+    if f in STATEFUL_RANDOM:
+        raise ConversionError(f"{_name(f)} draws different random numbers in a graph than eagerly")
+    if isinstance(f, types.MethodType):
+        if is_user_function(f.__func__):
+            return converted(f.__func__)(f.__self__, *args, **kwargs)
+        if _allowed_library(f.__func__) or _allowed_library(f.__self__):
+            return f(*args, **_wrap_kw(kwargs))
+        raise ConversionError(f"callee not allow-listed: {_name(f)}")
+    if isinstance(f, types.BuiltinMethodType) and type(f.__self__) in (list, dict, set):
+        return container_method(f.__self__, f.__name__, args, kwargs)
+    if isinstance(f, types.BuiltinMethodType) and type(f.__self__) in _IMMUTABLE:
+        return _no_symbolic(f)(*args, **kwargs)
+    if f in _SPECIAL:
+        return _SPECIAL[f](*args, **kwargs)
+    if isinstance(f, type):
+        if issubclass(f, BaseException) or not is_user_class(f) and f in ALLOWED_BUILTINS:
+            return f(*_wrap(args), **_wrap_kw(kwargs))
+        if issubclass(f, tuple) and hasattr(f, "_fields"):
+            return f(*args, **kwargs)
+        if not is_user_class(f) and _allowed_library(f):
+            return f(*args, **kwargs)
+        raise ConversionError(f"constructs a {f.__qualname__} object")
+    if isinstance(f, tf.keras.layers.Layer) and is_user_class(type(f)):
+        return _user_layer_call(f, args, kwargs)
+    if not isinstance(f, (types.FunctionType, types.BuiltinFunctionType)) and is_user_class(type(f)):
+        method = getattr(type(f), "__call__", None)
+        if is_user_function(method):
+            return converted(method)(f, *args, **kwargs)
+        raise ConversionError(f"callee not allow-listed: {type(f).__qualname__} instance")
+    if f in ALLOWED_BUILTINS:
+        return f(*_wrap(args), **_wrap_kw(kwargs))
+    if _allowed_library(f) or f in vars(operator).values() or f in vars(math).values():
+        return f(*args, **_wrap_kw(kwargs))
+    raise ConversionError(f"callee not allow-listed: {_name(f)}")
+
+
+def _wrap(args: tuple) -> tuple:
+    """User functions handed to builtins (``map``, ``sorted(key=...)``) are converted too."""
+    return tuple(_wrap_one(a) for a in args)
+
+
+def _wrap_kw(kwargs: dict) -> dict:
+    return {k: _wrap_one(v) for k, v in kwargs.items()} if kwargs else kwargs
+
+
+def _wrap_one(a: Any) -> Any:
+    if is_user_function(a) or isinstance(a, types.MethodType) and is_user_function(a.__func__):
+        return lambda *x, **kw: call(a, *x, **kw)
+    return a
+
+
+def _user_layer_call(layer: Any, args: tuple, kwargs: dict) -> Any:
+    """Call a user-defined Keras layer through Keras's ``__call__`` with its ``call`` converted.
+
+    Keras's ``__call__`` propagates ``training`` and builds the layer; the user's
+    ``call`` must still be converted, so it is shadowed on the instance for the call.
+    """
+    method = type(layer).call
+    if not is_user_function(method):
+        return layer(*args, **kwargs)
+    if not layer.built:
+        raise ConversionError(f"{type(layer).__qualname__} is not built yet")
+    conv = types.MethodType(converted(method), layer)
+    had = "call" in vars(layer)
+    previous = vars(layer).get("call")
+    object.__setattr__(layer, "call", conv)
+    try:
+        return layer(*args, **kwargs)
+    finally:
+        if had:
+            object.__setattr__(layer, "call", previous)
+        else:
+            object.__delattr__(layer, "call")
+
+
+# -- builtins whose meaning on tensors needs care ----------------------------------
+def print_(*args: Any, sep: str | None = " ", end: str | None = "\n", file: Any = None, flush: bool = False) -> None:
+    """``print``: replayed after the graph ran, with the values it computed."""
+    if file is not None and file is not sys.stdout:
+        raise ConversionError("print to a file other than stdout")
+    ctx = current()
+    ctx.effect("print", (args, sep, end), "print")
+
+
+def _range(*bounds: Any):
+    if any(is_symbolic(b) or isinstance(b, PyScalar) for b in bounds):
+        return control_flow.TensorRange(*bounds)
+    return range(*bounds)
+
+
+def _len(x: Any) -> int:
+    if is_symbolic(x):
+        if x.shape.rank is None or x.shape.rank == 0 or x.shape[0] is None:
+            raise ConversionError("len() of a tensor whose length the graph does not know")
+        return x.shape[0]
+    return len(x)
+
+
+def _iterable(x: Any) -> Any:
+    if is_symbolic(x):
+        if x.shape.rank is None or x.shape.rank == 0 or x.shape[0] is None:
+            raise ConversionError("iteration over a tensor whose length the graph does not know")
+        return tf.unstack(x)
+    return x
+
+
+def _scalar(kind: type):
+    """``bool(t)``, ``int(t)``, ``float(t)`` of a graph value: a Python scalar the graph computes."""
+    def convert(x: Any = 0, *rest: Any) -> Any:
+        if isinstance(x, PyScalar):
+            return PyScalar.of(control_flow.to_bool(x), bool) if kind is bool else PyScalar.of(x, kind)
+        if not is_symbolic(x):
+            return kind(x, *rest)
+        if kind is bool:
+            return PyScalar(control_flow.to_bool(x), bool)
+        if x.shape.num_elements() != 1:
+            raise ConversionError(f"{kind.__name__}() of a non-scalar tensor")
+        t = tf.reshape(x, [])
+        if kind is int and not x.dtype.is_integer:
+            t = tf.cast(t, tf.float64)
+        return PyScalar.of(t, kind)
+    return convert
+
+
+def _no_symbolic(fn):
+    def check(*args: Any, **kwargs: Any) -> Any:
+        if any(is_symbolic(a) or isinstance(a, PyScalar) for a in args):
+            raise ConversionError(f"{fn.__name__}() of a tensor the graph has not computed yet")
+        return fn(*args, **kwargs)
+    return check
+
+
+def _type(*args: Any) -> Any:
+    if len(args) == 1 and is_symbolic(args[0]):
+        raise ConversionError("type() of a graph tensor differs from eager's EagerTensor")
+    return type(*args)
+
+
+def _getattr(obj: Any, name: str, *default: Any) -> Any:
+    try:
+        return state.ld_attr(obj, name)
+    except AttributeError:
+        if default:
+            return default[0]
+        raise
+
+
+def _hasattr(obj: Any, name: str) -> bool:
+    ctx = current()
+    if ctx is not None and ctx.path_of(obj) is not None and not isinstance(obj, tf.Module):
+        raise ConversionError("hasattr() on Python state")
+    return hasattr(obj, name)
+
+
+_SPECIAL = {
+    tf.autograph.trace: print_,  # TensorFlow's own Python-level print of its arguments
+    range: _range,
+    len: _len,
+    bool: _scalar(bool),
+    int: _scalar(int),
+    float: _scalar(float),
+    str: _no_symbolic(str),
+    repr: _no_symbolic(repr),
+    format: _no_symbolic(format),
+    type: _type,
+    getattr: _getattr,
+    hasattr: _hasattr,
+    setattr: state.st_attr,
+    enumerate: lambda x, *a, **k: enumerate(_iterable(x), *a, **k),
+    zip: lambda *xs, **k: zip(*(_iterable(x) for x in xs), **k),
+    list: lambda *x: list(_iterable(x[0])) if x else [],
+    tuple: lambda *x: tuple(_iterable(x[0])) if x else (),
+    iter: lambda x, *a: iter(_iterable(x), *a),
+    reversed: lambda x: reversed(_iterable(x)),
+    id: _no_symbolic(id),
+}
+
+
+def mod(left: Any, right: Any) -> Any:
+    """``left % right``: string formatting of a graph tensor is refused."""
+    if isinstance(left, (str, bytes)) and (is_symbolic(right) or isinstance(right, tuple) and any(map(is_symbolic, right))):
+        raise ConversionError("formats a tensor into a string inside the graph")
+    return left % right
+
+
+# -- container methods: mutations of Python state are deferred -----------------------
+MUTATORS = {
+    list: {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "__setitem__", "__delitem__"},
+    dict: {"update", "pop", "popitem", "clear", "setdefault", "__setitem__", "__delitem__"},
+    set: {"add", "discard", "remove", "pop", "clear", "update"},
+}
+
+
+def container_method(obj: Any, name: str, args: tuple, kwargs: dict) -> Any:
+    """Call a method of a builtin container; mutations of heap containers are deferred."""
+    method = getattr(obj, name)
+    ctx = current()
+    path = ctx.path_of(obj) if ctx is not None else None
+    if path is None or name not in MUTATORS.get(type(obj), ()):
+        if name in MUTATORS.get(type(obj), ()):
+            state.no_mutation_in_dynamic_flow(ctx, f"{type(obj).__name__}.{name}")
+        return method(*args, **kwargs)
+    state.no_mutation_in_dynamic_flow(ctx, f"{state.label(ctx, obj, path)}.{name}(...)")
+    if kwargs:
+        raise ConversionError(f"{type(obj).__name__}.{name} with keyword arguments on Python state")
+    ctx.effect("call", (path, name, args), f"{state.label(ctx, obj, path)}.{name}(...)")
+    return method(*args)
+
+
+def mutate_attr(obj: Any, name: str, method: str, *args: Any) -> Any:
+    """``obj.name.method(*args)`` for a container mutator, without reading the container.
+
+    When ``obj`` is Python state and ``obj.name`` a list/dict/set not read so far in
+    this trace, the call is recorded as a deferred effect and only the container's
+    type is guarded.  Anything else takes the ordinary path.
+    """
+    ctx = current()
+    path = ctx.path_of(obj) if ctx is not None else None
+    d = state.instance_dict(obj) if path is not None else None
+    if d is None or (id(obj), name) in ctx.overlay or state.is_data_descriptor(type(obj), name) or name not in d:
+        return _ordinary_mutation(state.ld_attr(obj, name), method, args)
+    return _mutate(ctx, d[name], f"{path}.__dict__[{name!r}]", f"{state.label(ctx, obj, path)}.{name}", method, args,
+                   lambda: state.ld_attr(obj, name))
+
+
+def mutate_global(g: dict, name: str, method: str, *args: Any) -> Any:
+    """``name.method(*args)`` on a module global container: like :func:`mutate_attr`."""
+    ctx = state.active_trace()
+    if name not in g:
+        return _ordinary_mutation(state.ld_global(g, name), method, args)
+    return _mutate(ctx, g[name], f"{ctx.const(g, 'g')}[{name!r}]", f"global {name}", method, args,
+                   lambda: state.ld_global(g, name))
+
+
+def mutate_cell(cells: tuple, index: int, name: str, method: str, *args: Any) -> Any:
+    """``name.method(*args)`` on a closure variable's container: like :func:`mutate_attr`."""
+    ctx = state.active_trace()
+    try:
+        target = cells[index].cell_contents
+    except ValueError:
+        raise ConversionError(f"free variable {name} is empty") from None
+    return _mutate(ctx, target, f"{ctx.const(cells[index], 'c')}.cell_contents", f"closure variable {name}",
+                   method, args, lambda: state.ld_cell(cells, index, name))
+
+
+def _mutate(ctx, target: Any, where: str, what: str, method: str, args: tuple, read) -> Any:
+    if type(target) not in MUTATORS or method not in MUTATORS[type(target)] or ctx.was_read(target) \
+            or method in ("pop", "popitem", "setdefault"):
+        return _ordinary_mutation(read(), method, args)
+    ctx.guard(f"type({where}) is {type(target).__name__}", f"{what} is a {type(target).__name__}")
+    ctx.effect("call", (where, method, args), f"{what}.{method}(...)")
+    ctx.mutated_unread.add(id(target))
+    return None
+
+
+def _ordinary_mutation(container: Any, method: str, args: tuple) -> Any:
+    return call(getattr(container, method), *args)

@@ -1,0 +1,176 @@
+"""Reads and writes of Python state from converted code (the paper's PyGetAttr /
+PySetAttr / PyGetSubscr / PySetSubscr operations).
+
+Reads go through the trace context, which turns heap tensors into graph inputs fed
+at every call and guards every Python value the trace depended on.  Writes to state
+that existed before the call are *deferred*: converted code sees the new value at
+once (a local copy), but the heap is only changed when the whole graph ran and every
+assertion held; the write is replayed then as an effect (see ``janus.commit.effects``).
+"""
+from __future__ import annotations
+
+import builtins
+import inspect
+import types
+from typing import Any
+
+from janus.errors import ConversionError
+from janus.trace.active import current
+from janus.trace.values import is_framework_object, is_symbolic, is_user_class
+
+_MISSING = object()
+
+
+def active_trace():
+    ctx = current()
+    if ctx is None:
+        raise ConversionError("converted code ran outside a Janus trace")
+    return ctx
+
+
+def ld_global(g: dict, name: str) -> Any:
+    """Read global ``name`` of the module whose globals are ``g``."""
+    ctx = active_trace()
+    gname = ctx.const(g, "g")
+    if name in g:
+        return ctx.read(g[name], f"{gname}[{name!r}]", f"global {name}")
+    b = g.get("__builtins__", builtins)
+    b = b if isinstance(b, dict) else vars(b)
+    if name not in b:
+        raise NameError(f"name '{name}' is not defined")
+    ctx.guard(f"{name!r} not in {gname}", f"global {name} is not rebound (builtin {name})")
+    return b[name]
+
+
+def ld_cell(cells: tuple, index: int, name: str) -> Any:
+    """Read free variable ``name`` from closure cell ``index`` of the converted function."""
+    ctx = active_trace()
+    cell = cells[index]
+    try:
+        value = cell.cell_contents
+    except ValueError:
+        raise ConversionError(f"free variable {name} is empty") from None
+    return ctx.read(value, f"{ctx.const(cell, 'c')}.cell_contents", f"closure variable {name}")
+
+
+def ld_attr(obj: Any, name: str) -> Any:
+    """``obj.name`` as converted code sees it."""
+    if is_symbolic(obj):
+        value = getattr(obj, name)
+        if name == "shape" and not value.is_fully_defined():
+            raise ConversionError("reads a static shape that the graph does not know (eager knows it)")
+        return value
+    ctx = current()
+    if ctx is None:
+        return getattr(obj, name)
+    if isinstance(obj, type) and is_user_class(obj):
+        return _class_attr(ctx, obj, obj, name)
+    path = ctx.path_of(obj)
+    if path is None:
+        return getattr(obj, name)
+    overlay = ctx.overlay.get((id(obj), name), _MISSING)
+    if overlay is not _MISSING:
+        return overlay
+    d = instance_dict(obj)
+    cls = type(obj)
+    if d is not None and name in d and not is_data_descriptor(cls, name):
+        return ctx.read(d[name], f"{path}.__dict__[{name!r}]", f"{label(ctx, obj, path)}.{name}")
+    if not is_user_class(cls):
+        return getattr(obj, name)
+    if d is not None:
+        ctx.guard(f"{name!r} not in {path}.__dict__", f"{label(ctx, obj, path)}.{name} is not set on the instance")
+    if is_data_descriptor(cls, name) and _defined_by_user(cls, name):
+        prop = inspect.getattr_static(obj, name)
+        if isinstance(prop, property) and prop.fget is not None:
+            return ctx.convert(prop.fget)(obj)  # a property getter is user code: convert and inline it
+        raise ConversionError(f"{cls.__qualname__}.{name} is a data descriptor")
+    if not _defined_by_user(cls, name):
+        if inspect.getattr_static(obj, name, _MISSING) is _MISSING:
+            raise ConversionError(f"{cls.__qualname__}.{name}: attribute comes from __getattr__")
+        return getattr(obj, name)
+    return _class_attr(ctx, cls, obj, name)
+
+
+def _class_attr(ctx, cls: type, obj: Any, name: str) -> Any:
+    """An attribute found on a user class: read (and guarded) where the class defines it."""
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            break
+    else:
+        return getattr(obj, name)
+    raw = vars(klass)[name]
+    if not is_user_class(klass):
+        return getattr(obj, name)
+    value = ctx.read(raw, f"{ctx.const(klass, 'cls')}.__dict__[{name!r}]", f"{klass.__qualname__}.{name}")
+    if isinstance(raw, (staticmethod, classmethod, property)) or not isinstance(raw, types.FunctionType):
+        return getattr(obj, name) if isinstance(raw, (staticmethod, classmethod, property)) else value
+    return value if obj is cls else types.MethodType(value, obj)
+
+
+def st_attr(obj: Any, name: str, value: Any) -> None:
+    """``obj.name = value``: immediate on objects the call created, deferred on the heap."""
+    ctx = current()
+    path = ctx.path_of(obj) if ctx is not None else None
+    if path is None:
+        no_mutation_in_dynamic_flow(ctx, f"attribute .{name} set")
+        setattr(obj, name, value)
+        return
+    no_mutation_in_dynamic_flow(ctx, f"write of {label(ctx, obj, path)}.{name}")
+    cls = type(obj)
+    if getattr(cls, "__setattr__", object.__setattr__) is not object.__setattr__ and not is_framework_object(obj):
+        raise ConversionError(f"{cls.__qualname__} defines __setattr__")
+    if is_data_descriptor(cls, name):
+        raise ConversionError(f"{cls.__qualname__}.{name} is a property or descriptor")
+    if instance_dict(obj) is None:
+        raise ConversionError(f"{cls.__qualname__} instances have no __dict__")
+    ctx.effect("setattr", (path, name, value), f"write of {label(ctx, obj, path)}.{name}")
+    ctx.overlay[(id(obj), name)] = value
+
+
+def st_subscr(obj: Any, key: Any, value: Any) -> None:
+    """``obj[key] = value``: immediate on containers the call created, deferred on the heap."""
+    ctx = current()
+    path = ctx.path_of(obj) if ctx is not None else None
+    if path is None:
+        no_mutation_in_dynamic_flow(ctx, "item assignment")
+        obj[key] = value
+        return
+    no_mutation_in_dynamic_flow(ctx, f"write of {label(ctx, obj, path)}[...]")
+    if type(obj) not in (list, dict):
+        raise ConversionError(f"item assignment on a {type(obj).__name__} from Python state")
+    ctx.effect("call", (path, "__setitem__", (key, value)), f"write of {label(ctx, obj, path)}[{key!r}]")
+    obj[key] = value
+
+
+def no_mutation_in_dynamic_flow(ctx, what: str) -> None:
+    """Both sides of a tensor branch are traced: a Python mutation there would happen twice."""
+    if ctx is not None and ctx.dynamic_depth:
+        raise ConversionError(f"{what} inside tensor-dependent control flow")
+
+
+def instance_dict(obj: Any) -> dict | None:
+    try:
+        d = object.__getattribute__(obj, "__dict__")
+    except AttributeError:
+        return None
+    return d if isinstance(d, dict) else None
+
+
+def is_data_descriptor(cls: type, name: str) -> bool:
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            attr = vars(klass)[name]
+            return hasattr(type(attr), "__set__") or hasattr(type(attr), "__delete__")
+    return False
+
+
+def _defined_by_user(cls: type, name: str) -> bool:
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            return is_user_class(klass)
+    return False
+
+
+def label(ctx, obj: Any, path: str) -> str:
+    """A readable name for ``obj`` in guard and reason texts (``self.cell`` rather than its path)."""
+    return ctx.label_of(obj) or path.replace(".__dict__[", "[")

@@ -1,0 +1,73 @@
+"""Generate the guard check and the input gathering of a cache entry.
+
+Guards are recorded during the trace as Python expressions over ``a`` (positional
+arguments), ``k`` (keyword arguments) and constants of the entry's namespace.  They
+are compiled once into a single function, so checking a cache entry costs one call
+and a chain of comparisons, not a walk over generic structures.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import tensorflow as tf
+
+from janus.trace.values import DTYPES, EAGER_TENSOR
+
+
+@dataclass
+class Guard:
+    """A condition over ``a``, ``k`` and namespace constants that must hold to reuse a graph.
+
+    ``path`` and ``kind`` are set for a guard pinning the Python scalar (``"scalar"``) or
+    the tensor shape (``"tensor"``) at that access path: when it fails, the next graph
+    feeds the scalar, or relaxes the shape, instead of specializing again.
+    """
+
+    expr: str
+    description: str
+    path: str | None = None
+    kind: str | None = None
+
+
+def compile_guard(guards: list[Guard], n_args: int, kw_names: tuple[str, ...], namespace: dict[str, Any]) -> tuple[Callable, str]:
+    """``check(a, k) -> bool`` and its source."""
+    conditions = [f"len(a) == {n_args}", f"k.keys() == {set(kw_names)!r}" if kw_names else "not k"]
+    conditions += [f"({g.expr})" for g in guards]
+    body = "\n            and ".join(conditions)
+    source = f"def check(a, k):\n    try:\n        return ({body})\n    except Exception:\n        return False\n"
+    scope = dict(namespace)
+    exec(compile(source, "<janus guard>", "exec"), scope)  # noqa: S102 - generated from recorded guards
+    return scope["check"], source
+
+
+def compile_inputs(paths: list[str], fed_scalars: dict[str, type], namespace: dict[str, Any]) -> Callable:
+    """``inputs(a, k) -> list`` of the argument tensors the graph takes, in order.
+
+    Python scalars fed to the graph (``fed_scalars``: path -> int/float) are converted here.
+    """
+    items = [f"_scalar({p}, {fed_scalars[p].__name__})" if p in fed_scalars else p for p in paths]
+    source = f"def inputs(a, k):\n    return [{', '.join(items)}]\n"
+    scope = dict(namespace)
+    scope["_scalar"] = _scalar
+    exec(compile(source, "<janus inputs>", "exec"), scope)  # noqa: S102
+    return scope["inputs"]
+
+
+def _scalar(value: Any, kind: type) -> Any:
+    return tf.constant(value, DTYPES[kind])
+
+
+def guard_namespace_base() -> dict[str, Any]:
+    """Helpers every generated guard function may use."""
+    return {"_EagerTensor": EAGER_TENSOR, "_np_equal": _np_equal, "_shape_ok": _shape_ok}
+
+
+def _shape_ok(shape, dims: tuple) -> bool:
+    actual = shape.as_list()
+    return len(actual) == len(dims) and all(d is None or d == s for d, s in zip(dims, actual))
+
+
+def _np_equal(a, b) -> bool:
+    return isinstance(a, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)

@@ -1,0 +1,275 @@
+"""Values converted code handles while tracing, and what kind a value is.
+
+* :func:`is_symbolic`, :func:`is_eager_tensor`, :func:`is_framework_object`,
+  :func:`is_user_class`: how a trace classifies what it reads;
+* :class:`PyScalar`: a Python number the graph computes (below);
+* :data:`UNDEF`: a local that eager Python would not have bound yet;
+* :class:`DeferredStr`: an f-string of values the graph computes, formatted after the run.
+
+Python scalars whose value the graph computes.
+
+Eager code often derives a plain Python ``int``, ``float`` or ``bool`` from tensor
+values: a counter incremented inside a ``while`` on a tensor condition, the index
+where a loop broke, ``not t``, ``int(t)``.  In a graph such a value can only be a
+tensor, but it must keep *Python* semantics (``i + 1`` is an ``int``, ``n / 2`` a
+``float``) and come back to the user as the Python type.  ``PyScalar`` is that
+value: a tensor (``int64``, ``float64`` or ``bool``, as wide as Python's own) plus
+the Python kind.  Arithmetic follows Python's promotion rules; mixed with a tensor it
+converts like a Python scalar does; anything that needs the concrete value while
+tracing (indexing a list, ``range`` length in Python, formatting) fails the
+conversion, so the call runs eagerly.
+"""
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import tensorflow as tf
+
+from janus.errors import ConversionError, UndefinedValueError
+from janus.trace.active import current
+
+SCALARS = (int, float, bool, str, bytes, complex, type(None))
+FRAMEWORK_PREFIXES = ("tensorflow", "keras", "tf_keras", "numpy", "absl")
+EAGER_TENSOR = type(tf.constant(0))
+
+
+def is_symbolic(x: Any) -> bool:
+    """A graph tensor (not an eager value)."""
+    return isinstance(x, tf.Tensor) and not isinstance(x, EAGER_TENSOR)
+
+
+def is_eager_tensor(x: Any) -> bool:
+    return isinstance(x, EAGER_TENSOR)
+
+
+def is_framework_object(x: Any) -> bool:
+    """Objects whose behaviour is TensorFlow's own (their state lives in variables)."""
+    if isinstance(x, (tf.Variable, tf.Module, tf.keras.layers.Layer, tf.keras.optimizers.Optimizer)):
+        return True
+    mod = type(x).__module__ or ""
+    return mod.split(".")[0] in FRAMEWORK_PREFIXES
+
+
+def is_user_class(cls: type) -> bool:
+    mod = cls.__module__ or ""
+    return mod != "builtins" and mod.split(".")[0] not in FRAMEWORK_PREFIXES
+
+
+def is_plain_callable(x: Any) -> bool:
+    """Functions, modules, classes: read by identity, never copied."""
+    return isinstance(x, (types.FunctionType, types.ModuleType, type))
+
+DTYPES = {bool: tf.bool, int: tf.int64, float: tf.float64}
+INT32 = (-2 ** 31, 2 ** 31 - 1)
+PY_SCALARS = (bool, int, float)
+
+
+def _kind_of(value: Any) -> type | None:
+    if isinstance(value, PyScalar):
+        return value.kind
+    if type(value) in PY_SCALARS:
+        return type(value)
+    return None
+
+
+def _result_kind(a: type, b: type, op: str) -> type:
+    if op in ("lt", "le", "gt", "ge", "eq", "ne"):
+        return bool
+    if op == "truediv":
+        return float
+    if float in (a, b):
+        return float
+    if op in ("and", "or", "xor") and a is bool and b is bool:
+        return bool
+    return int
+
+
+_OPS = {
+    "add": tf.add, "sub": tf.subtract, "mul": tf.multiply, "truediv": tf.truediv,
+    "floordiv": tf.math.floordiv, "mod": tf.math.floormod, "pow": tf.pow,
+    "lt": tf.less, "le": tf.less_equal, "gt": tf.greater, "ge": tf.greater_equal,
+    "eq": tf.equal, "ne": tf.not_equal, "and": tf.bitwise.bitwise_and, "or": tf.bitwise.bitwise_or,
+    "xor": tf.bitwise.bitwise_xor,
+}
+_BOOL_OPS = {"and": tf.logical_and, "or": tf.logical_or, "xor": tf.math.logical_xor}
+
+
+class PyScalar:
+    """A Python ``bool``/``int``/``float`` held in the graph as a tensor."""
+
+    __slots__ = ("tensor", "kind")
+
+    def __init__(self, tensor: tf.Tensor, kind: type):
+        self.tensor = tensor
+        self.kind = kind
+
+    @classmethod
+    def of(cls, value: Any, kind: type | None = None) -> "PyScalar":
+        """Wrap a Python scalar, a PyScalar or a scalar tensor as a PyScalar of ``kind``."""
+        kind = kind or _kind_of(value)
+        if isinstance(value, PyScalar):
+            tensor = value.tensor
+        elif isinstance(value, tf.Tensor):
+            tensor = value
+        else:
+            tensor = tf.constant(value, DTYPES[kind])
+        if tensor.dtype != DTYPES[kind]:
+            tensor = tf.cast(tensor, DTYPES[kind])
+        return cls(tensor, kind)
+
+    @property
+    def dtype(self) -> tf.DType:
+        """The dtype TensorFlow gives this value when it converts it (int32 for a Python int)."""
+        return tf.int32 if self.kind is int else self.tensor.dtype
+
+    @property
+    def shape(self) -> tf.TensorShape:
+        return self.tensor.shape
+
+    def __tf_tensor__(self, dtype: tf.DType | None = None, name: str | None = None) -> tf.Tensor:
+        """The tensor TensorFlow would make of the Python value.
+
+        A Python int becomes int32 unless a dtype is asked for, as in eager; eager would
+        pick int64 for a value outside int32, so that case is asserted away.
+        """
+        if dtype is None and self.kind is int:
+            in_range = tf.logical_and(self.tensor >= INT32[0], self.tensor <= INT32[1])
+            current().assert_that(in_range, "janus: a Python int the graph computed does not fit int32")
+            return tf.cast(self.tensor, tf.int32)
+        if dtype is not None and dtype != self.tensor.dtype:
+            return tf.cast(self.tensor, dtype)
+        return self.tensor
+
+    def _binary(self, other: Any, op: str, reflected: bool = False) -> Any:
+        kind = _kind_of(other)
+        if kind is None:
+            if isinstance(other, tf.Tensor):
+                mine = tf.cast(self.tensor, other.dtype)
+                a, b = (other, mine) if reflected else (mine, other)
+                return _OPS[op](a, b)
+            return NotImplemented
+        result = _result_kind(self.kind, kind, op)
+        operand = float if float in (self.kind, kind) else (bool if self.kind is kind is bool else int)
+        mine = PyScalar.of(self, operand).tensor
+        theirs = PyScalar.of(other, operand).tensor
+        a, b = (theirs, mine) if reflected else (mine, theirs)
+        fn = _BOOL_OPS[op] if operand is bool and op in _BOOL_OPS else _OPS[op]
+        if operand is bool and op not in _BOOL_OPS and op not in ("eq", "ne"):
+            a, b = tf.cast(a, tf.int64), tf.cast(b, tf.int64)
+        if op == "truediv":
+            a, b = tf.cast(a, tf.float64), tf.cast(b, tf.float64)
+        return PyScalar.of(fn(a, b), result)
+
+    def __add__(self, o): return self._binary(o, "add")
+    def __radd__(self, o): return self._binary(o, "add", True)
+    def __sub__(self, o): return self._binary(o, "sub")
+    def __rsub__(self, o): return self._binary(o, "sub", True)
+    def __mul__(self, o): return self._binary(o, "mul")
+    def __rmul__(self, o): return self._binary(o, "mul", True)
+    def __truediv__(self, o): return self._binary(o, "truediv")
+    def __rtruediv__(self, o): return self._binary(o, "truediv", True)
+    def __floordiv__(self, o): return self._binary(o, "floordiv")
+    def __rfloordiv__(self, o): return self._binary(o, "floordiv", True)
+    def __mod__(self, o): return self._binary(o, "mod")
+    def __rmod__(self, o): return self._binary(o, "mod", True)
+    def __pow__(self, o): return self._binary(o, "pow")
+    def __rpow__(self, o): return self._binary(o, "pow", True)
+    def __and__(self, o): return self._binary(o, "and")
+    def __rand__(self, o): return self._binary(o, "and", True)
+    def __or__(self, o): return self._binary(o, "or")
+    def __ror__(self, o): return self._binary(o, "or", True)
+    def __xor__(self, o): return self._binary(o, "xor")
+    def __rxor__(self, o): return self._binary(o, "xor", True)
+    def __lt__(self, o): return self._binary(o, "lt")
+    def __le__(self, o): return self._binary(o, "le")
+    def __gt__(self, o): return self._binary(o, "gt")
+    def __ge__(self, o): return self._binary(o, "ge")
+    def __eq__(self, o): return self._binary(o, "eq")
+    def __ne__(self, o): return self._binary(o, "ne")
+
+    def __neg__(self):
+        return PyScalar.of(-PyScalar.of(self, float if self.kind is float else int).tensor,
+                           float if self.kind is float else int)
+
+    def __pos__(self):
+        return PyScalar.of(self, float if self.kind is float else int)
+
+    def __abs__(self):
+        kind = float if self.kind is float else int
+        return PyScalar.of(tf.abs(PyScalar.of(self, kind).tensor), kind)
+
+    def __round__(self, ndigits: int | None = None):
+        if ndigits is not None:
+            raise ConversionError("round() to decimal digits of a value computed from tensors")
+        return PyScalar.of(tf.round(PyScalar.of(self, float).tensor), int)
+
+    def _concrete(self, *args, **kwargs):
+        raise ConversionError(f"a Python {self.kind.__name__} computed from tensors is needed while tracing")
+
+    __bool__ = __index__ = __int__ = __float__ = __len__ = __iter__ = __hash__ = _concrete
+    __format__ = __str__ = _concrete
+
+    def __repr__(self) -> str:
+        return f"<PyScalar {self.kind.__name__} {self.tensor!r}>"
+
+
+def to_python(value: Any, kind: type) -> Any:
+    """The Python scalar of ``kind`` for an eager result tensor."""
+    return kind(value.numpy().item())
+
+
+class Undefined:
+    """Value of a local that eager Python would not have bound yet."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<undefined>"
+
+    def _fail(self, *args, **kwargs):
+        raise UndefinedValueError("a variable is read before it is assigned")
+
+    __bool__ = __call__ = __getattr__ = __getitem__ = __iter__ = __len__ = _fail
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = _fail
+    __lt__ = __le__ = __gt__ = __ge__ = __neg__ = __str__ = __format__ = __index__ = _fail
+
+
+UNDEF = Undefined()
+
+
+class Field:
+    """One ``{value!conversion:spec}`` of an f-string."""
+
+    __slots__ = ("value", "conversion", "spec")
+
+    def __init__(self, value: Any, conversion: int, spec: Any):
+        self.value, self.conversion, self.spec = value, conversion, spec
+
+    def render(self, value: Any) -> str:
+        if self.conversion == ord("r"):
+            value = repr(value)
+        elif self.conversion == ord("s"):
+            value = str(value)
+        elif self.conversion == ord("a"):
+            value = ascii(value)
+        return format(value, str(self.spec))
+
+
+class DeferredStr:
+    """An f-string with fields the graph computes; formatted after the run (for print)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: tuple):
+        self.parts = parts
+
+    def render(self, values: list) -> str:
+        it = iter(values)
+        return "".join(p if isinstance(p, str) else p.render(next(it)) for p in self.parts)
+
+    def _concrete(self, *args: Any, **kwargs: Any):
+        raise ConversionError("uses a string formatted from values the graph has not computed yet")
+
+    __str__ = __repr__ = __add__ = __radd__ = __len__ = __eq__ = __hash__ = __iter__ = __format__ = _concrete
+    __getitem__ = __contains__ = __mod__ = __mul__ = _concrete

@@ -1,0 +1,113 @@
+"""The package layout keeps its promises: no import cycles, a converter without TensorFlow,
+and a profiler that knows nothing of Janus."""
+import ast
+import os
+import subprocess
+import sys
+
+import janus
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGES = ("janus", "janus_profiler")
+
+
+def _modules() -> dict[str, str]:
+    """Dotted module name -> file, for every module of Janus and its profiler."""
+    found = {}
+    for package in PACKAGES:
+        for folder, _, files in os.walk(os.path.join(ROOT, package)):
+            for name in files:
+                if not name.endswith(".py"):
+                    continue
+                rel = os.path.relpath(os.path.join(folder, name), ROOT)[:-3].split(os.sep)
+                if rel[-1] == "__init__":
+                    rel = rel[:-1]
+                found[".".join(rel)] = os.path.join(folder, name)
+    return found
+
+
+def _imports(module: str, path: str, modules: dict) -> set[str]:
+    """Modules of ours that ``module`` imports anywhere in its file (module or function level)."""
+    is_package = path.endswith("__init__.py")
+    out = set()
+    with open(path, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read(), path)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = module.split(".")
+                anchor = parts if is_package else parts[:-1]
+                anchor = anchor[:len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                out.add(sub if sub in modules else base)
+    if module == "janus":  # the public names are imported lazily, on first use
+        out |= set(janus._LAZY.values())
+    return {m for m in out if m in modules and m != module}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on_stack, result = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                result.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return result
+
+
+def test_no_import_cycles_in_janus():
+    modules = {m: p for m, p in _modules().items() if m.split(".")[0] == "janus"}
+    graph = {m: _imports(m, p, modules) for m, p in modules.items()}
+    assert len(graph) > 40
+    assert _cycles(graph) == []
+
+
+def test_stages_depend_one_way():
+    """convert <- trace <- commit <- runtime <- driver <- takeover: no stage imports a later one."""
+    order = ["convert", "trace", "commit", "runtime", "driver", "takeover"]
+    modules = _modules()
+    for m, p in modules.items():
+        parts = m.split(".")
+        if parts[0] != "janus" or len(parts) < 2 or parts[1] not in order:
+            continue
+        rank = order.index(parts[1])
+        for imported in _imports(m, p, modules):
+            ip = imported.split(".")
+            if ip[0] == "janus" and len(ip) > 1 and ip[1] in order:
+                assert order.index(ip[1]) <= rank, f"{m} (stage {parts[1]}) imports {imported}"
+
+
+def test_converter_imports_no_tensorflow():
+    code = ("import sys, janus.convert.pipeline, janus.convert.support, janus.convert.analysis\n"
+            "assert 'tensorflow' not in sys.modules, sorted(m for m in sys.modules if 'tensorflow' in m)[:5]\n"
+            "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
