@@ -5,6 +5,7 @@ from typing import Any
 
 from janus.commit import effects as _effects
 from janus.driver.function import BoundJanusFunction, JanusFunction, registry
+from janus.trace.guards import GuardKind
 
 STAT_KEYS = ("calls", "graph_calls", "eager_calls", "conversions", "fallbacks", "cache_entries",
              "failed_conversions", "assertion_failures", "assumptions_failed")
@@ -60,7 +61,7 @@ class Explanation:
             if entry.effects:
                 lines.append(f"    deferred effects: {', '.join(_effects.describe(entry.effects))}")
             lines.append("    guards:")
-            lines += [f"      - {g.description}" for g in entry.guards] or ["      (none)"]
+            lines += _guards_by_kind(entry.guards) or ["      (none)"]
         dropped = [a for a in jf.assumptions.values() if a.failed and not any(a in e.assumptions for e in self.entries)]
         if dropped:
             lines.append("  assumptions given up:")
@@ -74,6 +75,17 @@ class Explanation:
         return "\n".join(lines)
 
     __repr__ = __str__
+
+
+def _guards_by_kind(guards: list) -> list[str]:
+    """Guard descriptions grouped under their kind, kinds in declaration order."""
+    lines = []
+    for kind in GuardKind:
+        group = [g for g in guards if g.kind is kind]
+        if group:
+            lines.append(f"      {kind.value}:")
+            lines += [f"        - {g.description}" for g in group]
+    return lines
 
 
 def explain(f: Any) -> Explanation:

@@ -3,7 +3,7 @@
 A ``print`` (or a deferred append to a heap container) inside a tensor-dependent
 branch cannot be replayed unconditionally.  Its tensors are carried out of the cond as
 extra outputs (the other side outputs zeros in their place) and the effect is wrapped
-as ``("when", predicate, side, effects)``: at commit time it is replayed only when the
+in a ``When`` effect with the predicate: at commit time it is replayed only when the
 predicate had that value, in program order with the other effects.
 """
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import tensorflow as tf
 
+from janus.commit.effects import Effect
 from janus.trace.values import DeferredStr, Field, PyScalar, is_symbolic
 
 
@@ -24,6 +25,8 @@ def map_graph_values(value: Any, fn: Callable[[tf.Tensor], Any]) -> Any:
     if isinstance(value, DeferredStr):
         return DeferredStr(tuple(p if isinstance(p, str) else Field(map_graph_values(p.value, fn), p.conversion, p.spec)
                                  for p in value.parts))
+    if isinstance(value, Effect):
+        return value.map_values(lambda v: map_graph_values(v, fn))
     if type(value) in (list, tuple):
         return type(value)(map_graph_values(v, fn) for v in value)
     if type(value) is dict:

@@ -1,65 +1,171 @@
-"""Commit the deferred effects of a successful graph run, in program order.
+"""Typed effects: changes of Python state (and prints) a trace recorded, committed after
+a successful graph run, in program order.
 
 Converted code never changes Python state or prints while the graph runs: writes
 (PySetAttr / PySetSubscr, mutating container methods) and ``print`` are recorded at
-trace time with packed arguments, and replayed here only after every assertion of
-the run held.  A failed run therefore changes nothing.
+trace time as effects.  Each effect knows how it is packed into graph outputs
+(:meth:`Effect.pack`: graph values become outputs, the object it changes is found
+again through its source at call time), how it is committed from a run's outputs
+(:meth:`Effect.commit`), and how it is described to a user.  A failed run commits
+nothing.
 """
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable
+
 from janus.commit.packing import Packer, unpack
 from janus.trace.context import TraceContext
+from janus.trace.sources import Source
+
+Finder = Callable[[tuple, dict], Any]
 
 
-def pack_effects(ctx: TraceContext, packer: Packer, recorded: list | None = None) -> list[tuple]:
-    """Turn the effects a trace recorded into replayable recipes."""
-    out = []
-    for kind, payload in ctx.effects if recorded is None else recorded:
-        if kind == "print":
-            args, sep, end = payload
-            out.append(("print", packer.pack(tuple(args), "print arguments"), sep, end))
-        elif kind == "setattr":
-            path, name, value = payload
-            out.append(("setattr", ctx.getter(path), name, packer.pack(value, f"the value written to .{name}")))
-        elif kind == "call":
-            path, method, args = payload
-            out.append(("call", ctx.getter(path), method, packer.pack(tuple(args), f"the arguments of .{method}")))
-        elif kind == "when":
-            pred, side, nested = payload
-            out.append(("when", packer.pack(pred, "a branch condition"), side, pack_effects(ctx, packer, nested)))
-    return out
+class Effect:
+    """One deferred change.  Before packing its values are what the trace computed;
+    after :meth:`pack` they are recipes over the graph's outputs."""
+
+    def pack(self, ctx: TraceContext, packer: Packer) -> "Effect":
+        raise NotImplementedError
+
+    def commit(self, outputs: list, a: tuple, k: dict) -> None:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    def map_values(self, fn: Callable[[Any], Any]) -> "Effect":
+        """The same effect with ``fn`` applied to the values it carries (not to its target)."""
+        raise NotImplementedError
 
 
-def commit(effects: list[tuple], outputs: list, a: tuple, k: dict) -> None:
-    """Replay ``effects`` against the heap of the current call."""
+@dataclass
+class SetAttr(Effect):
+    """``obj.name = value`` on an object of Python state."""
+
+    target: Source
+    name: str
+    value: Any
+    find: Finder | None = None
+
+    def pack(self, ctx: TraceContext, packer: Packer) -> "SetAttr":
+        return dataclasses.replace(self, value=packer.pack(self.value, f"the value written to .{self.name}"),
+                                   find=ctx.getter(self.target))
+
+    def commit(self, outputs: list, a: tuple, k: dict) -> None:
+        setattr(self.find(a, k), self.name, unpack(self.value, outputs, a, k))
+
+    def describe(self) -> str:
+        return f"set {self.target.label}.{self.name}"
+
+    def map_values(self, fn):
+        return dataclasses.replace(self, value=fn(self.value))
+
+
+@dataclass
+class SetItem(Effect):
+    """``container[key] = value`` on a list or dict of Python state."""
+
+    target: Source
+    key: Any
+    value: Any
+    find: Finder | None = None
+
+    def pack(self, ctx: TraceContext, packer: Packer) -> "SetItem":
+        return dataclasses.replace(self, key=packer.pack(self.key, "an item key"),
+                                   value=packer.pack(self.value, "the value written to an item"),
+                                   find=ctx.getter(self.target))
+
+    def commit(self, outputs: list, a: tuple, k: dict) -> None:
+        self.find(a, k)[unpack(self.key, outputs, a, k)] = unpack(self.value, outputs, a, k)
+
+    def describe(self) -> str:
+        return f"set {self.target.label}[...]"
+
+    def map_values(self, fn):
+        return dataclasses.replace(self, key=fn(self.key), value=fn(self.value))
+
+
+@dataclass
+class CallMethod(Effect):
+    """``container.method(*args)``: a mutating method of a list, dict or set of Python state."""
+
+    target: Source
+    method: str
+    args: tuple
+    find: Finder | None = None
+
+    def pack(self, ctx: TraceContext, packer: Packer) -> "CallMethod":
+        return dataclasses.replace(self, args=packer.pack(tuple(self.args), f"the arguments of .{self.method}"),
+                                   find=ctx.getter(self.target))
+
+    def commit(self, outputs: list, a: tuple, k: dict) -> None:
+        getattr(self.find(a, k), self.method)(*unpack(self.args, outputs, a, k))
+
+    def describe(self) -> str:
+        return f"call {self.target.label}.{self.method}(...)"
+
+    def map_values(self, fn):
+        return dataclasses.replace(self, args=fn(self.args))
+
+
+@dataclass
+class Print(Effect):
+    """The user's ``print``, with the values the graph computed."""
+
+    args: Any
+    sep: str | None
+    end: str | None
+
+    def pack(self, ctx: TraceContext, packer: Packer) -> "Print":
+        return dataclasses.replace(self, args=packer.pack(tuple(self.args), "print arguments"))
+
+    def commit(self, outputs: list, a: tuple, k: dict) -> None:
+        print(*unpack(self.args, outputs, a, k), sep=self.sep, end=self.end)  # noqa: T201 - the user's own print
+
+    def describe(self) -> str:
+        return "print(...)"
+
+    def map_values(self, fn):
+        return dataclasses.replace(self, args=fn(self.args))
+
+
+@dataclass
+class When(Effect):
+    """Effects of one side of a ``tf.cond``: committed only if the predicate had value ``side``."""
+
+    pred: Any
+    side: bool
+    effects: list[Effect]
+
+    def pack(self, ctx: TraceContext, packer: Packer) -> "When":
+        return When(packer.pack(self.pred, "a branch condition"), self.side, pack_effects(ctx, packer, self.effects))
+
+    def commit(self, outputs: list, a: tuple, k: dict) -> None:
+        if bool(unpack(self.pred, outputs, a, k)) == self.side:
+            commit(self.effects, outputs, a, k)
+
+    def describe(self) -> str:
+        return f"if the branch was {self.side}: ({', '.join(e.describe() for e in self.effects)})"
+
+    def map_values(self, fn):
+        return When(fn(self.pred), self.side, [e.map_values(fn) for e in self.effects])
+
+
+def pack_effects(ctx: TraceContext, packer: Packer, recorded: list[Effect] | None = None) -> list[Effect]:
+    """The effects a trace recorded, packed against the graph's outputs."""
+    return [e.pack(ctx, packer) for e in (ctx.effects if recorded is None else recorded)]
+
+
+def commit(effects: list[Effect], outputs: list, a: tuple, k: dict) -> None:
+    """Replay packed ``effects`` against the heap of the current call, in program order."""
     for effect in effects:
-        kind = effect[0]
-        if kind == "print":
-            _, args, sep, end = effect
-            print(*unpack(args, outputs, a, k), sep=sep, end=end)  # noqa: T201 - the user's own print
-        elif kind == "setattr":
-            _, target, name, value = effect
-            setattr(target(a, k), name, unpack(value, outputs, a, k))
-        elif kind == "when":
-            _, pred, side, nested = effect
-            if bool(unpack(pred, outputs, a, k)) == side:
-                commit(nested, outputs, a, k)
-        else:
-            _, target, method, args = effect
-            getattr(target(a, k), method)(*unpack(args, outputs, a, k))
+        effect.commit(outputs, a, k)
 
 
-def describe(effects: list[tuple]) -> list[str]:
-    text = []
-    for effect in effects:
-        if effect[0] == "print":
-            text.append("print(...)")
-        elif effect[0] == "setattr":
-            text.append(f"set attribute .{effect[2]}")
-        elif effect[0] == "when":
-            text.append(f"if the branch was {effect[2]}: ({', '.join(describe(effect[3]))})")
-        else:
-            text.append(f"call .{effect[2]}(...)")
-    return text
+def describe(effects: list[Effect]) -> list[str]:
+    return [e.describe() for e in effects]
 
 
+__all__ = ["Effect", "SetAttr", "SetItem", "CallMethod", "Print", "When", "pack_effects", "commit", "describe"]

@@ -3,7 +3,7 @@
 A graph returns only tensors.  The Python value a converted function returns (and
 the arguments of its deferred effects) is *packed* at trace time: graph tensors
 become outputs, immutable Python values become constants, objects that live in
-Python state are re-read at call time through their access path, and containers
+Python state are re-read at call time through their source, and containers
 are rebuilt fresh at every call (eager would build new ones too).
 """
 from __future__ import annotations
@@ -44,9 +44,9 @@ class Packer:
             return ("fstr", value, [self.pack(v, what) for v in fields])
         if type(value) in SCALARS or isinstance(value, np.generic):
             return ("c", value)
-        path = self.ctx.path_of(value)
-        if path is not None:
-            return ("p", self.ctx.getter(path))
+        source = self.ctx.source_of(value)
+        if source is not None:
+            return ("p", self.ctx.getter(source))
         if type(value) is list:
             return ("list", [self.pack(v, what) for v in value])
         if type(value) is tuple:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import io
-import re
 import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -29,6 +28,7 @@ from janus.trace import guards
 from janus.trace.active import CALL
 from janus.trace.context import TraceContext
 from janus.trace.guards import Guard, guard_namespace_base
+from janus.trace.sources import Arg, Default, KwArg, Source
 from janus.trace.values import DTYPES, is_eager_tensor
 
 
@@ -40,10 +40,10 @@ class CacheEntry:
     check: Callable[[tuple, dict], bool]
     inputs: Callable[[tuple, dict], list]
     output: Recipe
-    effects: list[tuple]
+    effects: list[effects.Effect]
     guards: list[Guard]
     guard_source: str
-    input_specs: list[tuple[str, tf.TensorSpec]]
+    input_specs: list[tuple[Source, tf.TensorSpec]]
     input_names: list[str]
     heap_inputs: list[str]
     heap_specs: dict
@@ -61,14 +61,14 @@ class CacheEntry:
         except Exception:  # noqa: BLE001
             return False
 
-    def value_shape(self, path: str) -> tf.TensorShape | None:
-        """The shape this graph assumed for the tensor read at ``path``."""
-        spec = self.heap_specs.get(path)
+    def value_shape(self, source: Source) -> tf.TensorShape | None:
+        """The shape this graph assumed for the tensor read from ``source``."""
+        spec = self.heap_specs.get(source)
         return spec.shape if spec is not None else None
 
-    def value_at(self, path: str, a: tuple, k: dict) -> Any:
+    def value_at(self, source: Source, a: tuple, k: dict) -> Any:
         try:
-            return eval(path, dict(self.namespace), {"a": a, "k": k})  # noqa: S307
+            return eval(source.expr, dict(self.namespace), {"a": a, "k": k})  # noqa: S307
         except Exception:  # noqa: BLE001
             return None
 
@@ -92,24 +92,24 @@ def convert(fn: types.FunctionType) -> types.FunctionType:
     return converted_function(fn, ops)
 
 
-def tensor_leaves(args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
-    """Access paths of the eager tensors among the arguments (inside tuples, lists, dicts)."""
-    found: list[tuple[str, Any]] = []
+def tensor_leaves(args: tuple, kwargs: dict) -> list[tuple[Source, Any]]:
+    """Sources of the eager tensors among the arguments (inside tuples, lists, dicts)."""
+    found: list[tuple[Source, Any]] = []
 
-    def walk(value: Any, path: str, depth: int) -> None:
+    def walk(value: Any, source: Source, depth: int) -> None:
         if is_eager_tensor(value):
-            found.append((path, value))
+            found.append((source, value))
         elif depth < 4 and type(value) in (tuple, list) and len(value) <= 256:
             for i, v in enumerate(value):
-                walk(v, f"{path}[{i}]", depth + 1)
+                walk(v, source.item(i), depth + 1)
         elif depth < 4 and type(value) is dict and len(value) <= 256:
             for key, v in value.items():
-                walk(v, f"{path}[{key!r}]", depth + 1)
+                walk(v, source.item(key), depth + 1)
 
     for i, v in enumerate(args):
-        walk(v, f"a[{i}]", 0)
+        walk(v, Arg(i), 0)
     for name, v in kwargs.items():
-        walk(v, f"k[{name!r}]", 0)
+        walk(v, KwArg(name), 0)
     return found
 
 
@@ -124,14 +124,6 @@ def _param_names(fn: Callable) -> list[str]:
         return []
 
 
-_ARG_PATH = re.compile(r"(a\[\d+\]|k\['[^']+'\])(\[[^\[\]]+\])*")
-
-
-def is_argument_path(path: str) -> bool:
-    """An argument or an item of an argument's tuples/lists/dicts (not state reached from one)."""
-    return _ARG_PATH.fullmatch(path) is not None
-
-
 def _defaults(ctx: TraceContext, fn: types.FunctionType, args: tuple, kwargs: dict) -> dict:
     """Default values the call relies on, read as Python state (a mutable default persists)."""
     code = fn.__code__
@@ -143,16 +135,16 @@ def _defaults(ctx: TraceContext, fn: types.FunctionType, args: tuple, kwargs: di
     for i, name in enumerate(positional):
         if i >= len(args) and name not in kwargs and i >= first_default:
             j = i - first_default
-            out[name] = ctx.read(defaults[j], f"{fname}.__defaults__[{j}]", f"default of {name}")
+            out[name] = ctx.read(defaults[j], Default(fname, name, j))
     for name, value in (fn.__kwdefaults__ or {}).items():
         if name not in kwargs:
-            out[name] = ctx.read(value, f"{fname}.__kwdefaults__[{name!r}]", f"default of {name}")
+            out[name] = ctx.read(value, Default(fname, name))
     return out
 
 
 def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple, kwargs: dict,
-                relaxed_shapes: dict[str, tf.TensorShape] | None = None, speculator: Any = None,
-                fed_scalars: dict[str, type] | None = None) -> CacheEntry:
+                relaxed_shapes: dict[Source, tf.TensorShape] | None = None, speculator: Any = None,
+                fed_scalars: dict[Source, type] | None = None) -> CacheEntry:
     """Trace ``converted`` on these arguments into a cache entry (raises on failure).
 
     Raises :class:`janus.commit.atomicity.StateBeforeAssertion` when an assumption is checked
@@ -162,10 +154,10 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
     relaxed_shapes = relaxed_shapes or {}
     fed_scalars = fed_scalars or {}
     specs = [(p, tf.TensorSpec(relaxed_shapes.get(p, v.shape), v.dtype)) for p, v in leaves]
-    heap_shapes = {p: s for p, s in relaxed_shapes.items() if not is_argument_path(p)}
+    heap_shapes = {p: s for p, s in relaxed_shapes.items() if not p.is_argument}
     # Fed scalars among the arguments are inputs of the concrete function; fed scalars read
     # from Python state are captured at call time when (and only if) the trace reads them.
-    specs += [(p, tf.TensorSpec([], DTYPES[kind])) for p, kind in fed_scalars.items() if is_argument_path(p)]
+    specs += [(p, tf.TensorSpec([], DTYPES[kind])) for p, kind in fed_scalars.items() if p.is_argument]
     ctx = TraceContext(relaxed=bool(relaxed_shapes), speculator=speculator, fed_scalars=dict(fed_scalars),
                        heap_shapes=heap_shapes, convert=convert)
     ctx.namespace.update(guard_namespace_base())
@@ -177,9 +169,8 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
         ctx.arg_inputs = {p: ph for (p, _), ph in zip(specs, placeholders)}
         ctx.arg_specs = dict(specs)
         with ctx, tf.variable_creator_scope(_forbid_variables):
-            a = tuple(ctx.read(v, f"a[{i}]", f"argument {names[i] if i < len(names) else i}")
-                      for i, v in enumerate(args))
-            k = {n: ctx.read(v, f"k[{n!r}]", f"argument {n}") for n, v in kwargs.items()}
+            a = tuple(ctx.read(v, Arg(i, names[i] if i < len(names) else None)) for i, v in enumerate(args))
+            k = {n: ctx.read(v, KwArg(n)) for n, v in kwargs.items()}
             k.update(_defaults(ctx, python_fn, args, kwargs))
             result = converted(*a, **k)
             packer = Packer(ctx)
@@ -200,8 +191,9 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
     return CacheEntry(
         concrete=concrete, check=check, inputs=inputs, output=state["output"], effects=state["effects"],
         guards=list(ctx.guards), guard_source=guard_source, input_specs=specs,
-        input_names=[ctx.label_of(ctx.arg_inputs.get(p)) or p for p, _ in specs],
-        heap_inputs=[h.what or h.path for h in ctx.heap_inputs.values()], heap_specs={p: h.spec for p, h in ctx.heap_inputs.items()},
+        input_names=[ctx.label_of(ctx.arg_inputs.get(p)) or p.label for p, _ in specs],
+        heap_inputs=[h.source.what for h in ctx.heap_inputs.values()],
+        heap_specs={p: h.spec for p, h in ctx.heap_inputs.items()},
         assertions=len(ctx.assertions), assumptions=list(ctx.assumptions),
         relaxed=ctx.relaxed, namespace=ctx.namespace,
     )

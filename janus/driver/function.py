@@ -25,10 +25,12 @@ from janus import config
 from janus.commit.atomicity import StateBeforeAssertion
 from janus.convert import support
 from janus.convert.pipeline import convert_source
-from janus.driver.entry import CacheEntry, build_entry, convert, is_argument_path, tensor_leaves
+from janus.driver.entry import CacheEntry, build_entry, convert, tensor_leaves
 from janus.errors import ConversionError
 from janus.runtime.calls import is_user_code
 from janus.trace.active import current
+from janus.trace.guards import GuardKind
+from janus.trace.sources import Arg, KwArg, Source
 from janus.trace.speculation import Speculator
 from janus_profiler import Profiler
 
@@ -54,12 +56,12 @@ class JanusFunction:
         self.permanent_reason: str | None = None
         self.eager_since_attempt = 0
         self.failed_attempts = 0
-        self.shapes: dict[str, tf.TensorShape] = {}
+        self.shapes: dict[Source, tf.TensorShape] = {}
         self.source: str | None = None
         self.profiler = Profiler(include=is_user_code)
         self.assumptions: dict = {}
         self.banned_sites: set = set()
-        self.varying: dict[str, type] = {}
+        self.varying: dict[Source, type] = {}
         _REGISTRY.add(self)
 
     @property
@@ -140,13 +142,13 @@ class JanusFunction:
         return self.python_function(*args, **kwargs)
 
     def _observe_shapes(self, args: tuple, kwargs: dict) -> None:
-        for path, value in tensor_leaves(args, kwargs):
-            self._observe_shape(path, value.shape)
+        for source, value in tensor_leaves(args, kwargs):
+            self._observe_shape(source, value.shape)
 
-    def _observe_shape(self, path: str, shape: tf.TensorShape, before: tf.TensorShape | None = None) -> None:
-        """Widen the shape known at ``path`` (an argument, or a heap tensor whose guard failed)."""
-        seen = self.shapes.get(path, before)
-        self.shapes[path] = shape if seen is None else _common_shape(seen, shape)
+    def _observe_shape(self, source: Source, shape: tf.TensorShape, before: tf.TensorShape | None = None) -> None:
+        """Widen the shape known at ``source`` (an argument, or a heap tensor whose guard failed)."""
+        seen = self.shapes.get(source, before)
+        self.shapes[source] = shape if seen is None else _common_shape(seen, shape)
 
     # -- conversion -------------------------------------------------------------------
     def _maybe_convert(self, args: tuple, kwargs: dict) -> CacheEntry | None:
@@ -199,14 +201,15 @@ class JanusFunction:
         for guard in entry.guards:
             if not entry.holds(guard, args, kwargs):
                 first = first or guard.description
-                value = entry.value_at(guard.path, args, kwargs) if guard.path else None
-                if guard.kind == "scalar" and type(value) in (int, float):
-                    self.varying[guard.path] = type(value)
-                elif guard.kind == "tensor" and tf.is_tensor(value) and not is_argument_path(guard.path):
-                    self._observe_shape(guard.path, value.shape, entry.value_shape(guard.path))
+                source = guard.source
+                value = entry.value_at(source, args, kwargs) if source is not None else None
+                if guard.kind is GuardKind.VALUE and type(value) in (int, float):
+                    self.varying[source] = type(value)
+                elif guard.kind is GuardKind.TENSOR and tf.is_tensor(value) and not source.is_argument:
+                    self._observe_shape(source, value.shape, entry.value_shape(source))
         return first or "argument structure"
 
-    def _varying_scalars(self, args: tuple, kwargs: dict) -> dict[str, type]:
+    def _varying_scalars(self, args: tuple, kwargs: dict) -> dict[Source, type]:
         """Python ints/floats to feed to the graph as tensors rather than specialize on
         (one graph, not one per value): state whose value guard failed, and arguments that
         had several values while profiling — or every numeric argument when not speculating."""
@@ -214,14 +217,14 @@ class JanusFunction:
         history = self.profiler.data.arg_history(self.python_function) if self.speculate else []
         code = self.python_function.__code__
         names = code.co_varnames[:code.co_argcount]
-        items = [(f"a[{i}]", names[i] if i < len(names) else None, v) for i, v in enumerate(args)]
-        items += [(f"k[{n!r}]", n, v) for n, v in kwargs.items()]
-        for path, name, value in items:
+        items = [(Arg(i), names[i] if i < len(names) else None, v) for i, v in enumerate(args)]
+        items += [(KwArg(n), n, v) for n, v in kwargs.items()]
+        for source, name, value in items:
             if type(value) not in (int, float):
                 continue
             seen = {(h[name].type, h[name].value) for h in history if name in h}
             if not self.speculate or len(seen) > 1 and all(t == type(value).__name__ for t, _ in seen):
-                fed[path] = type(value)
+                fed[source] = type(value)
         return fed
 
     def _trace(self, converted: Callable, args: tuple, kwargs: dict, relaxed: dict | None,

@@ -20,9 +20,12 @@ from typing import Any
 
 import tensorflow as tf
 
+from janus.commit.effects import CallMethod, Print
 from janus.errors import ConversionError
 from janus.runtime import control_flow, state
 from janus.trace.active import current
+from janus.trace.guards import GuardKind
+from janus.trace.sources import Cell, Global, Source
 from janus.trace.values import PyScalar, is_symbolic, is_user_class
 
 ALLOWED_BUILTINS = {
@@ -185,8 +188,7 @@ def print_(*args: Any, sep: str | None = " ", end: str | None = "\n", file: Any 
     """``print``: replayed after the graph ran, with the values it computed."""
     if file is not None and file is not sys.stdout:
         raise ConversionError("print to a file other than stdout")
-    ctx = current()
-    ctx.effect("print", (args, sep, end), "print")
+    current().effect(Print(args, sep, end), "print")
 
 
 def _range(*bounds: Any):
@@ -254,7 +256,7 @@ def _getattr(obj: Any, name: str, *default: Any) -> Any:
 
 def _hasattr(obj: Any, name: str) -> bool:
     ctx = current()
-    if ctx is not None and ctx.path_of(obj) is not None and not isinstance(obj, tf.Module):
+    if ctx is not None and ctx.source_of(obj) is not None and not isinstance(obj, tf.Module):
         raise ConversionError("hasattr() on Python state")
     return hasattr(obj, name)
 
@@ -302,16 +304,16 @@ def container_method(obj: Any, name: str, args: tuple, kwargs: dict) -> Any:
     """Call a method of a builtin container; mutations of heap containers are deferred."""
     method = getattr(obj, name)
     ctx = current()
-    path = ctx.path_of(obj) if ctx is not None else None
-    if path is None or name not in MUTATORS.get(type(obj), ()):
+    source = ctx.source_of(obj) if ctx is not None else None
+    if source is None or name not in MUTATORS.get(type(obj), ()):
         if name in MUTATORS.get(type(obj), ()):
             state.no_mutation_in_dynamic_flow(ctx, f"{type(obj).__name__}.{name}")
         return method(*args, **kwargs)
-    state.no_mutation_in_dynamic_flow(ctx, f"{state.label(ctx, obj, path)}.{name}(...)")
+    state.no_mutation_in_dynamic_flow(ctx, f"{source.label}.{name}(...)")
     if kwargs:
         raise ConversionError(f"{type(obj).__name__}.{name} with keyword arguments on Python state")
-    ctx.effect("call", (path, name, args), f"{state.label(ctx, obj, path)}.{name}(...)")
-    return method(*args)
+    ctx.effect(CallMethod(source, name, tuple(args)), f"{source.label}.{name}(...)")
+    return method(*args)  # on the trace's own copy of the container
 
 
 def mutate_attr(obj: Any, name: str, method: str, *args: Any) -> Any:
@@ -322,12 +324,11 @@ def mutate_attr(obj: Any, name: str, method: str, *args: Any) -> Any:
     type is guarded.  Anything else takes the ordinary path.
     """
     ctx = current()
-    path = ctx.path_of(obj) if ctx is not None else None
-    d = state.instance_dict(obj) if path is not None else None
+    source = ctx.source_of(obj) if ctx is not None else None
+    d = state.instance_dict(obj) if source is not None else None
     if d is None or (id(obj), name) in ctx.overlay or state.is_data_descriptor(type(obj), name) or name not in d:
         return _ordinary_mutation(state.ld_attr(obj, name), method, args)
-    return _mutate(ctx, d[name], f"{path}.__dict__[{name!r}]", f"{state.label(ctx, obj, path)}.{name}", method, args,
-                   lambda: state.ld_attr(obj, name))
+    return _mutate(ctx, d[name], source.attr(name), method, args, lambda: state.ld_attr(obj, name))
 
 
 def mutate_global(g: dict, name: str, method: str, *args: Any) -> Any:
@@ -335,8 +336,7 @@ def mutate_global(g: dict, name: str, method: str, *args: Any) -> Any:
     ctx = state.active_trace()
     if name not in g:
         return _ordinary_mutation(state.ld_global(g, name), method, args)
-    return _mutate(ctx, g[name], f"{ctx.const(g, 'g')}[{name!r}]", f"global {name}", method, args,
-                   lambda: state.ld_global(g, name))
+    return _mutate(ctx, g[name], Global(ctx.const(g, "g"), name), method, args, lambda: state.ld_global(g, name))
 
 
 def mutate_cell(cells: tuple, index: int, name: str, method: str, *args: Any) -> Any:
@@ -346,16 +346,17 @@ def mutate_cell(cells: tuple, index: int, name: str, method: str, *args: Any) ->
         target = cells[index].cell_contents
     except ValueError:
         raise ConversionError(f"free variable {name} is empty") from None
-    return _mutate(ctx, target, f"{ctx.const(cells[index], 'c')}.cell_contents", f"closure variable {name}",
-                   method, args, lambda: state.ld_cell(cells, index, name))
+    return _mutate(ctx, target, Cell(ctx.const(cells[index], "c"), name), method, args,
+                   lambda: state.ld_cell(cells, index, name))
 
 
-def _mutate(ctx, target: Any, where: str, what: str, method: str, args: tuple, read) -> Any:
+def _mutate(ctx, target: Any, source: Source, method: str, args: tuple, read) -> Any:
     if type(target) not in MUTATORS or method not in MUTATORS[type(target)] or ctx.was_read(target) \
             or method in ("pop", "popitem", "setdefault"):
         return _ordinary_mutation(read(), method, args)
-    ctx.guard(f"type({where}) is {type(target).__name__}", f"{what} is a {type(target).__name__}")
-    ctx.effect("call", (where, method, args), f"{what}.{method}(...)")
+    ctx.guard(f"type({source.expr}) is {type(target).__name__}", f"{source.what} is a {type(target).__name__}",
+              GuardKind.TYPE, source)
+    ctx.effect(CallMethod(source, method, tuple(args)), f"{source.label}.{method}(...)")
     ctx.mutated_unread.add(id(target))
     return None
 

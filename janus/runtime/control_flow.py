@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 import tensorflow as tf
 
 from janus.commit import atomicity, branch_effects
+from janus.commit.effects import When
 from janus.convert.sites import SiteInfo
 from janus.errors import ConversionError, UndefinedValueError
 from janus.trace.active import current
@@ -185,7 +186,7 @@ def _cond(pred: tf.Tensor, true_fn: Callable, false_fn: Callable, names: Sequenc
         outs = outs[:len(outs) - n_t - n_f]
         for side, carried in ((True, extra[:n_t]), (False, extra[n_t:])):
             if side_effects[side][0]:
-                ctx.effect("when", (pred, side, branch_effects.rebind(side_effects[side][0], carried)),
+                ctx.effect(When(pred, side, branch_effects.rebind(side_effects[side][0], carried)),
                            f"{what} side with effects")
     return _join(t_out, t_leaves, t_kinds, iter(outs))
 

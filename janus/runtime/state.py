@@ -14,8 +14,11 @@ import inspect
 import types
 from typing import Any
 
+from janus.commit.effects import SetAttr, SetItem
 from janus.errors import ConversionError
 from janus.trace.active import current
+from janus.trace.guards import GuardKind
+from janus.trace.sources import Cell, ClassAttr, Global
 from janus.trace.values import is_framework_object, is_symbolic, is_user_class
 
 _MISSING = object()
@@ -33,12 +36,12 @@ def ld_global(g: dict, name: str) -> Any:
     ctx = active_trace()
     gname = ctx.const(g, "g")
     if name in g:
-        return ctx.read(g[name], f"{gname}[{name!r}]", f"global {name}")
+        return ctx.read(g[name], Global(gname, name))
     b = g.get("__builtins__", builtins)
     b = b if isinstance(b, dict) else vars(b)
     if name not in b:
         raise NameError(f"name '{name}' is not defined")
-    ctx.guard(f"{name!r} not in {gname}", f"global {name} is not rebound (builtin {name})")
+    ctx.guard(f"{name!r} not in {gname}", f"global {name} is not rebound (builtin {name})", GuardKind.ABSENT)
     return b[name]
 
 
@@ -50,7 +53,7 @@ def ld_cell(cells: tuple, index: int, name: str) -> Any:
         value = cell.cell_contents
     except ValueError:
         raise ConversionError(f"free variable {name} is empty") from None
-    return ctx.read(value, f"{ctx.const(cell, 'c')}.cell_contents", f"closure variable {name}")
+    return ctx.read(value, Cell(ctx.const(cell, "c"), name))
 
 
 def ld_attr(obj: Any, name: str) -> Any:
@@ -65,8 +68,8 @@ def ld_attr(obj: Any, name: str) -> Any:
         return getattr(obj, name)
     if isinstance(obj, type) and is_user_class(obj):
         return _class_attr(ctx, obj, obj, name)
-    path = ctx.path_of(obj)
-    if path is None:
+    source = ctx.source_of(obj)
+    if source is None:
         return getattr(obj, name)
     overlay = ctx.overlay.get((id(obj), name), _MISSING)
     if overlay is not _MISSING:
@@ -74,11 +77,12 @@ def ld_attr(obj: Any, name: str) -> Any:
     d = instance_dict(obj)
     cls = type(obj)
     if d is not None and name in d and not is_data_descriptor(cls, name):
-        return ctx.read(d[name], f"{path}.__dict__[{name!r}]", f"{label(ctx, obj, path)}.{name}")
+        return ctx.read(d[name], source.attr(name))
     if not is_user_class(cls):
         return getattr(obj, name)
     if d is not None:
-        ctx.guard(f"{name!r} not in {path}.__dict__", f"{label(ctx, obj, path)}.{name} is not set on the instance")
+        ctx.guard(f"{name!r} not in {source.expr}.__dict__", f"{source.label}.{name} is not set on the instance",
+                  GuardKind.ABSENT, source)
     if is_data_descriptor(cls, name) and _defined_by_user(cls, name):
         prop = inspect.getattr_static(obj, name)
         if isinstance(prop, property) and prop.fget is not None:
@@ -101,7 +105,7 @@ def _class_attr(ctx, cls: type, obj: Any, name: str) -> Any:
     raw = vars(klass)[name]
     if not is_user_class(klass):
         return getattr(obj, name)
-    value = ctx.read(raw, f"{ctx.const(klass, 'cls')}.__dict__[{name!r}]", f"{klass.__qualname__}.{name}")
+    value = ctx.read(raw, ClassAttr(ctx.const(klass, "cls"), klass.__qualname__, name))
     if isinstance(raw, (staticmethod, classmethod, property)) or not isinstance(raw, types.FunctionType):
         return getattr(obj, name) if isinstance(raw, (staticmethod, classmethod, property)) else value
     return value if obj is cls else types.MethodType(value, obj)
@@ -110,12 +114,12 @@ def _class_attr(ctx, cls: type, obj: Any, name: str) -> Any:
 def st_attr(obj: Any, name: str, value: Any) -> None:
     """``obj.name = value``: immediate on objects the call created, deferred on the heap."""
     ctx = current()
-    path = ctx.path_of(obj) if ctx is not None else None
-    if path is None:
+    source = ctx.source_of(obj) if ctx is not None else None
+    if source is None:
         no_mutation_in_dynamic_flow(ctx, f"attribute .{name} set")
         setattr(obj, name, value)
         return
-    no_mutation_in_dynamic_flow(ctx, f"write of {label(ctx, obj, path)}.{name}")
+    no_mutation_in_dynamic_flow(ctx, f"write of {source.label}.{name}")
     cls = type(obj)
     if getattr(cls, "__setattr__", object.__setattr__) is not object.__setattr__ and not is_framework_object(obj):
         raise ConversionError(f"{cls.__qualname__} defines __setattr__")
@@ -123,23 +127,23 @@ def st_attr(obj: Any, name: str, value: Any) -> None:
         raise ConversionError(f"{cls.__qualname__}.{name} is a property or descriptor")
     if instance_dict(obj) is None:
         raise ConversionError(f"{cls.__qualname__} instances have no __dict__")
-    ctx.effect("setattr", (path, name, value), f"write of {label(ctx, obj, path)}.{name}")
+    ctx.effect(SetAttr(source, name, value), f"write of {source.label}.{name}")
     ctx.overlay[(id(obj), name)] = value
 
 
 def st_subscr(obj: Any, key: Any, value: Any) -> None:
     """``obj[key] = value``: immediate on containers the call created, deferred on the heap."""
     ctx = current()
-    path = ctx.path_of(obj) if ctx is not None else None
-    if path is None:
+    source = ctx.source_of(obj) if ctx is not None else None
+    if source is None:
         no_mutation_in_dynamic_flow(ctx, "item assignment")
         obj[key] = value
         return
-    no_mutation_in_dynamic_flow(ctx, f"write of {label(ctx, obj, path)}[...]")
+    no_mutation_in_dynamic_flow(ctx, f"write of {source.label}[...]")
     if type(obj) not in (list, dict):
         raise ConversionError(f"item assignment on a {type(obj).__name__} from Python state")
-    ctx.effect("call", (path, "__setitem__", (key, value)), f"write of {label(ctx, obj, path)}[{key!r}]")
-    obj[key] = value
+    ctx.effect(SetItem(source, key, value), f"write of {source.label}[{key!r}]")
+    obj[key] = value  # on the trace's own copy of the container
 
 
 def no_mutation_in_dynamic_flow(ctx, what: str) -> None:
@@ -169,8 +173,3 @@ def _defined_by_user(cls: type, name: str) -> bool:
         if name in vars(klass):
             return is_user_class(klass)
     return False
-
-
-def label(ctx, obj: Any, path: str) -> str:
-    """A readable name for ``obj`` in guard and reason texts (``self.cell`` rather than its path)."""
-    return ctx.label_of(obj) or path.replace(".__dict__[", "[")

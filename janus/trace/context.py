@@ -15,13 +15,12 @@ records the *guard* that makes the decision safe to reuse:
 * tuples, lists and dicts are rebuilt element by element (lists and dicts read from
   the heap become shadow copies; mutating them is the state module's business).
 
-Access paths are Python expressions over ``a`` (positional arguments), ``k``
-(keyword arguments) and constants of the guard namespace, so the guard and feed
-code of a cache entry can be generated once and compiled.
+Where a value came from is a typed :mod:`source <janus.trace.sources>`; it renders
+the Python expression (over ``a``, ``k`` and constants of the guard namespace) from
+which the guard and feed code of a cache entry is generated once and compiled.
 """
 from __future__ import annotations
 
-import re
 import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -33,22 +32,21 @@ from janus import _tf_private
 from janus.errors import ConversionError
 from janus.trace import active
 from janus.trace.active import CALL
-from janus.trace.guards import Guard
+from janus.trace.guards import Guard, GuardKind
+from janus.trace.sources import Arg, KwArg, Source
 from janus.trace.values import (
-    DTYPES, SCALARS, PyScalar, is_eager_tensor, is_framework_object, is_user_class,
+    DTYPES, SCALARS, PyScalar, is_eager_tensor, is_framework_object, is_plain_callable, is_user_class,
 )
 
-_LABEL_PREFIX = re.compile(r"^(argument|global|closure variable|default of) ")
 
 
 @dataclass
 class HeapInput:
-    """A tensor read from Python state, fed into the graph at every call."""
+    """A tensor (or a fed Python number) read from Python state, fed into the graph at every call."""
 
-    path: str
+    source: Source
     spec: tf.TensorSpec
     placeholder: Any = None
-    what: str = ""
 
 
 @dataclass
@@ -58,27 +56,27 @@ class TraceContext:
     relaxed: bool = False
     guards: list[Guard] = field(default_factory=list)
     namespace: dict[str, Any] = field(default_factory=dict)
-    heap_inputs: dict[str, HeapInput] = field(default_factory=dict)
-    effects: list[tuple] = field(default_factory=list)
+    heap_inputs: dict[Source, HeapInput] = field(default_factory=dict)
+    effects: list[Any] = field(default_factory=list)
     dynamic_depth: int = 0
     outer_graph: Any = None
-    arg_inputs: dict[str, Any] = field(default_factory=dict)
-    arg_specs: dict[str, tf.TensorSpec] = field(default_factory=dict)
+    arg_inputs: dict[Source, Any] = field(default_factory=dict)
+    arg_specs: dict[Source, tf.TensorSpec] = field(default_factory=dict)
     overlay: dict[tuple, Any] = field(default_factory=dict)
     assertions: list[tuple[Any, Any]] = field(default_factory=list)
     speculator: Any = None
     convert: Callable[[Any], Callable] | None = None  # user function -> its converted code
-    fed_scalars: dict[str, type] = field(default_factory=dict)
-    heap_shapes: dict[str, tf.TensorShape] = field(default_factory=dict)
+    fed_scalars: dict[Source, type] = field(default_factory=dict)
+    heap_shapes: dict[Source, tf.TensorShape] = field(default_factory=dict)
     writer_constructs: set = field(default_factory=set)
     effect_sinks: list = field(default_factory=list)
     assumptions: list[Any] = field(default_factory=list)
-    _paths: dict[int, str] = field(default_factory=dict)
+    _sources: dict[int, Source] = field(default_factory=dict)
     _keep: list[Any] = field(default_factory=list)
     _guard_exprs: set[str] = field(default_factory=set)
     _const_ids: dict[int, str] = field(default_factory=dict)
     _by_id: dict[int, tuple] = field(default_factory=dict)
-    _labels: dict[int, str] = field(default_factory=dict)
+    _read_from: dict[int, Source] = field(default_factory=dict)
     mutated_unread: set = field(default_factory=set)
     _distinct: list[tuple] = field(default_factory=list)
 
@@ -101,118 +99,130 @@ class TraceContext:
             self._keep.append(obj)
         return name
 
-    def guard(self, expr: str, description: str, path: str | None = None, kind: str | None = None) -> None:
+    def guard(self, expr: str, description: str, kind: GuardKind, source: Source | None = None) -> None:
         if expr not in self._guard_exprs:
             self._guard_exprs.add(expr)
-            self.guards.append(Guard(expr, description, path, kind))
+            self.guards.append(Guard(expr, description, kind, source))
 
     def was_read(self, obj: Any) -> bool:
         return id(obj) in self._by_id
 
-    def path_of(self, obj: Any) -> str | None:
-        return self._paths.get(id(obj))
+    def source_of(self, obj: Any) -> Source | None:
+        """The source of a Python-state object the trace tracks (its writes are deferred)."""
+        return self._sources.get(id(obj))
 
-    def getter(self, path: str) -> Callable[[tuple, dict], Any]:
-        """``lambda a, k: <path>``: reads an access path on the arguments of a later call."""
-        return eval(f"lambda a, k: {path}", self.namespace)  # noqa: S307 - generated access path
+    def getter(self, source: Source) -> Callable[[tuple, dict], Any]:
+        """``lambda a, k: <source>``: reads the source on the arguments of a later call."""
+        return eval(f"lambda a, k: {source.expr}", self.namespace)  # noqa: S307 - generated access path
 
     def label_of(self, obj: Any) -> str | None:
-        """How the user's code named ``obj`` when the trace first read it (``self.cell``)."""
-        return self._labels.get(id(obj))
+        """How the user's code named ``obj`` (or the graph value made of it) when the trace read it."""
+        source = self._read_from.get(id(obj))
+        return source.label if source is not None else None
 
-    def track(self, obj: Any, path: str) -> None:
-        if id(obj) not in self._paths:
-            self._paths[id(obj)] = path
+    def track(self, obj: Any, source: Source) -> None:
+        if id(obj) not in self._sources:
+            self._sources[id(obj)] = source
             self._keep.append(obj)
 
     # -- reads ------------------------------------------------------------------
-    def read(self, value: Any, path: str, what: str) -> Any:
-        """Return the value converted code should see for ``value`` read at ``path``.
+    def read(self, value: Any, source: Source) -> Any:
+        """Return the value converted code should see for ``value`` read from ``source``.
 
-        The same object reached by two paths is one value in the trace too (aliasing
+        The same object reached by two sources is one value in the trace too (aliasing
         is guarded with ``is``); distinct arguments and distinct mutable containers
         are guarded with ``is not``, since converted code may depend on either.
         """
-        if type(value) in SCALARS or isinstance(value, (types.FunctionType, types.ModuleType, type)):
-            return self._read(value, path, what)
+        if type(value) in SCALARS or is_plain_callable(value):
+            return self._read(value, source)
         if id(value) in self.mutated_unread:
-            raise ConversionError(f"{what} is read after a deferred change to it")
+            raise ConversionError(f"{source.what} is read after a deferred change to it")
         seen = self._by_id.get(id(value))
         if seen is not None:
-            first_path, result = seen
-            if first_path != path:
-                self.guard(f"{path} is {first_path}", f"{what} is the same object as {first_path}")
+            first, result = seen
+            if first != source:
+                self.guard(f"{source.expr} is {first.expr}", f"{source.what} is the same object as {first.label}",
+                           GuardKind.ALIAS, source)
             return result
-        if (path.startswith(("a[", "k[")) and (is_eager_tensor(value) or is_user_class(type(value))
-                                                and not is_framework_object(value))) or type(value) in (list, dict, set):
-            for other_path, other in self._distinct:
+        if (isinstance(source, (Arg, KwArg)) and (is_eager_tensor(value) or is_user_class(type(value))
+                                                  and not is_framework_object(value))) \
+                or type(value) in (list, dict, set):
+            for other_source, other in self._distinct:
                 if type(other) is type(value) or is_eager_tensor(other) and is_eager_tensor(value):
-                    self.guard(f"{path} is not {other_path}", f"{what} is not the same object as {other_path}")
-            self._distinct.append((path, value))
-        result = self._read(value, path, what)
-        self._by_id[id(value)] = (path, result)
-        self._labels[id(value)] = self._labels[id(result)] = _LABEL_PREFIX.sub("", what)
+                    self.guard(f"{source.expr} is not {other_source.expr}",
+                               f"{source.what} is not the same object as {other_source.label}", GuardKind.ALIAS, source)
+            self._distinct.append((source, value))
+        result = self._read(value, source)
+        self._by_id[id(value)] = (source, result)
+        self._read_from[id(value)] = self._read_from[id(result)] = source
         self._keep += [value, result]
         return result
 
-    def _read(self, value: Any, path: str, what: str) -> Any:
+    def _read(self, value: Any, source: Source) -> Any:
+        path, what = source.expr, source.what
         if is_eager_tensor(value):
-            return self._tensor_input(value, path, what)
-        if path in self.fed_scalars and type(value) is self.fed_scalars[path]:
-            return self._fed_scalar(path, what)
+            return self._tensor_input(value, source)
+        if source in self.fed_scalars and type(value) is self.fed_scalars[source]:
+            return self._fed_scalar(source)
         if isinstance(value, bool) or value is None:
-            self.guard(f"{path} is {value!r}", f"{what} is {value!r}")
+            self.guard(f"{path} is {value!r}", f"{what} is {value!r}", GuardKind.VALUE, source)
             return value
         if type(value) in SCALARS:
             self.guard(f"type({path}) is {type(value).__name__} and {path} == {self._literal(value)}",
-                       f"{what} == {value!r}", path, "scalar" if type(value) in (int, float) else None)
+                       f"{what} == {value!r}", GuardKind.VALUE, source)
             return value
-        if isinstance(value, tuple) and type(value) is tuple or isinstance(value, list) and type(value) in (list,):
-            return self._sequence(value, path, what)
+        if type(value) in (tuple, list):
+            return self._sequence(value, source)
         if type(value) is dict:
-            return self._dict(value, path, what)
+            return self._dict(value, source)
         if type(value) in (set, frozenset):
-            return self._set(value, path, what)
+            return self._set(value, source)
         if hasattr(type(value), "__next__"):
             # Iterating it while tracing would consume the caller's iterator (or generator)
             # before the run is known to succeed.
             raise ConversionError(f"{what} is an iterator ({type(value).__name__}): a trace would consume it")
         if isinstance(value, np.ndarray):
             name = self.const(value.copy(), "arr")
-            self.guard(f"_np_equal({path}, {name})", f"{what} equals the array seen ({value.dtype}{list(value.shape)})")
+            self.guard(f"_np_equal({path}, {name})", f"{what} equals the array seen ({value.dtype}{list(value.shape)})",
+                       GuardKind.VALUE, source)
             return value
         if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type,
                               types.MethodType, types.BuiltinMethodType)) or callable(value) and not hasattr(value, "__dict__"):
-            self.guard(f"{path} is {self.const(value)}", f"{what} is {_name(value)}")
+            self.guard(f"{path} is {self.const(value)}", f"{what} is {_name(value)}", GuardKind.IDENTITY, source)
             return value
         if is_framework_object(value):
-            self.guard(f"{path} is {self.const(value)}", f"{what} is the same {type(value).__name__} object")
-            self.track(value, path)
+            self.guard(f"{path} is {self.const(value)}", f"{what} is the same {type(value).__name__} object",
+                       GuardKind.IDENTITY, source)
+            self.track(value, source)
             return value
         if hasattr(value, "__dict__") and is_user_class(type(value)):
-            self.guard(f"type({path}) is {self.const(type(value), 't')}", f"{what} is a {type(value).__qualname__}")
-            self.track(value, path)
+            self.guard(f"type({path}) is {self.const(type(value), 't')}", f"{what} is a {type(value).__qualname__}",
+                       GuardKind.TYPE, source)
+            self.track(value, source)
             return value
-        self.guard(f"{path} is {self.const(value)}", f"{what} is the same {type(value).__name__} object")
-        self.track(value, path)
+        self.guard(f"{path} is {self.const(value)}", f"{what} is the same {type(value).__name__} object",
+                   GuardKind.IDENTITY, source)
+        self.track(value, source)
         return value
 
-    def _fed_scalar(self, path: str, what: str):
+    def _fed_scalar(self, source: Source):
         """A Python int/float that changes from call to call: a graph input, as a PyScalar."""
-        kind = self.fed_scalars[path]
+        kind = self.fed_scalars[source]
+        path = source.expr
         bounds = f" and {-2 ** 63} <= {path} < {2 ** 63}" if kind is int else ""
-        self.guard(f"type({path}) is {kind.__name__}{bounds}", f"{what} is an {kind.__name__} (fed to the graph)"
-                   if kind is int else f"{what} is a {kind.__name__} (fed to the graph)")
-        if path in self.arg_inputs:
-            return PyScalar(self.arg_inputs[path], kind)
-        getter = self.getter(path)
+        article = "an" if kind is int else "a"
+        self.guard(f"type({path}) is {kind.__name__}{bounds}", f"{source.what} is {article} {kind.__name__} (fed to the graph)",
+                   GuardKind.TYPE, source)
+        if source in self.arg_inputs:
+            return PyScalar(self.arg_inputs[source], kind)
+        getter = self.getter(source)
         dtype = DTYPES[kind]
 
         def closure():
             return tf.constant(getter(*CALL.args), dtype)
 
         placeholder = _tf_private.call_time_input(self.outer_graph, closure, tf.TensorSpec([], dtype), key=path)
-        self.heap_inputs[path] = HeapInput(path, tf.TensorSpec([], dtype), placeholder, what)
+        self.heap_inputs[source] = HeapInput(source, tf.TensorSpec([], dtype), placeholder)
         return PyScalar(placeholder, kind)
 
     def _literal(self, value: Any) -> str:
@@ -220,46 +230,53 @@ class TraceContext:
             return self.const(value, "f")
         return repr(value)
 
-    def _sequence(self, value, path: str, what: str):
-        kind = type(value).__name__
+    def _sequence(self, value, source: Source):
+        kind, path, what = type(value).__name__, source.expr, source.what
         if len(value) > 256:
             raise ConversionError(f"{what} is a {kind} of {len(value)} items: too long to specialize")
         if _only_scalars(value):
             name = self.const(_frozen_copy(value), "v")
-            self.guard(f"type({path}) is {kind} and {path} == {name}", f"{what} == {_short(value)}")
+            self.guard(f"type({path}) is {kind} and {path} == {name}", f"{what} == {_short(value)}",
+                       GuardKind.VALUE, source)
             out = value if isinstance(value, tuple) else list(value)
         else:
-            self.guard(f"type({path}) is {kind} and len({path}) == {len(value)}", f"{what} is a {kind} of {len(value)}")
-            items = [self.read(v, f"{path}[{i}]", f"{what}[{i}]") for i, v in enumerate(value)]
+            self.guard(f"type({path}) is {kind} and len({path}) == {len(value)}", f"{what} is a {kind} of {len(value)}",
+                       GuardKind.STRUCTURE, source)
+            items = [self.read(v, source.item(i)) for i, v in enumerate(value)]
             out = tuple(items) if isinstance(value, tuple) else items
         if isinstance(out, list):
-            self.track(out, path)
+            self.track(out, source)
         return out
 
-    def _dict(self, value: dict, path: str, what: str):
+    def _dict(self, value: dict, source: Source):
+        path, what = source.expr, source.what
         if len(value) > 256:
             raise ConversionError(f"{what} is a dict of {len(value)} items: too long to specialize")
         if not all(type(k) in SCALARS for k in value):
             raise ConversionError(f"{what} is a dict with non-scalar keys")
-        self.guard(f"type({path}) is dict and list({path}) == {list(value)!r}", f"{what} has keys {list(value)!r}")
-        out = {k: self.read(v, f"{path}[{k!r}]", f"{what}[{k!r}]") for k, v in value.items()}
-        self.track(out, path)
+        self.guard(f"type({path}) is dict and list({path}) == {list(value)!r}", f"{what} has keys {list(value)!r}",
+                   GuardKind.STRUCTURE, source)
+        out = {k: self.read(v, source.item(k)) for k, v in value.items()}
+        self.track(out, source)
         return out
 
-    def _set(self, value, path: str, what: str):
+    def _set(self, value, source: Source):
         """A set of Python scalars, guarded by value; converted code gets a copy (mutations
         of a set from Python state are deferred like a list's, never made while tracing)."""
+        path, what = source.expr, source.what
         if not all(type(v) in SCALARS for v in value):
             raise ConversionError(f"{what} is a {type(value).__name__} of objects other than Python scalars")
         name = self.const(frozenset(value), "v")
-        self.guard(f"type({path}) is {type(value).__name__} and {path} == {name}", f"{what} == {_short(value)}")
+        self.guard(f"type({path}) is {type(value).__name__} and {path} == {name}", f"{what} == {_short(value)}",
+                   GuardKind.VALUE, source)
         out = type(value)(value)
         if type(out) is set:
-            self.track(out, path)
+            self.track(out, source)
         return out
 
-    def _tensor_input(self, value, path: str, what: str):
-        spec = self.arg_specs.get(path) or tf.TensorSpec(self.heap_shapes.get(path, value.shape), value.dtype)
+    def _tensor_input(self, value, source: Source):
+        spec = self.arg_specs.get(source) or tf.TensorSpec(self.heap_shapes.get(source, value.shape), value.dtype)
+        path = source.expr
         dname = self.const(value.dtype, "dt")
         dims = tuple(spec.shape.as_list())
         if None in dims:
@@ -267,15 +284,15 @@ class TraceContext:
         else:
             shape_check = f"{path}.shape == {dims!r}"
         self.guard(f"type({path}) is _EagerTensor and {path}.dtype == {dname} and {shape_check}",
-                   f"{what} is a {value.dtype.name} tensor of shape {dims}", path, "tensor")
-        if path in self.arg_inputs:
-            return self.arg_inputs[path]
-        existing = self.heap_inputs.get(path)
+                   f"{source.what} is a {value.dtype.name} tensor of shape {dims}", GuardKind.TENSOR, source)
+        if source in self.arg_inputs:
+            return self.arg_inputs[source]
+        existing = self.heap_inputs.get(source)
         if existing is not None:
             return existing.placeholder
-        hi = HeapInput(path, spec, what=what)
+        hi = HeapInput(source, spec)
         hi.placeholder = _capture_at_call_time(self, hi)
-        self.heap_inputs[path] = hi
+        self.heap_inputs[source] = hi
         return hi.placeholder
 
     # -- speculation ----------------------------------------------------------
@@ -303,8 +320,9 @@ class TraceContext:
             self.assertions.append((outer_op(), [a for _, group in inner for a in group]))
 
     # -- effects ----------------------------------------------------------------
-    def effect(self, kind: str, payload: Any, where: str) -> None:
-        """Record a Python side effect to replay after the graph ran successfully.
+    def effect(self, effect: Any, where: str) -> None:
+        """Record a Python side effect (a ``janus.commit.effects.Effect``) to commit after
+        the graph ran successfully.
 
         Inside a tensor loop it cannot be replayed (its count is dynamic); inside a
         ``tf.cond`` side it goes to that side's list (see ``janus.commit.branch_effects``).
@@ -312,18 +330,18 @@ class TraceContext:
         if self.dynamic_depth:
             if not self.effect_sinks or self.effect_sinks[-1] is None:
                 raise ConversionError(f"{where} inside a tensor-dependent loop")
-            self.effect_sinks[-1].append((kind, payload))
+            self.effect_sinks[-1].append(effect)
             return
-        self.effects.append((kind, payload))
+        self.effects.append(effect)
 
 
 def _capture_at_call_time(ctx: TraceContext, hi: HeapInput):
-    getter = ctx.getter(hi.path)
+    getter = ctx.getter(hi.source)
 
     def closure():
         return getter(*CALL.args)
 
-    return _tf_private.call_time_input(ctx.outer_graph, closure, hi.spec, key=hi.path)
+    return _tf_private.call_time_input(ctx.outer_graph, closure, hi.spec, key=hi.source.expr)
 
 
 def _only_scalars(value) -> bool:

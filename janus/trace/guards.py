@@ -7,28 +7,42 @@ and a chain of comparisons, not a walk over generic structures.
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 import tensorflow as tf
 
+from janus.trace.sources import Source
 from janus.trace.values import DTYPES, EAGER_TENSOR
+
+
+class GuardKind(enum.Enum):
+    """What a guard pins; ``janus.explain`` groups guards by kind."""
+
+    TENSOR = "tensor dtype and shape"
+    VALUE = "Python value"
+    TYPE = "type"
+    STRUCTURE = "container structure"
+    IDENTITY = "object identity"
+    ALIAS = "aliasing"
+    ABSENT = "name not rebound or attribute not set"
 
 
 @dataclass
 class Guard:
     """A condition over ``a``, ``k`` and namespace constants that must hold to reuse a graph.
 
-    ``path`` and ``kind`` are set for a guard pinning the Python scalar (``"scalar"``) or
-    the tensor shape (``"tensor"``) at that access path: when it fails, the next graph
-    feeds the scalar, or relaxes the shape, instead of specializing again.
+    ``source`` is the value it is about (None for conditions on a namespace, such as a
+    builtin not being shadowed).  When a ``VALUE`` guard on a Python number fails, the
+    next graph feeds the number; when a ``TENSOR`` guard fails, the shape is relaxed.
     """
 
     expr: str
     description: str
-    path: str | None = None
-    kind: str | None = None
+    kind: GuardKind
+    source: Source | None = None
 
 
 def compile_guard(guards: list[Guard], n_args: int, kw_names: tuple[str, ...], namespace: dict[str, Any]) -> tuple[Callable, str]:
@@ -42,12 +56,12 @@ def compile_guard(guards: list[Guard], n_args: int, kw_names: tuple[str, ...], n
     return scope["check"], source
 
 
-def compile_inputs(paths: list[str], fed_scalars: dict[str, type], namespace: dict[str, Any]) -> Callable:
+def compile_inputs(sources: list[Source], fed_scalars: dict[Source, type], namespace: dict[str, Any]) -> Callable:
     """``inputs(a, k) -> list`` of the argument tensors the graph takes, in order.
 
-    Python scalars fed to the graph (``fed_scalars``: path -> int/float) are converted here.
+    Python scalars fed to the graph (``fed_scalars``: source -> int/float) are converted here.
     """
-    items = [f"_scalar({p}, {fed_scalars[p].__name__})" if p in fed_scalars else p for p in paths]
+    items = [f"_scalar({s.expr}, {fed_scalars[s].__name__})" if s in fed_scalars else s.expr for s in sources]
     source = f"def inputs(a, k):\n    return [{', '.join(items)}]\n"
     scope = dict(namespace)
     scope["_scalar"] = _scalar
