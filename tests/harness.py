@@ -82,7 +82,9 @@ def assert_same(eager: Any, jan: Any, where: str, rtol: float = RTOL, atol: floa
     if ke == "py":
         if isinstance(ve, float) and isinstance(vj, float):
             np.testing.assert_allclose(vj, ve, rtol=rtol, atol=atol, err_msg=where)
-        elif hasattr(ve, "__dict__") and not isinstance(ve, type) and not callable(ve):
+        elif hasattr(ve, "__dict__") and not isinstance(ve, (type, types.FunctionType, types.MethodType,
+                                                               types.ModuleType)):
+            assert type(ve).__qualname__ == type(vj).__qualname__, f"{where}: {type(ve)} != {type(vj)}"
             assert_same(vars(ve), vars(vj), f"{where}.__dict__", rtol, atol)
         else:
             assert ve == vj, f"{where}: {ve!r} != {vj!r}"

@@ -4,6 +4,7 @@ Closures that read a variable the function rebinds (cells), composite values lea
 a graph, traces that must not touch real Python objects (iterators, sets), and
 library calls that print from Python.
 """
+import copy
 from types import SimpleNamespace
 
 import numpy as np
@@ -11,6 +12,9 @@ import tensorflow as tf
 
 import janus
 from harness import check
+
+
+COPY = copy.copy
 
 
 def vec(values, dtype=tf.int32):
@@ -178,7 +182,7 @@ def test_set_in_state_is_not_mutated_by_a_failed_trace():
                 seen = self.seen
                 seen.add(key + 1)
                 seen.remove(key)
-                _ = object()  # not convertible: every trace fails after the mutation
+                _ = COPY(seen)  # copy.copy is not allow-listed: every trace fails after the mutation
                 return x * float(len(seen))
 
         t = Tracker()
@@ -254,3 +258,81 @@ def test_stats_and_code_of_a_cell_rebinding_function():
     assert janus.stats(jf)["graph_calls"] == 2
     assert "nonlocal factor" in janus.explain(jf).code
     assert np.array_equal(jf(vec([4, 1])).numpy(), scale_all(vec([4, 1])).numpy())
+
+
+# -- writes to objects the trace does not track ------------------------------------------
+def test_class_attribute_counter_is_not_written_while_tracing():
+    """A class attribute write would outlive a failed run: the function runs eagerly."""
+    def make(jit):
+        class Counter:
+            n = 0
+
+        @jit
+        def f(x):
+            Counter.n += 1
+            return x * float(Counter.n)
+
+        return SimpleNamespace(fn=f, state=lambda: {"n": Counter.n})
+
+    check(make, [(tf.constant([1.0, float(i)]),) for i in range(7)], eager_only=True)
+
+
+# -- objects built inside the step ------------------------------------------------------
+class Affine:
+    def __init__(self, scale, shift=0.0):
+        self.scale = scale
+        self.shift = shift
+        self.calls = 0
+
+    def __call__(self, x):
+        self.calls += 1
+        return x * self.scale + self.shift
+
+    @property
+    def doubled(self):
+        return self.scale * 2.0
+
+
+@__import__("dataclasses").dataclass
+class Stats:
+    mean: tf.Tensor
+    count: int = 0
+
+
+def test_user_objects_built_and_used_inside_the_step():
+    def make(jit):
+        class Model:
+            def __init__(self):
+                self.last = None
+
+            @jit
+            def step(self, x, shift):
+                layer = Affine(tf.reduce_mean(x), shift)
+                y = layer(x) + layer.doubled
+                y = layer(y)
+                s = Stats(tf.reduce_mean(y), layer.calls)
+                self.last = s
+                return y, s, layer.calls
+
+        m = Model()
+        return SimpleNamespace(fn=m.step, state=lambda: {"last": None if m.last is None else vars(m.last)})
+
+    calls = [(tf.constant([1.0, float(i), 2.0]), 0.5) for i in range(7)] + [(tf.constant([3.0, 1.0, 0.0]), 1.5)]
+    total = check(make, calls, min_graph_calls=3)
+    assert total["conversions"] <= 2
+
+
+def test_returned_object_is_a_fresh_object_every_call():
+    def make(jit):
+        @jit
+        def f(x):
+            return Affine(x, 1.0)
+
+        return SimpleNamespace(fn=f)
+
+    jf = make(janus.function).fn
+    objs = [jf(tf.constant([float(i)])) for i in range(6)]
+    assert len({id(o) for o in objs}) == 6
+    assert [float(o.scale[0]) for o in objs] == [float(i) for i in range(6)]
+    assert janus.stats(jf)["graph_calls"] == 3
+    check(make, [(tf.constant([float(i)]),) for i in range(6)], min_graph_calls=3)

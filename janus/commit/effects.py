@@ -15,7 +15,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from janus.commit.packing import Packer, unpack
+from janus.commit.packing import Packer, Run, unpack
 from janus.trace.context import TraceContext
 from janus.trace.sources import Source
 
@@ -29,7 +29,7 @@ class Effect:
     def pack(self, ctx: TraceContext, packer: Packer) -> "Effect":
         raise NotImplementedError
 
-    def commit(self, outputs: list, a: tuple, k: dict) -> None:
+    def commit(self, run: Run) -> None:
         raise NotImplementedError
 
     def describe(self) -> str:
@@ -53,8 +53,8 @@ class SetAttr(Effect):
         return dataclasses.replace(self, value=packer.pack(self.value, f"the value written to .{self.name}"),
                                    find=ctx.getter(self.target))
 
-    def commit(self, outputs: list, a: tuple, k: dict) -> None:
-        setattr(self.find(a, k), self.name, unpack(self.value, outputs, a, k))
+    def commit(self, run: Run) -> None:
+        setattr(self.find(run.a, run.k), self.name, unpack(self.value, run))
 
     def describe(self) -> str:
         return f"set {self.target.label}.{self.name}"
@@ -77,8 +77,8 @@ class SetItem(Effect):
                                    value=packer.pack(self.value, "the value written to an item"),
                                    find=ctx.getter(self.target))
 
-    def commit(self, outputs: list, a: tuple, k: dict) -> None:
-        self.find(a, k)[unpack(self.key, outputs, a, k)] = unpack(self.value, outputs, a, k)
+    def commit(self, run: Run) -> None:
+        self.find(run.a, run.k)[unpack(self.key, run)] = unpack(self.value, run)
 
     def describe(self) -> str:
         return f"set {self.target.label}[...]"
@@ -100,8 +100,8 @@ class CallMethod(Effect):
         return dataclasses.replace(self, args=packer.pack(tuple(self.args), f"the arguments of .{self.method}"),
                                    find=ctx.getter(self.target))
 
-    def commit(self, outputs: list, a: tuple, k: dict) -> None:
-        getattr(self.find(a, k), self.method)(*unpack(self.args, outputs, a, k))
+    def commit(self, run: Run) -> None:
+        getattr(self.find(run.a, run.k), self.method)(*unpack(self.args, run))
 
     def describe(self) -> str:
         return f"call {self.target.label}.{self.method}(...)"
@@ -121,8 +121,8 @@ class Print(Effect):
     def pack(self, ctx: TraceContext, packer: Packer) -> "Print":
         return dataclasses.replace(self, args=packer.pack(tuple(self.args), "print arguments"))
 
-    def commit(self, outputs: list, a: tuple, k: dict) -> None:
-        print(*unpack(self.args, outputs, a, k), sep=self.sep, end=self.end)  # noqa: T201 - the user's own print
+    def commit(self, run: Run) -> None:
+        print(*unpack(self.args, run), sep=self.sep, end=self.end)  # noqa: T201 - the user's own print
 
     def describe(self) -> str:
         return "print(...)"
@@ -142,9 +142,9 @@ class When(Effect):
     def pack(self, ctx: TraceContext, packer: Packer) -> "When":
         return When(packer.pack(self.pred, "a branch condition"), self.side, pack_effects(ctx, packer, self.effects))
 
-    def commit(self, outputs: list, a: tuple, k: dict) -> None:
-        if bool(unpack(self.pred, outputs, a, k)) == self.side:
-            commit(self.effects, outputs, a, k)
+    def commit(self, run: Run) -> None:
+        if bool(unpack(self.pred, run)) == self.side:
+            commit(self.effects, run)
 
     def describe(self) -> str:
         return f"if the branch was {self.side}: ({', '.join(e.describe() for e in self.effects)})"
@@ -158,10 +158,10 @@ def pack_effects(ctx: TraceContext, packer: Packer, recorded: list[Effect] | Non
     return [e.pack(ctx, packer) for e in (ctx.effects if recorded is None else recorded)]
 
 
-def commit(effects: list[Effect], outputs: list, a: tuple, k: dict) -> None:
+def commit(effects: list[Effect], run: Run) -> None:
     """Replay packed ``effects`` against the heap of the current call, in program order."""
     for effect in effects:
-        effect.commit(outputs, a, k)
+        effect.commit(run)
 
 
 def describe(effects: list[Effect]) -> list[str]:

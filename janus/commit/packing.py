@@ -9,6 +9,7 @@ are rebuilt fresh at every call (eager would build new ones too).
 from __future__ import annotations
 
 import types
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,8 @@ class Packer:
     def __init__(self, ctx: TraceContext):
         self.ctx = ctx
         self.tensors: list[tf.Tensor] = []
+        self._objects: dict[int, int] = {}  # id of an object the trace built -> its slot
+        self._built: list = []  # slot -> (class, attribute names, attribute recipes), shared by recipes
 
     def pack(self, value: Any, what: str = "the result") -> Recipe:
         if isinstance(value, Undefined):
@@ -47,6 +50,8 @@ class Packer:
         source = self.ctx.source_of(value)
         if source is not None:
             return ("p", self.ctx.getter(source))
+        if self.ctx.is_created(value):
+            return self._created(value, what)
         if type(value) is list:
             return ("list", [self.pack(v, what) for v in value])
         if type(value) is tuple:
@@ -70,6 +75,18 @@ class Packer:
         raise ConversionError(f"{what} holds a {type(value).__name__} object created during the call")
 
 
+    def _created(self, value: Any, what: str) -> Recipe:
+        """A user object the trace built: rebuilt after the run from its attributes, once
+        per run however often it is reached (``slot`` names it)."""
+        slot = self._objects.get(id(value))
+        if slot is None:
+            slot = self._objects[id(value)] = len(self._objects)
+            self._built.append(None)
+            attrs = vars(value)
+            self._built[slot] = (type(value), list(attrs), [self.pack(v, what) for v in attrs.values()])
+        return ("obj", slot, self._built)
+
+
 def composite_components(value: Any) -> list | None:
     """The component tensors of a composite tensor (``SparseTensor``, ``RaggedTensor``,
     ``TensorArray``, an ``ExtensionType`` ...), or None for anything else.
@@ -89,29 +106,49 @@ def composite_components(value: Any) -> list | None:
     return flat
 
 
-def unpack(recipe: Recipe, outputs: list, a: tuple, k: dict) -> Any:
-    """Rebuild the value described by ``recipe`` from a graph run's ``outputs``."""
+@dataclass
+class Run:
+    """What one successful graph run hands to the commit: the graph's outputs, the call's
+    arguments (sources are read on them), and the objects rebuilt so far (an object the
+    trace built is rebuilt once, however many places it reaches)."""
+
+    outputs: list
+    a: tuple
+    k: dict
+    objects: dict = field(default_factory=dict)
+
+
+def unpack(recipe: Recipe, run: Run) -> Any:
+    """Rebuild the value described by ``recipe`` from a graph run."""
     kind = recipe[0]
     if kind == "t":
-        value = outputs[recipe[1]]
+        value = run.outputs[recipe[1]]
         return value if recipe[2] is None else to_python(value, recipe[2])
     if kind == "c":
         return recipe[1]
     if kind == "composite":
         _, spec, first, n = recipe
-        return tf.nest.pack_sequence_as(spec, outputs[first:first + n], expand_composites=True)
+        return tf.nest.pack_sequence_as(spec, run.outputs[first:first + n], expand_composites=True)
     if kind == "p":
-        return recipe[1](a, k)
+        return recipe[1](run.a, run.k)
     if kind == "list":
-        return [unpack(r, outputs, a, k) for r in recipe[1]]
+        return [unpack(r, run) for r in recipe[1]]
     if kind == "tuple":
-        return tuple(unpack(r, outputs, a, k) for r in recipe[1])
+        return tuple(unpack(r, run) for r in recipe[1])
     if kind == "named":
-        return recipe[1](*(unpack(r, outputs, a, k) for r in recipe[2]))
+        return recipe[1](*(unpack(r, run) for r in recipe[2]))
     if kind == "dict":
-        return dict(zip(recipe[1], (unpack(r, outputs, a, k) for r in recipe[2])))
+        return dict(zip(recipe[1], (unpack(r, run) for r in recipe[2])))
     if kind == "fstr":
-        return recipe[1].render([unpack(r, outputs, a, k) for r in recipe[2]])
+        return recipe[1].render([unpack(r, run) for r in recipe[2]])
+    if kind == "obj":
+        _, slot, built = recipe
+        obj = run.objects.get(slot)
+        if obj is None:
+            cls, names, values = built[slot]
+            obj = run.objects[slot] = object.__new__(cls)
+            vars(obj).update(zip(names, (unpack(r, run) for r in values)))
+        return obj
     if kind == "set":
         return recipe[1](recipe[2])
     if kind == "array":

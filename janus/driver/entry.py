@@ -20,7 +20,7 @@ import tensorflow as tf
 
 from janus import _tf_private
 from janus.commit import atomicity, effects
-from janus.commit.packing import Packer, Recipe, unpack
+from janus.commit.packing import Packer, Recipe, Run, unpack
 from janus.convert.pipeline import converted_function
 from janus.errors import ConversionError
 from janus.runtime import ops
@@ -83,8 +83,9 @@ class CacheEntry:
 
     def finish(self, outs: list, a: tuple, k: dict) -> Any:
         """After a successful run: commit the deferred effects, then rebuild the result."""
-        effects.commit(self.effects, outs, a, k)
-        return unpack(self.output, outs, a, k)
+        run = Run(outs, a, k)
+        effects.commit(self.effects, run)
+        return unpack(self.output, run)
 
 
 def convert(fn: types.FunctionType) -> types.FunctionType:

@@ -10,6 +10,7 @@ constructor of a user class) makes the conversion fail, and the call runs eagerl
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import operator
@@ -129,7 +130,9 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
             return f(*args, **kwargs)
         if not is_user_class(f) and _allowed_library(f):
             return f(*args, **kwargs)
-        raise ConversionError(f"constructs a {f.__qualname__} object")
+        if not is_user_class(f):
+            raise ConversionError(f"constructs a {f.__qualname__} object")
+        return _construct(f, args, kwargs)
     if isinstance(f, tf.keras.layers.Layer) and is_user_class(type(f)):
         return _user_layer_call(f, args, kwargs)
     if not isinstance(f, (types.FunctionType, types.BuiltinFunctionType)) and is_user_class(type(f)):
@@ -142,6 +145,35 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
     if _allowed_library(f) or f in vars(operator).values() or f in vars(math).values():
         return f(*args, **_wrap_kw(kwargs))
     raise ConversionError(f"callee not allow-listed: {_name(f)}")
+
+
+def _construct(cls: type, args: tuple, kwargs: dict) -> Any:
+    """``cls(*args, **kwargs)`` for a plain user class (or dataclass) built inside the step.
+
+    The object belongs to the trace: its ``__init__`` is converted and inlined, its
+    attributes are set at once, and it leaves the graph (returned, or written to state)
+    rebuilt from the run's outputs.  Classes with behaviour Janus cannot follow in
+    Python (their own ``__new__``, ``__setattr__``, ``__slots__``, a metaclass, a
+    library base class) make the conversion fail.
+    """
+    bases = [k for k in cls.__mro__ if k is not object]
+    if type(cls) is not type or not all(is_user_class(k) for k in bases):
+        raise ConversionError(f"constructs a {cls.__qualname__} object (a metaclass or library base class)")
+    for special in ("__new__", "__setattr__", "__slots__", "__getattr__", "__getattribute__", "__del__"):
+        if any(special in vars(k) for k in bases):
+            raise ConversionError(f"constructs a {cls.__qualname__} object ({special})")
+    obj = current().adopt(object.__new__(cls))
+    init = next((vars(k)["__init__"] for k in bases if "__init__" in vars(k)), None)
+    if init is None:
+        if args or kwargs:
+            raise TypeError(f"{cls.__name__}() takes no arguments")
+    elif dataclasses.is_dataclass(cls) and init.__code__.co_filename.startswith("<"):
+        if any("__post_init__" in vars(k) for k in bases):
+            raise ConversionError(f"constructs a {cls.__qualname__} dataclass with __post_init__")
+        init(obj, *args, **kwargs)  # the dataclass's generated __init__ only sets fields
+    else:
+        converted(init)(obj, *args, **kwargs)
+    return obj
 
 
 def _wrap(args: tuple) -> tuple:

@@ -70,7 +70,7 @@ def ld_attr(obj: Any, name: str) -> Any:
         return _class_attr(ctx, obj, obj, name)
     source = ctx.source_of(obj)
     if source is None:
-        return getattr(obj, name)
+        return _created_attr(ctx, obj, name) if ctx.is_created(obj) else getattr(obj, name)
     overlay = ctx.overlay.get((id(obj), name), _MISSING)
     if overlay is not _MISSING:
         return overlay
@@ -95,6 +95,25 @@ def ld_attr(obj: Any, name: str) -> Any:
     return _class_attr(ctx, cls, obj, name)
 
 
+def _created_attr(ctx, obj: Any, name: str) -> Any:
+    """``obj.name`` of a user object the trace built: its own attributes as the trace set
+    them; methods and properties of its class converted like any user code."""
+    cls = type(obj)
+    d = instance_dict(obj)
+    if d is not None and name in d and not is_data_descriptor(cls, name):
+        return d[name]
+    if is_data_descriptor(cls, name) and _defined_by_user(cls, name):
+        prop = inspect.getattr_static(obj, name)
+        if isinstance(prop, property) and prop.fget is not None:
+            return ctx.convert(prop.fget)(obj)
+        raise ConversionError(f"{cls.__qualname__}.{name} is a data descriptor")
+    if _defined_by_user(cls, name):
+        return _class_attr(ctx, cls, obj, name)
+    if inspect.getattr_static(obj, name, _MISSING) is _MISSING:
+        raise ConversionError(f"{cls.__qualname__}.{name}: attribute comes from __getattr__")
+    return getattr(obj, name)
+
+
 def _class_attr(ctx, cls: type, obj: Any, name: str) -> Any:
     """An attribute found on a user class: read (and guarded) where the class defines it."""
     for klass in cls.__mro__:
@@ -116,6 +135,9 @@ def st_attr(obj: Any, name: str, value: Any) -> None:
     ctx = current()
     source = ctx.source_of(obj) if ctx is not None else None
     if source is None:
+        if ctx is not None and not ctx.is_created(obj):
+            # A class, module or function: a write now would outlive a failed run.
+            raise ConversionError(f"sets attribute .{name} of a {type(obj).__name__} Janus does not track")
         no_mutation_in_dynamic_flow(ctx, f"attribute .{name} set")
         setattr(obj, name, value)
         return

@@ -79,6 +79,7 @@ class TraceContext:
     _read_from: dict[int, Source] = field(default_factory=dict)
     mutated_unread: set = field(default_factory=set)
     _distinct: list[tuple] = field(default_factory=list)
+    _created: set[int] = field(default_factory=set)
 
     # -- activation -------------------------------------------------------------
     def __enter__(self) -> "TraceContext":
@@ -119,6 +120,15 @@ class TraceContext:
         """How the user's code named ``obj`` (or the graph value made of it) when the trace read it."""
         source = self._read_from.get(id(obj))
         return source.label if source is not None else None
+
+    def adopt(self, obj: Any) -> Any:
+        """Mark ``obj`` as built by this trace (its attributes are the trace's own to change)."""
+        self._created.add(id(obj))
+        self._keep.append(obj)
+        return obj
+
+    def is_created(self, obj: Any) -> bool:
+        return id(obj) in self._created
 
     def track(self, obj: Any, source: Source) -> None:
         if id(obj) not in self._sources:
