@@ -5,8 +5,14 @@ conversion or trace problem makes the call run eagerly instead."""
 class ConversionError(Exception):
     """The function (or this specialization of it) cannot be run as a graph.
 
-    The message is the human-readable reason shown by ``janus.explain``.
+    The message is the human-readable reason shown by ``janus.explain``.  ``permanent``:
+    the reason holds whatever the arguments (a construct Janus never converts), so the
+    function stops trying at once.
     """
+
+    def __init__(self, message: str, permanent: bool = False):
+        super().__init__(message)
+        self.permanent = permanent
 
 
 class UndefinedValueError(ConversionError):

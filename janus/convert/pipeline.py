@@ -115,7 +115,7 @@ def _compiled(fn: types.FunctionType) -> tuple[str, types.CodeType, tuple]:
     node, filename, line_offset, indent = parse.function_ast(fn)
     reason = support.unsupported_in(node)
     if reason:
-        raise ConversionError(reason)
+        raise ConversionError(reason, permanent=True)
     _TagSites(filename, line_offset, indent).visit(node)
     node.decorator_list = []
     node.args.defaults = [gast.Constant(value=None, kind=None) for _ in node.args.defaults]

@@ -186,7 +186,7 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
     if printed.getvalue():
         # The user's prints are deferred effects; this came from library code that prints
         # from Python: in a graph it would print once, at trace time, and never again.
-        raise ConversionError(f"library code printed while tracing ({printed.getvalue().strip()[:60]!r})")
+        raise ConversionError(f"library code printed while tracing ({printed.getvalue().strip()[:60]!r})", permanent=True)
     check, guard_source = guards.compile_guard(ctx.guards, len(args), tuple(kwargs), ctx.namespace)
     inputs = guards.compile_inputs([p for p, _ in specs], fed_scalars, ctx.namespace)
     return CacheEntry(

@@ -27,7 +27,7 @@ from janus.runtime import control_flow, state
 from janus.trace.active import current
 from janus.trace.guards import GuardKind
 from janus.trace.sources import Cell, Global, Source
-from janus.trace.values import PyScalar, is_symbolic, is_user_class
+from janus.trace.values import PyScalar, SymbolicShape, is_symbolic, is_user_class
 
 ALLOWED_BUILTINS = {
     abs, all, any, bool, callable, chr, dict, divmod, enumerate, filter, float, frozenset, getattr,
@@ -110,13 +110,15 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
     if is_user_function(f):
         return converted(f)(*args, **kwargs)
     if f in STATEFUL_RANDOM:
-        raise ConversionError(f"{_name(f)} draws different random numbers in a graph than eagerly")
+        raise ConversionError(f"{_name(f)} draws different random numbers in a graph than eagerly", permanent=True)
     if isinstance(f, types.MethodType):
+        if isinstance(f.__self__, SymbolicShape):
+            return f(*args, **kwargs)
         if is_user_function(f.__func__):
             return converted(f.__func__)(f.__self__, *args, **kwargs)
         if _allowed_library(f.__func__) or _allowed_library(f.__self__):
-            return f(*args, **_wrap_kw(kwargs))
-        raise ConversionError(f"callee not allow-listed: {_name(f)}")
+            return f(*_shapes(args), **_wrap_kw(_shapes(kwargs)))
+        raise ConversionError(f"callee not allow-listed: {_name(f)}", permanent=True)
     if isinstance(f, types.BuiltinMethodType) and type(f.__self__) in (list, dict, set):
         return container_method(f.__self__, f.__name__, args, kwargs)
     if isinstance(f, types.BuiltinMethodType) and type(f.__self__) in _IMMUTABLE:
@@ -131,7 +133,7 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
         if not is_user_class(f) and _allowed_library(f):
             return f(*args, **kwargs)
         if not is_user_class(f):
-            raise ConversionError(f"constructs a {f.__qualname__} object")
+            raise ConversionError(f"constructs a {f.__qualname__} object", permanent=True)
         return _construct(f, args, kwargs)
     if isinstance(f, tf.keras.layers.Layer) and is_user_class(type(f)):
         return _user_layer_call(f, args, kwargs)
@@ -139,12 +141,14 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
         method = getattr(type(f), "__call__", None)
         if is_user_function(method):
             return converted(method)(f, *args, **kwargs)
-        raise ConversionError(f"callee not allow-listed: {type(f).__qualname__} instance")
+        raise ConversionError(f"callee not allow-listed: {type(f).__qualname__} instance", permanent=True)
     if f in ALLOWED_BUILTINS:
         return f(*_wrap(args), **_wrap_kw(kwargs))
-    if _allowed_library(f) or f in vars(operator).values() or f in vars(math).values():
+    if _allowed_library(f):
+        return f(*_shapes(args), **_wrap_kw(_shapes(kwargs)))
+    if f in vars(operator).values() or f in vars(math).values():
         return f(*args, **_wrap_kw(kwargs))
-    raise ConversionError(f"callee not allow-listed: {_name(f)}")
+    raise ConversionError(f"callee not allow-listed: {_name(f)}", permanent=True)
 
 
 def _construct(cls: type, args: tuple, kwargs: dict) -> Any:
@@ -158,10 +162,10 @@ def _construct(cls: type, args: tuple, kwargs: dict) -> Any:
     """
     bases = [k for k in cls.__mro__ if k is not object]
     if type(cls) is not type or not all(is_user_class(k) for k in bases):
-        raise ConversionError(f"constructs a {cls.__qualname__} object (a metaclass or library base class)")
+        raise ConversionError(f"constructs a {cls.__qualname__} object (a metaclass or library base class)", permanent=True)
     for special in ("__new__", "__setattr__", "__slots__", "__getattr__", "__getattribute__", "__del__"):
         if any(special in vars(k) for k in bases):
-            raise ConversionError(f"constructs a {cls.__qualname__} object ({special})")
+            raise ConversionError(f"constructs a {cls.__qualname__} object ({special})", permanent=True)
     obj = current().adopt(object.__new__(cls))
     init = next((vars(k)["__init__"] for k in bases if "__init__" in vars(k)), None)
     if init is None:
@@ -169,11 +173,24 @@ def _construct(cls: type, args: tuple, kwargs: dict) -> Any:
             raise TypeError(f"{cls.__name__}() takes no arguments")
     elif dataclasses.is_dataclass(cls) and init.__code__.co_filename.startswith("<"):
         if any("__post_init__" in vars(k) for k in bases):
-            raise ConversionError(f"constructs a {cls.__qualname__} dataclass with __post_init__")
+            raise ConversionError(f"constructs a {cls.__qualname__} dataclass with __post_init__", permanent=True)
         init(obj, *args, **kwargs)  # the dataclass's generated __init__ only sets fields
     else:
         converted(init)(obj, *args, **kwargs)
     return obj
+
+
+def _shapes(args: Any) -> Any:
+    """Lists of Python ints among a library call's arguments, some of which the graph
+    computes (``[x.shape[0], 4]``), become the int32 tensor TensorFlow would make of them."""
+    def fix(v: Any) -> Any:
+        if type(v) in (list, tuple) and v and any(isinstance(e, PyScalar) for e in v) \
+                and all(type(e) is int or isinstance(e, PyScalar) and e.kind is int for e in v):
+            return tf.stack([tf.convert_to_tensor(e) if isinstance(e, PyScalar) else tf.constant(e, tf.int32) for e in v])
+        return v
+    if isinstance(args, dict):
+        return {k: fix(v) for k, v in args.items()} if args else args
+    return tuple(fix(v) for v in args)
 
 
 def _wrap(args: tuple) -> tuple:
@@ -219,7 +236,7 @@ def _user_layer_call(layer: Any, args: tuple, kwargs: dict) -> Any:
 def print_(*args: Any, sep: str | None = " ", end: str | None = "\n", file: Any = None, flush: bool = False) -> None:
     """``print``: replayed after the graph ran, with the values it computed."""
     if file is not None and file is not sys.stdout:
-        raise ConversionError("print to a file other than stdout")
+        raise ConversionError("print to a file other than stdout", permanent=True)
     current().effect(Print(args, sep, end), "print")
 
 
@@ -229,11 +246,11 @@ def _range(*bounds: Any):
     return range(*bounds)
 
 
-def _len(x: Any) -> int:
+def _len(x: Any) -> Any:
     if is_symbolic(x):
-        if x.shape.rank is None or x.shape.rank == 0 or x.shape[0] is None:
-            raise ConversionError("len() of a tensor whose length the graph does not know")
-        return x.shape[0]
+        if x.shape.rank is None or x.shape.rank == 0:
+            raise ConversionError("len() of a tensor whose rank the graph does not know")
+        return x.shape[0] if x.shape[0] is not None else SymbolicShape.of(x)[0]
     return len(x)
 
 

@@ -19,7 +19,7 @@ from janus.errors import ConversionError
 from janus.trace.active import current
 from janus.trace.guards import GuardKind
 from janus.trace.sources import Cell, ClassAttr, Global
-from janus.trace.values import is_framework_object, is_symbolic, is_user_class
+from janus.trace.values import SymbolicShape, is_framework_object, is_symbolic, is_user_class
 
 _MISSING = object()
 
@@ -61,7 +61,7 @@ def ld_attr(obj: Any, name: str) -> Any:
     if is_symbolic(obj):
         value = getattr(obj, name)
         if name == "shape" and not value.is_fully_defined():
-            raise ConversionError("reads a static shape that the graph does not know (eager knows it)")
+            return SymbolicShape.of(obj)
         return value
     ctx = current()
     if ctx is None:

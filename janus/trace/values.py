@@ -273,3 +273,62 @@ class DeferredStr:
 
     __str__ = __repr__ = __add__ = __radd__ = __len__ = __eq__ = __hash__ = __iter__ = __format__ = _concrete
     __getitem__ = __contains__ = __mod__ = __mul__ = _concrete
+
+
+class SymbolicShape:
+    """``x.shape`` of a graph tensor whose shape was relaxed: dimensions the graph knows
+    are Python ints (the input's shape guard pins them); a relaxed dimension is a
+    :class:`PyScalar` computed from ``tf.shape(x)``, so code that reads it (``n = x.shape[0]``,
+    ``range(n)``, ``tf.zeros([n, 4])``, ``tf.reshape(x, [n * m, -1])``) stays one graph for
+    every size.  Eager shapes are always fully known, and so is this one, at run time.
+    """
+
+    __slots__ = ("dims",)
+
+    def __init__(self, dims: list):
+        self.dims = dims
+
+    @classmethod
+    def of(cls, tensor: tf.Tensor) -> "SymbolicShape":
+        static = tensor.shape
+        if static.rank is None:
+            raise ConversionError("reads the shape of a tensor whose rank the graph does not know")
+        dynamic = tf.shape(tensor, out_type=tf.int64)
+        return cls([d if d is not None else PyScalar(dynamic[i], int) for i, d in enumerate(static.as_list())])
+
+    @property
+    def rank(self) -> int:
+        return len(self.dims)
+
+    ndims = rank
+
+    def __len__(self) -> int:
+        return len(self.dims)
+
+    def __iter__(self):
+        return iter(self.dims)
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            return SymbolicShape(self.dims[key])
+        return self.dims[key]
+
+    def as_list(self) -> list:
+        return list(self.dims)
+
+    def is_fully_defined(self) -> bool:
+        return True
+
+    def num_elements(self):
+        total = 1
+        for d in self.dims:
+            total = d * total
+        return total
+
+    def _concrete(self, *args, **kwargs):
+        raise ConversionError("uses a shape the graph computes where Python needs its value")
+
+    __eq__ = __ne__ = __hash__ = __str__ = __repr__ = __format__ = __bool__ = _concrete
+
+    def __getattr__(self, name: str):
+        raise ConversionError(f"TensorShape.{name} of a shape the graph computes")
