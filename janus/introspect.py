@@ -23,8 +23,8 @@ def stats(f: Any) -> dict[str, int]:
     jf = _resolve(f)
     out = {k: jf.counts.get(k, 0) for k in STAT_KEYS}
     out["cache_entries"] = len(jf.entries)
-    out["failed_conversions"] = jf.failed_attempts
-    out["assumptions_failed"] = sum(a.failed for a in jf.assumptions.values())
+    out["failed_conversions"] = jf.policy.failed_attempts
+    out["assumptions_failed"] = sum(a.failed for a in jf.policy.assumptions.values())
     return out
 
 
@@ -62,7 +62,7 @@ class Explanation:
                 lines.append(f"    deferred effects: {', '.join(_effects.describe(entry.effects))}")
             lines.append("    guards:")
             lines += _guards_by_kind(entry.guards) or ["      (none)"]
-        dropped = [a for a in jf.assumptions.values() if a.failed and not any(a in e.assumptions for e in self.entries)]
+        dropped = [a for a in jf.policy.assumptions.values() if a.failed and not any(a in e.assumptions for e in self.entries)]
         if dropped:
             lines.append("  assumptions given up:")
             lines += [f"    - #{a.id} {a.description} (held {a.held}, failed {a.failed})" for a in dropped]

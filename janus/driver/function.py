@@ -3,11 +3,9 @@
 Per call: the guards of the cached graphs are checked, most recently built first; on
 a hit the graph runs and its deferred effects are committed (an aborted run commits
 nothing and the call re-runs eagerly).  Otherwise the call runs eagerly, under the
-profiler.  After ``profile_calls`` eager calls the function is converted and traced
-on the current call's arguments; after a guard miss the next miss re-converts; a
-failed attempt is recorded and retried only after another round of profiling, up to
-a bound.  A re-conversion relaxes what changed: tensor shapes to the most specific
-shape covering every shape seen, Python numbers whose guard failed to graph inputs.
+profiler, and the function's :class:`~janus.driver.policy.ConversionPolicy` decides
+when to convert (tracing on the current call's arguments), what to relax, and when to
+give up — after which calls run plainly eagerly, unprofiled.
 """
 from __future__ import annotations
 
@@ -26,11 +24,10 @@ from janus.commit.atomicity import StateBeforeAssertion
 from janus.convert import support
 from janus.convert.pipeline import convert_source
 from janus.driver.entry import CacheEntry, build_entry, convert, tensor_leaves
+from janus.driver.policy import ConversionPolicy
 from janus.errors import ConversionError
 from janus.runtime.calls import is_user_code
 from janus.trace.active import current
-from janus.trace.guards import GuardKind
-from janus.trace.sources import Arg, KwArg, Source
 from janus.trace.speculation import Speculator
 from janus_profiler import Profiler
 
@@ -49,19 +46,12 @@ class JanusFunction:
         self.python_function = fn
         self._profile_calls = profile_calls
         self.speculate = speculate
-        self.last_attempt_failed = False
         self.entries: list[CacheEntry] = []
         self.reasons: Counter[str] = Counter()
         self.counts: Counter[str] = Counter()
-        self.permanent_reason: str | None = None
-        self.eager_since_attempt = 0
-        self.failed_attempts = 0
-        self.shapes: dict[Source, tf.TensorShape] = {}
         self.source: str | None = None
         self.profiler = Profiler(include=is_user_code)
-        self.assumptions: dict = {}
-        self.banned_sites: set = set()
-        self.varying: dict[Source, type] = {}
+        self.policy = ConversionPolicy(fn.__qualname__)
         _REGISTRY.add(self)
 
     @property
@@ -71,6 +61,11 @@ class JanusFunction:
     @property
     def profile_calls(self) -> int:
         return config.profile_calls() if self._profile_calls is None else self._profile_calls
+
+    @property
+    def permanent_reason(self) -> str | None:
+        """Why this function runs eagerly for good (None while Janus still converts it)."""
+        return self.policy.permanent_reason
 
     # -- descriptor protocol: methods share one cache, with guards on ``self`` ---------
     def __get__(self, obj: Any, objtype: type | None = None):
@@ -87,7 +82,9 @@ class JanusFunction:
         for entry in self.entries:
             if entry.check(args, kwargs):
                 return self._run(entry, args, kwargs)
-        miss = self._failed_guard(args, kwargs) if self.entries else None
+        if self.policy.gave_up:
+            return self._eager(args, kwargs)
+        miss = self.policy.learn_from_miss(self.entries[0], args, kwargs) if self.entries else None
         entry = self._maybe_convert(args, kwargs)
         if entry is not None:
             if entry.check(args, kwargs):
@@ -123,69 +120,63 @@ class JanusFunction:
             self._note(f"graph run aborted, re-ran eagerly: {_first_line(error)}")
             return
         failed.failed += 1
-        self.banned_sites.add(failed.site.key)
+        self.policy.banned_sites.add(failed.site.key)
         self.entries[:] = [e for e in self.entries if not any(a.site.key == failed.site.key for a in e.assumptions)]
-        self.eager_since_attempt = self.profile_calls  # re-convert on the next call, without it
+        self.policy.eager_since_attempt = self.profile_calls  # re-convert on the next call, without it
         self._note(f"assumption failed, re-ran eagerly: {failed.description}")
-
-    def _budget_exhausted(self) -> bool:
-        return self.counts["conversions"] + self.failed_attempts >= config.MAX_CONVERSIONS
 
     def _eager(self, args: tuple, kwargs: dict) -> Any:
         self.counts["eager_calls"] += 1
-        if self.counts["conversions"] or self.failed_attempts or self.permanent_reason:
+        policy = self.policy
+        if self.counts["conversions"] or policy.failed_attempts or policy.gave_up:
             self.counts["fallbacks"] += 1
-        self.eager_since_attempt += 1
-        self._observe_shapes(args, kwargs)
-        if config.profiling() and self.permanent_reason is None and not self._budget_exhausted():
+        if policy.gave_up:
+            return self.python_function(*args, **kwargs)
+        policy.eager_since_attempt += 1
+        for source, value in tensor_leaves(args, kwargs):
+            policy.observe_shape(source, value.shape)
+        if config.profiling() and not policy.budget_exhausted():
             return self.profiler.call(self.python_function, *args, **kwargs)
         return self.python_function(*args, **kwargs)
 
-    def _observe_shapes(self, args: tuple, kwargs: dict) -> None:
-        for source, value in tensor_leaves(args, kwargs):
-            self._observe_shape(source, value.shape)
-
-    def _observe_shape(self, source: Source, shape: tf.TensorShape, before: tf.TensorShape | None = None) -> None:
-        """Widen the shape known at ``source`` (an argument, or a heap tensor whose guard failed)."""
-        seen = self.shapes.get(source, before)
-        self.shapes[source] = shape if seen is None else _common_shape(seen, shape)
-
     # -- conversion -------------------------------------------------------------------
     def _maybe_convert(self, args: tuple, kwargs: dict) -> CacheEntry | None:
-        if self.permanent_reason is not None or config.disabled():
+        policy = self.policy
+        if not policy.due(bool(self.entries), self.profile_calls):
             return None
-        # After a successful conversion, a guard miss runs eagerly (profiled) and the next
-        # miss re-converts, relaxing what changed; a failed attempt waits for a full round
-        # of profiling.
-        needed = 1 if self.entries and not self.last_attempt_failed else self.profile_calls
-        if self.eager_since_attempt < needed:
-            return None
-        if self._budget_exhausted():
+        if policy.budget_exhausted():
             self._note("conversion budget exhausted; running eagerly")
+            policy.give_up_on_budget()
             return None
-        self.eager_since_attempt = 0
+        if policy.reuse_unlikely(self.entries):
+            self._note("the last graphs were never reused; running eagerly")
+            policy.give_up(f"its last {len(self.entries[:3])} graphs were never reused "
+                           f"({policy.misses.most_common(1)[0][0] if policy.misses else 'new guards every call'})",
+                           "Values it specializes on change at every call; see janus.explain(f).")
+            self.entries[:] = [e for e in self.entries if e.hits > 1]
+            return None
         fn = self.python_function
         reason = support.unsupported_reason(fn)
+        if reason is None:
+            try:
+                self.source = convert_source(fn)
+                converted = convert(fn)
+            except ConversionError as e:
+                reason = str(e)
         if reason is not None:
-            self.permanent_reason = reason
             self._note(f"cannot convert: {reason}")
+            policy.give_up(reason, "It contains a construct Janus does not convert; see janus.explain(f).")
             return None
-        try:
-            self.source = convert_source(fn)
-            converted = convert(fn)
-        except ConversionError as e:
-            self.permanent_reason = str(e)
-            self._note(f"cannot convert: {e}")
-            return None
-        self._observe_shapes(args, kwargs)
-        relaxed = {p: s for p, s in self.shapes.items() if s.is_fully_defined() is False}
-        fed = self._varying_scalars(args, kwargs)
+        for source, value in tensor_leaves(args, kwargs):
+            policy.observe_shape(source, value.shape)
+        relaxed = policy.relaxed_shapes()
+        history = self.profiler.data.arg_history(fn) if self.speculate else []
+        fed = policy.fed_scalars(fn, history, self.speculate, args, kwargs)
         entry = self._trace(converted, args, kwargs, relaxed, fed)
-        if entry is None and (relaxed or fed):
+        if entry is None and (relaxed or fed) and not policy.gave_up:
             entry = self._trace(converted, args, kwargs, None, None)
-        self.last_attempt_failed = entry is None
+        policy.converted(entry is not None)
         if entry is None:
-            self.failed_attempts += 1
             return None
         self.counts["conversions"] += 1
         self.entries.insert(0, entry)
@@ -193,44 +184,12 @@ class JanusFunction:
         log.info("janus: converted %s (%d guards)", self.__qualname__, len(entry.guards))
         return entry
 
-    def _failed_guard(self, args: tuple, kwargs: dict) -> str:
-        """The first guard of the newest graph that fails now; every Python int/float a
-        failing guard pinned is fed to the next graph instead of being specialized again."""
-        entry = self.entries[0]
-        first = None
-        for guard in entry.guards:
-            if not entry.holds(guard, args, kwargs):
-                first = first or guard.description
-                source = guard.source
-                value = entry.value_at(source, args, kwargs) if source is not None else None
-                if guard.kind is GuardKind.VALUE and type(value) in (int, float):
-                    self.varying[source] = type(value)
-                elif guard.kind is GuardKind.TENSOR and tf.is_tensor(value) and not source.is_argument:
-                    self._observe_shape(source, value.shape, entry.value_shape(source))
-        return first or "argument structure"
-
-    def _varying_scalars(self, args: tuple, kwargs: dict) -> dict[Source, type]:
-        """Python ints/floats to feed to the graph as tensors rather than specialize on
-        (one graph, not one per value): state whose value guard failed, and arguments that
-        had several values while profiling — or every numeric argument when not speculating."""
-        fed = dict(self.varying)
-        history = self.profiler.data.arg_history(self.python_function) if self.speculate else []
-        code = self.python_function.__code__
-        names = code.co_varnames[:code.co_argcount]
-        items = [(Arg(i), names[i] if i < len(names) else None, v) for i, v in enumerate(args)]
-        items += [(KwArg(n), n, v) for n, v in kwargs.items()]
-        for source, name, value in items:
-            if type(value) not in (int, float):
-                continue
-            seen = {(h[name].type, h[name].value) for h in history if name in h}
-            if not self.speculate or len(seen) > 1 and all(t == type(value).__name__ for t, _ in seen):
-                fed[source] = type(value)
-        return fed
-
     def _trace(self, converted: Callable, args: tuple, kwargs: dict, relaxed: dict | None,
                fed: dict | None) -> CacheEntry | None:
+        policy = self.policy
         for _ in range(3):
-            speculator = Speculator(self.profiler.data if self.speculate else None, self.banned_sites, self.assumptions)
+            speculator = Speculator(self.profiler.data if self.speculate else None, policy.banned_sites,
+                                    policy.assumptions)
             try:
                 return build_entry(self.python_function, converted, args, kwargs, relaxed, speculator, fed)
             except StateBeforeAssertion as e:
@@ -238,12 +197,14 @@ class JanusFunction:
                     self._note(f"trace failed: {e} (an assert in the code)")
                     return None
                 for a in e.assumptions:
-                    self.banned_sites.add(a.site.key)
+                    policy.banned_sites.add(a.site.key)
                 self._note(f"not speculated, checked after a state update: "
                            f"{'; '.join(a.description for a in e.assumptions)}")
                 continue
             except ConversionError as e:
                 self._note(f"trace failed: {e}")
+                if e.permanent:
+                    policy.give_up(str(e), "It reaches code Janus never converts; see janus.explain(f).")
                 return None
             except Exception as e:  # noqa: BLE001 - eager will raise it (or not) for real
                 self._note(f"trace raised {_first_line(e)}")
@@ -259,16 +220,9 @@ class JanusFunction:
         self.entries.clear()
         self.reasons.clear()
         self.counts.clear()
-        self.permanent_reason = None
-        self.eager_since_attempt = 0
-        self.failed_attempts = 0
-        self.last_attempt_failed = False
-        self.shapes.clear()
         self.source = None
         self.profiler.reset()
-        self.assumptions.clear()
-        self.banned_sites.clear()
-        self.varying.clear()
+        self.policy.reset()
 
 
 class BoundJanusFunction:
@@ -288,12 +242,6 @@ class BoundJanusFunction:
 
     def __repr__(self) -> str:
         return f"<janus bound method {self.__janus_function__.__qualname__} of {self.__self__!r}>"
-
-
-def _common_shape(a: tf.TensorShape, b: tf.TensorShape) -> tf.TensorShape:
-    if a.rank != b.rank:
-        return tf.TensorShape(None)
-    return tf.TensorShape([x if x == y else None for x, y in zip(a.as_list(), b.as_list())])
 
 
 def _first_line(e: BaseException) -> str:

@@ -1,0 +1,145 @@
+"""The conversion policy of one Janus function: when to convert, what to relax, what
+to stop assuming, and when to give up.
+
+* **When**: after ``profile_calls`` eager (profiled) calls; after a guard miss of a
+  working graph, at the next miss; after a failed attempt, after another full round.
+* **What to relax**: a tensor whose shape changed gets the most specific common shape
+  (its changed dimensions become symbolic); a Python number whose value guard failed
+  is fed to the next graph instead of being specialized again.
+* **What to stop assuming**: a speculation whose assertion failed is banned at its site.
+* **When to give up**: at once for a construct that can never convert; after the
+  conversion budget; or when the last graphs built were never reused (the profile of
+  misses predicts no reuse).  A function that gave up runs plainly eagerly, without
+  profiling, and a warning says why and what the user can do, once.
+"""
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import Any
+
+import tensorflow as tf
+
+from janus import config
+from janus.trace.guards import GuardKind
+from janus.trace.sources import Arg, KwArg, Source
+
+log = logging.getLogger("janus")
+
+# Graphs in a row that were never reused before the next miss: a sign the guards that
+# keep failing pin values that change on every call.
+UNUSED_GRAPHS_BEFORE_GIVING_UP = 3
+
+
+class ConversionPolicy:
+    """Per-function conversion state and decisions (the driver asks, the policy answers)."""
+
+    def __init__(self, qualname: str):
+        self.qualname = qualname
+        self.reset()
+
+    def reset(self) -> None:
+        self.conversions = 0
+        self.failed_attempts = 0
+        self.eager_since_attempt = 0
+        self.last_attempt_failed = False
+        self.permanent_reason: str | None = None
+        self.shapes: dict[Source, tf.TensorShape] = {}
+        self.varying: dict[Source, type] = {}
+        self.banned_sites: set = set()
+        self.assumptions: dict = {}
+        self.misses: Counter[str] = Counter()
+        self._warned = False
+
+    # -- when -----------------------------------------------------------------------
+    @property
+    def gave_up(self) -> bool:
+        return self.permanent_reason is not None
+
+    def budget_exhausted(self) -> bool:
+        return self.conversions + self.failed_attempts >= config.MAX_CONVERSIONS
+
+    def due(self, has_graphs: bool, profile_calls: int) -> bool:
+        """Whether this call should convert (before the budget is checked)."""
+        if self.gave_up or config.disabled():
+            return False
+        needed = 1 if has_graphs and not self.last_attempt_failed else profile_calls
+        return self.eager_since_attempt >= needed
+
+    def converted(self, ok: bool) -> None:
+        self.eager_since_attempt = 0
+        self.last_attempt_failed = not ok
+        if ok:
+            self.conversions += 1
+        else:
+            self.failed_attempts += 1
+
+    def reuse_unlikely(self, entries: list) -> bool:
+        """The newest graphs each served only the call that built them."""
+        recent = entries[:UNUSED_GRAPHS_BEFORE_GIVING_UP]
+        return len(recent) == UNUSED_GRAPHS_BEFORE_GIVING_UP and all(e.hits <= 1 for e in recent)
+
+    # -- giving up ------------------------------------------------------------------
+    def give_up(self, reason: str, advice: str) -> None:
+        """Stop converting this function for good; warn once, naming the cause."""
+        if self.permanent_reason is None:
+            self.permanent_reason = reason
+        if not self._warned:
+            self._warned = True
+            log.warning("janus: %s runs eagerly from now on: %s. %s", self.qualname, reason, advice)
+
+    def give_up_on_budget(self) -> None:
+        miss = self.misses.most_common(1)
+        cause = f"the guard that kept failing: {miss[0][0]}" if miss else "its conversions kept failing"
+        self.give_up(f"it used its {config.MAX_CONVERSIONS} conversions ({cause})",
+                     "If that value changes by design, pass it as a tensor; see janus.explain(f) for every reason.")
+
+    # -- what to relax --------------------------------------------------------------
+    def observe_shape(self, source: Source, shape: tf.TensorShape, before: tf.TensorShape | None = None) -> None:
+        """Widen the shape known at ``source`` (an argument, or a heap tensor whose guard failed)."""
+        seen = self.shapes.get(source, before)
+        self.shapes[source] = shape if seen is None else _common_shape(seen, shape)
+
+    def relaxed_shapes(self) -> dict[Source, tf.TensorShape]:
+        return {s: shape for s, shape in self.shapes.items() if shape.is_fully_defined() is False}
+
+    def learn_from_miss(self, entry: Any, args: tuple, kwargs: dict) -> str:
+        """The first guard of ``entry`` that fails on this call; every Python int/float a
+        failing guard pinned is fed next time, every changed heap tensor shape relaxed."""
+        first = None
+        for guard in entry.guards:
+            if entry.holds(guard, args, kwargs):
+                continue
+            first = first or guard.description
+            source = guard.source
+            value = entry.value_at(source, args, kwargs) if source is not None else None
+            if guard.kind is GuardKind.VALUE and type(value) in (int, float):
+                self.varying[source] = type(value)
+            elif guard.kind is GuardKind.TENSOR and tf.is_tensor(value) and not source.is_argument:
+                self.observe_shape(source, value.shape, entry.value_shape(source))
+        first = first or "argument structure"
+        self.misses[first] += 1
+        return first
+
+    def fed_scalars(self, fn: Any, history: list, speculate: bool, args: tuple, kwargs: dict) -> dict[Source, type]:
+        """Python ints/floats to feed to the graph as tensors rather than specialize on
+        (one graph, not one per value): state whose value guard failed, and arguments that
+        had several values while profiling — or every numeric argument when not speculating."""
+        fed = dict(self.varying)
+        code = fn.__code__
+        names = code.co_varnames[:code.co_argcount]
+        items = [(Arg(i), names[i] if i < len(names) else None, v) for i, v in enumerate(args)]
+        items += [(KwArg(n), n, v) for n, v in kwargs.items()]
+        for source, name, value in items:
+            if type(value) not in (int, float):
+                continue
+            seen = {(h[name].type, h[name].value) for h in history if name in h}
+            if not speculate or len(seen) > 1 and all(t == type(value).__name__ for t, _ in seen):
+                fed[source] = type(value)
+        return fed
+
+
+def _common_shape(a: tf.TensorShape, b: tf.TensorShape) -> tf.TensorShape:
+    if a.rank != b.rank:
+        return tf.TensorShape(None)
+    return tf.TensorShape([x if x == y else None for x, y in zip(a.as_list(), b.as_list())])

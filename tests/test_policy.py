@@ -1,0 +1,80 @@
+"""The conversion policy: permanent reasons stop conversion at once, a visible warning
+says why once, and a function whose graphs are never reused gives up (eager is the oracle)."""
+import logging
+from types import SimpleNamespace
+
+import tensorflow as tf
+
+import janus
+from harness import check
+
+
+def _numbers():
+    yield 1.0
+    yield 2.0
+
+
+def test_a_generator_inside_is_traced_once_at_most(caplog):
+    def make(jit):
+        @jit
+        def f(x):
+            total = 0.0
+            for v in _numbers():
+                total += v
+            return x * total
+
+        return SimpleNamespace(fn=f)
+
+    with caplog.at_level(logging.WARNING, logger="janus"):
+        total = check(make, [(tf.constant([float(i)]),) for i in range(12)], eager_only=True)
+    assert total["failed_conversions"] <= 1, total
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "runs eagerly from now on" in r.getMessage()]
+    assert len(warnings) == 1, [r.getMessage() for r in caplog.records]
+    assert "f" in warnings[0].getMessage()
+
+
+def test_a_construct_janus_never_converts_stops_profiling():
+    def f(x):
+        return [v for v in x.numpy()]  # .numpy() of a graph value: the trace raises
+
+    jf = janus.function(f)
+    for i in range(10):
+        jf(tf.constant([float(i)]))
+    stats = janus.stats(jf)
+    assert stats["graph_calls"] == 0
+    assert stats["conversions"] + stats["failed_conversions"] <= 4, stats
+
+
+def test_graphs_never_reused_make_the_function_give_up(caplog):
+    """A Python value that changes at every call (here an object's id-like label) pins
+    every graph: after three graphs without a hit, Janus stops converting."""
+    def make(jit):
+        @jit
+        def f(x, label):
+            return x * 2.0 if label.startswith("a") else x
+
+        return SimpleNamespace(fn=f)
+
+    with caplog.at_level(logging.WARNING, logger="janus"):
+        total = check(make, [(tf.constant([float(i)]), f"a{i}") for i in range(20)], min_graph_calls=0)
+    assert total["conversions"] <= 4, total
+    assert any("never reused" in r.getMessage() for r in caplog.records), [r.getMessage() for r in caplog.records]
+
+
+def test_budget_exhaustion_warns_once_naming_the_guard(caplog, monkeypatch):
+    from janus import config
+
+    monkeypatch.setattr(config, "MAX_CONVERSIONS", 2)
+
+    def make(jit):
+        @jit
+        def f(x, mode):
+            return x + 1.0 if mode == "p" else x - 1.0
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(tf.constant([1.0]), m) for m in ["p", "p", "p", "p", "q", "q", "r", "r", "s", "s", "p", "q"]]
+    with caplog.at_level(logging.WARNING, logger="janus"):
+        check(make, calls, min_graph_calls=1)
+    messages = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(messages) == 1 and "conversions" in messages[0] and "mode" in messages[0], messages
