@@ -257,3 +257,30 @@ def test_speculation_nested_in_a_tensor_conditional_is_checked_and_retired():
     assert total["assertion_failures"] == 1 and total["assumptions_failed"] == 1, total
     assert total["conversions"] == 2, total
     assert "`(tf.reduce_max(x) < 10.0)` assumed True" in rec.explains[0], rec.explains[0]
+
+
+def _loss(s, w):
+    if s > 0:
+        if s > 3:
+            return s * s
+        return tf.sin(s) * w[0]
+    return -s
+
+
+def test_gradient_through_nested_conditionals_built_from_branch_graphs():
+    """A tape differentiates through conditionals whose sides were traced once and matched
+    afterwards (returns defined on one side only get zeros on the other)."""
+    def make(jit):
+        @conservative(jit)
+        def step(x, w):
+            with tf.GradientTape() as tape:
+                tape.watch(w)
+                y = _loss(tf.reduce_sum(x * w), w)
+            return tape.gradient(y, w)
+
+        return SimpleNamespace(fn=step)
+
+    w = vec(1.0, 2.0)
+    calls = [(vec(v, v), w) for v in (1.0, -1.0, 0.5, 3.0, -2.0, 0.2, 5.0)]
+    total = check(make, calls, graph_calls=len(calls) - PROFILE)
+    assert total["conversions"] == 1, total

@@ -7,11 +7,15 @@ At trace time each operator looks at its condition:
 
 * a Python value: the statement simply runs in Python (only the taken side is
   traced; the value it depended on was already guarded when it was read);
-* a tensor: the statement becomes ``tf.cond`` / ``tf.while_loop`` (the conservative
-  form).  Variables that must flow through the TF construct have to be tensors on
-  every path; a Python value that would change kind (e.g. stay an ``int`` on one
-  side and become a tensor on the other) makes the conversion fail, since eager
-  would return different types.
+* a tensor: unless the profile lets it be speculated, the statement becomes a
+  conditional (an ``If`` op, each side traced once: see :func:`_cond`) or a
+  ``tf.while_loop`` (the conservative form).  Variables that must flow through the TF
+  construct have to be tensors on every path; a Python value that would change kind
+  (e.g. stay an ``int`` on one side and become a tensor on the other) makes the
+  conversion fail, since eager would return different types.
+
+Every assertion made here names an assumption (a speculation, or the run-time check
+that a raising side is not taken), except the user's own ``assert``.
 """
 from __future__ import annotations
 
