@@ -7,6 +7,10 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 import tensorflow as tf
+from tensorflow.python.framework import func_graph
+from tensorflow.python.framework import ops as tf_ops
+from tensorflow.python.ops import cond_v2
+from tensorflow.python.ops import control_flow_util_v2 as cf_util
 
 
 def call_time_input(graph: Any, closure: Callable[[], Any], spec: tf.TensorSpec, key: str):
@@ -50,3 +54,45 @@ def barrier(ops: Sequence[Any]) -> Any:
     op = tf.no_op(name="janus_barrier")
     add_control_inputs(op, ops)
     return op
+
+
+# -- conditionals traced once (``janus.runtime.control_flow._cond``) -----------------
+# Why: ``tf.cond`` traces both sides and requires them to return the same structure
+# right away.  Janus must first see what each side produces (a Python number on one side
+# and a tensor on the other, a result only one side defines, effects each side records)
+# before it knows the outputs, and tracing each side twice (a probe, then ``tf.cond``)
+# makes k nested conditionals trace the innermost body 2**k times.  TensorFlow's own
+# ``cond_v2`` builds a conditional in three steps: trace each side into a branch
+# ``FuncGraph``, match their outputs afterwards, build the ``If`` op from the graphs.
+# These helpers expose those steps (``cond_v2`` has no public entry point for them).
+
+def cond_scope() -> Any:
+    """A name scope for one conditional; entering it gives the scope name ``build_cond`` needs."""
+    return tf_ops.name_scope("cond")
+
+
+def branch_graph(fn: Callable[[], list], scope: str, side: bool) -> Any:
+    """Trace ``fn`` (returning a list of tensors) once into a new branch graph of a conditional,
+    exactly as ``cond_v2`` traces a side (automatic control dependencies included)."""
+    outer = tf_ops.get_default_graph()
+    name = cf_util.unique_fn_name(scope, "true" if side else "false")
+    graph = cf_util.CondBranchFuncGraph(name, collections=outer._collections)  # noqa: SLF001
+    return func_graph.func_graph_from_py_func(
+        name, fn, [], {}, func_graph=graph,
+        add_control_dependencies=outer._add_control_dependencies)  # noqa: SLF001
+
+
+def set_branch_outputs(graph: Any, outputs: list) -> None:
+    """Make ``outputs`` (tensors of ``graph``, traced or added after the trace) its outputs,
+    as ``cond_v2`` does when it matches the sides' outputs after tracing them."""
+    graph.outputs = list(outputs)
+    graph.structured_outputs = list(outputs)
+
+
+def build_cond(pred: Any, true_graph: Any, false_graph: Any, scope: str) -> list:
+    """The ``If`` op of two branch graphs with matching outputs; returns its outputs."""
+    cond_v2.verify_captures(cond_v2._COND, [true_graph, false_graph])  # noqa: SLF001
+    outs = cond_v2._build_cond(  # noqa: SLF001
+        pred, true_graph, false_graph, true_graph.external_captures, false_graph.external_captures,
+        building_gradient=False, name=scope)
+    return list(outs) if isinstance(outs, (list, tuple)) else [outs]

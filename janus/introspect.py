@@ -55,9 +55,11 @@ class Explanation:
             if entry.heap_inputs:
                 lines.append(f"    fed from Python state: {', '.join(entry.heap_inputs)}")
             lines.append(f"    assertions in graph: {entry.assertions}")
-            if entry.assumptions:
-                lines.append("    assumptions:")
-                lines += [f"      - #{a.id} {a.description} (held {a.held}, failed {a.failed})" for a in entry.assumptions]
+            for title, group in (("assumptions", [a for a in entry.assumptions if a.speculative]),
+                                 ("run-time checks", [a for a in entry.assumptions if not a.speculative])):
+                if group:
+                    lines.append(f"    {title}:")
+                    lines += [f"      - #{a.id} {a.description} (held {a.held}, failed {a.failed})" for a in group]
             if entry.effects:
                 lines.append(f"    deferred effects: {', '.join(_effects.describe(entry.effects))}")
             lines.append("    guards:")

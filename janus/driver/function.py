@@ -27,6 +27,7 @@ from janus.driver.entry import CacheEntry, build_entry, convert, tensor_leaves
 from janus.driver.policy import ConversionPolicy
 from janus.errors import ConversionError
 from janus.runtime.calls import is_user_code
+from janus.runtime.control_flow import USER_ASSERT_MESSAGE
 from janus.trace.active import current
 from janus.trace.speculation import Speculator
 from janus_profiler import Profiler
@@ -113,15 +114,24 @@ class JanusFunction:
         return result
 
     def _aborted(self, entry: CacheEntry, error: BaseException) -> None:
-        """A failed assumption: drop the graph, never assume it at that site again."""
-        match = _ASSUMPTION_ID.search(str(error))
+        """A failed assumption (speculation or run-time check, named by its id in the failed
+        assertion's message): drop every graph that made it, never assume it again.
+
+        The user's own ``assert`` failing is no failed assumption: the eager re-run raises
+        its AssertionError, and the graph stays (it is right whenever the assert holds).
+        """
+        text = str(error)
+        match = _ASSUMPTION_ID.search(text)
         failed = next((a for a in entry.assumptions if match and a.id == int(match.group(1))), None)
         if failed is None:
-            self._note(f"graph run aborted, re-ran eagerly: {_first_line(error)}")
+            if USER_ASSERT_MESSAGE in text:
+                self._note("an assert statement failed in the graph; re-ran eagerly (graph kept)")
+            else:
+                self._note(f"graph run aborted, re-ran eagerly: {_first_line(error)}")
             return
         failed.failed += 1
-        self.policy.banned_sites.add(failed.site.key)
-        self.entries[:] = [e for e in self.entries if not any(a.site.key == failed.site.key for a in e.assumptions)]
+        self.policy.banned_sites.add(failed.ban)
+        self.entries[:] = [e for e in self.entries if not any(a.ban == failed.ban for a in e.assumptions)]
         self.policy.eager_since_attempt = self.profile_calls  # re-convert on the next call, without it
         self._note(f"assumption failed, re-ran eagerly: {failed.description}")
 
@@ -197,7 +207,7 @@ class JanusFunction:
                     self._note(f"trace failed: {e} (an assert in the code)")
                     return None
                 for a in e.assumptions:
-                    policy.banned_sites.add(a.site.key)
+                    policy.banned_sites.add(a.ban)
                 self._note(f"not speculated, checked after a state update: "
                            f"{'; '.join(a.description for a in e.assumptions)}")
                 continue

@@ -7,18 +7,24 @@ At trace time each operator looks at its condition:
 
 * a Python value: the statement simply runs in Python (only the taken side is
   traced; the value it depended on was already guarded when it was read);
-* a tensor: the statement becomes ``tf.cond`` / ``tf.while_loop`` (the conservative
-  form).  Variables that must flow through the TF construct have to be tensors on
-  every path; a Python value that would change kind (e.g. stay an ``int`` on one
-  side and become a tensor on the other) makes the conversion fail, since eager
-  would return different types.
+* a tensor: unless the profile lets it be speculated, the statement becomes a
+  conditional (an ``If`` op, each side traced once: see :func:`_cond`) or a
+  ``tf.while_loop`` (the conservative form).  Variables that must flow through the TF
+  construct have to be tensors on every path; a Python value that would change kind
+  (e.g. stay an ``int`` on one side and become a tensor on the other) makes the
+  conversion fail, since eager would return different types.
+
+Every assertion made here names an assumption (a speculation, or the run-time check
+that a raising side is not taken), except the user's own ``assert``.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import tensorflow as tf
 
+from janus import _tf_private
 from janus.commit import atomicity, branch_effects
 from janus.commit.effects import When
 from janus.convert.sites import SiteInfo
@@ -64,7 +70,7 @@ def if_stmt(cond: Any, body: Callable, orelse: Callable, args: tuple, names: Seq
     if taken is not None:
         return body(*args) if taken else orelse(*args)
     _no_cells(cells, "if")
-    return _cond(to_bool(cond), lambda: body(*args), lambda: orelse(*args), names, "if")
+    return _cond(to_bool(cond), lambda: body(*args), lambda: orelse(*args), names, "if", site)
 
 
 def ifexp(cond: Any, if_true: Callable[[], Any], if_false: Callable[[], Any], site: SiteInfo | None = None) -> Any:
@@ -74,7 +80,8 @@ def ifexp(cond: Any, if_true: Callable[[], Any], if_false: Callable[[], Any], si
     taken = _speculate_branch(cond, site)
     if taken is not None:
         return if_true() if taken else if_false()
-    return _cond(to_bool(cond), lambda: (if_true(),), lambda: (if_false(),), ("<expr>",), "conditional expression")[0]
+    return _cond(to_bool(cond), lambda: (if_true(),), lambda: (if_false(),), ("<expr>",), "conditional expression",
+                 site)[0]
 
 
 def and_(left: Any, right: Callable[[], Any]) -> Any:
@@ -116,55 +123,139 @@ def not_(value: Any) -> Any:
     return PyScalar(tf.logical_not(to_bool(value)), bool)
 
 
-def _cond(pred: tf.Tensor, true_fn: Callable, false_fn: Callable, names: Sequence[str], what: str) -> tuple:
+@dataclass
+class _Side:
+    """One side of a tensor conditional, traced once into its own branch graph."""
+
+    side: bool
+    graph: Any = None
+    out: tuple | None = None  # the side's values, one per name
+    traced: list = field(default_factory=list)  # tensors the trace returned (the graph's outputs, in order)
+    effects: list = field(default_factory=list)  # effects the side recorded
+    writes: bool = False  # whether the side changes a variable
+    raised: BaseException | None = None
+
+    def carried(self) -> list[tf.Tensor]:
+        """The graph values this side's effects need (carried out of the conditional)."""
+        return branch_effects.graph_values(self.effects)
+
+
+def _cond(pred: tf.Tensor, true_fn: Callable, false_fn: Callable, names: Sequence[str], what: str,
+          site: SiteInfo | None = None) -> tuple:
     """``tf.cond`` over two sides that return a tuple of values (one per name in ``names``).
 
-    Each side is first *probed*: traced on its own into a throwaway concrete function,
-    so no op of the probe can run.  The probe shows what each side produces: Python
-    scalars that differ between the sides become :class:`PyScalar` values, a result
-    only one side defines (``_jn_ret`` where the other has not returned) gets a
-    placeholder, effects inside a side are carried out of the cond; a side that raises
-    is speculated away.  Then the real ``tf.cond`` is built, once.
+    Each side is traced exactly once, into its own branch graph, from the same trace
+    context state (:meth:`TraceContext.checkpoint` / ``restore``).  Then the sides'
+    outputs are matched by adding ops to the branch graphs: a Python scalar that differs
+    between the sides becomes a :class:`PyScalar` (a constant on the side that had the
+    number), a result only one side defines (``_jn_ret`` where the other has not
+    returned) gets zeros of the other side's spec, effects inside a side are carried out
+    of the conditional (zeros in their place on the other side).  The ``If`` op is built
+    from the two graphs, as TensorFlow's ``cond_v2`` does.  A side that raises while
+    tracing is speculated away: an assertion checks it is not taken.
     """
     ctx = current()
     start = len(ctx.assertions)
-    probe: dict = {}
-    raised: dict[bool, BaseException] = {}
-    ctx.dynamic_depth += 1
+    with _tf_private.cond_scope() as scope:
+        ctx.dynamic_depth += 1
+        try:
+            before = ctx.checkpoint()
+            t = _trace_side(true_fn, True, scope, what)
+            if t.raised:
+                ctx.rollback(before)  # a side that raised is thrown away: its checks too
+            after_true = ctx.checkpoint()
+            ctx.restore(before)  # the false side sees nothing the true side did
+            f = _trace_side(false_fn, False, scope, what)
+        finally:
+            ctx.dynamic_depth -= 1
+        if t.raised and f.raised:
+            raise t.raised
+        if f.raised:
+            ctx.rollback(after_true)
+        elif not t.raised:
+            ctx.merge(after_true)  # what either side read (or changed by a deferred mutation)
+        if t.raised or f.raised:
+            return _not_raising(pred, t, f, scope, what, site, start)
+        return _both_sides(pred, t, f, scope, names, what, start)
+
+
+def _trace_side(fn: Callable, side: bool, scope: str, what: str) -> _Side:
+    """Trace ``fn`` once into a branch graph; a side that raises is recorded, not traced further."""
+    ctx = current()
+    result = _Side(side)
+
+    def body():
+        ctx.effect_sinks.append([])
+        try:
+            out = tuple(fn())
+        except (ConversionError, UndefinedValueError):
+            raise
+        except Exception as e:  # noqa: BLE001 - a raising side is speculated away by _cond
+            result.raised = e
+            raise
+        finally:
+            result.effects = ctx.effect_sinks.pop()
+        result.out = out
+        result.writes = _body_writes_state()
+        result.traced = _graph_tensors(out) + result.carried()
+        return result.traced
+
     try:
-        for side, fn in ((True, true_fn), (False, false_fn)):
-            try:
-                tf.function(_side(fn, side, {}, probe, raised), autograph=False).get_concrete_function()
-            except (ConversionError, UndefinedValueError):
-                raise
-            except Exception as e:  # noqa: BLE001 - a raising side is handled below
-                if side not in raised:
-                    raise ConversionError(f"{what}: {type(e).__name__}: {_first_line(e)}") from None
-    finally:
-        ctx.dynamic_depth -= 1
-        del ctx.assertions[start:]
-    if len(raised) == 1:
-        return _speculate_not_raising(pred, raised, true_fn, false_fn, what)
-    if raised:
-        raise raised[True]
-    probe.pop("writes", None)
-    probed_effects = {side: probe.pop(("effects", side)) for side in (True, False)}
-    fixes = _fixes(probe, names)
-    if probed_effects[True][0] or probed_effects[False][0]:
-        fixes["effects"] = (probed_effects[True][1], probed_effects[False][1])
-    record: dict = {}
-    ctx.dynamic_depth += 1
-    try:
-        outs = tf.cond(pred, _side(true_fn, True, fixes, record, raised), _side(false_fn, False, fixes, record, raised))
+        result.graph = _tf_private.branch_graph(body, scope, side)
     except (ConversionError, UndefinedValueError):
         raise
     except Exception as e:  # noqa: BLE001
-        raise ConversionError(f"{what}: the two sides do not agree ({type(e).__name__}: {_first_line(e)})") from None
-    finally:
-        ctx.dynamic_depth -= 1
-    writes = record.pop("writes", False)
-    side_effects = {side: record.pop(("effects", side)) for side in (True, False)}
-    (t_out, t_kinds, t_leaves), (f_out, f_kinds, f_leaves) = record[True], record[False]
+        if result.raised is None:
+            raise ConversionError(f"{what}: {type(e).__name__}: {_first_line(e)}") from None
+    return result
+
+
+def _graph_tensors(out: tuple) -> list[tf.Tensor]:
+    """The graph tensors among a side's values (also inside PyScalars)."""
+    found = []
+    for leaf in tf.nest.flatten(out, expand_composites=False):
+        if isinstance(leaf, PyScalar):
+            found.append(leaf.tensor)
+        elif is_symbolic(leaf):
+            found.append(leaf)
+    return found
+
+
+def _finish_side(s: _Side, fixes: dict, extra: Callable[[], list]) -> tuple[tuple, list, list]:
+    """Make the side's values (reconciled by ``fixes``) and ``extra()`` the outputs of its
+    branch graph, plus one constant (so the conditional always has an op to gate state on).
+
+    Runs in the branch graph, so the constants and zeros that reconciling creates are that
+    side's ops.  Returns the reconciled values, their leaves and their kinds.
+    """
+    traced = {id(t): g for t, g in zip(s.traced, s.graph.outputs)}
+    with s.graph.as_default():
+        out = _apply_fixes(s.out, fixes)
+        leaves, kinds, tensors = _split(out)
+        outputs = [traced.get(id(x), x) for x in tensors + extra()] + [tf.constant(True)]
+    if any(getattr(x, "graph", None) is not s.graph for x in outputs):
+        raise ConversionError("a value of one side of a tensor-dependent branch is not in its graph")
+    _tf_private.set_branch_outputs(s.graph, outputs)
+    return out, leaves, kinds
+
+
+def _both_sides(pred, t: _Side, f: _Side, scope: str, names: Sequence[str], what: str, start: int) -> tuple:
+    """Both sides traced: match their outputs and build the ``If`` op."""
+    ctx = current()
+    fixes = _fixes(t.out, f.out, names)
+    carry = bool(t.effects or f.effects)
+    specs = {s.side: [tf.TensorSpec(x.shape, x.dtype) for x in s.carried()] for s in (t, f)}
+
+    def extra(s: _Side) -> Callable[[], list]:
+        def make():  # both sides' effect tensors are carried out: ours, and zeros for the other's
+            if not carry:
+                return []
+            ours, theirs = s.carried(), branch_effects.zeros_like_specs(specs[not s.side])
+            return ours + theirs if s.side else theirs + ours
+        return make
+
+    t_out, t_leaves, t_kinds = _finish_side(t, fixes, extra(t))
+    f_out, f_leaves, f_kinds = _finish_side(f, fixes, extra(f))
     try:
         tf.nest.assert_same_structure(t_out, f_out, expand_composites=False)
     except (TypeError, ValueError):
@@ -174,21 +265,52 @@ def _cond(pred: tf.Tensor, true_fn: Callable, false_fn: Callable, names: Sequenc
     for kind, a, b in zip(t_kinds, t_leaves, f_leaves):
         if kind == "py" and not _same_python(a, b):
             raise ConversionError(f"{what}: a Python value differs between the two sides ({a!r} vs {b!r})")
-    outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
-    construct = _op_of(outs)
-    outs = outs[:-1]
-    ctx.nested_assertions(start, lambda: construct)
-    if writes:
-        ctx.writer_constructs.add(construct)
-    if "effects" in fixes:
-        n_t, n_f = len(fixes["effects"][0]), len(fixes["effects"][1])
-        extra = outs[len(outs) - n_t - n_f:]
+    outs = _build(pred, t, f, scope, what, start)
+    if carry:
+        n_t, n_f = len(specs[True]), len(specs[False])
+        extra_outs = outs[len(outs) - n_t - n_f:]
         outs = outs[:len(outs) - n_t - n_f]
-        for side, carried in ((True, extra[:n_t]), (False, extra[n_t:])):
-            if side_effects[side][0]:
-                ctx.effect(When(pred, side, branch_effects.rebind(side_effects[side][0], carried)),
+        for s, carried in ((t, extra_outs[:n_t]), (f, extra_outs[n_t:])):
+            if s.effects:
+                ctx.effect(When(pred, s.side, branch_effects.rebind(s.effects, carried)),
                            f"{what} side with effects")
     return _join(t_out, t_leaves, t_kinds, iter(outs))
+
+
+def _not_raising(pred, t: _Side, f: _Side, scope: str, what: str, site: SiteInfo | None, start: int) -> tuple:
+    """One side raised while tracing: assume (and assert) it is not taken; the other side's
+    graph becomes the conditional with a side that only outputs zeros in its place."""
+    ctx = current()
+    live, dead = (f, t) if t.raised else (t, f)
+    assumption = ctx.check("not_raising", site, dead.side, where=what, detail=type(dead.raised).__name__)
+    out, leaves, kinds = _finish_side(live, {}, live.carried)
+    specs = [tf.TensorSpec(x.shape, x.dtype) for x in live.graph.outputs]
+    dead.graph = _tf_private.branch_graph(lambda: branch_effects.zeros_like_specs(specs), scope, dead.side)
+    assertion(tf.logical_not(pred) if dead.side else pred, assumption.message, assumption)
+    n = sum(k != "py" for k in kinds)
+    outs = _build(pred, t, f, scope, what, start)
+    if live.effects:
+        ctx.effect(When(pred, live.side, branch_effects.rebind(live.effects, outs[n:])),
+                   f"{what} side with effects")
+    return _join(out, leaves, kinds, iter(outs[:n]))
+
+
+def _build(pred, t: _Side, f: _Side, scope: str, what: str, start: int) -> list:
+    """The ``If`` op of the two finished sides: its outputs without the gating constant.
+
+    Assertions made inside the sides since ``start`` are checked by the ``If`` op; it
+    counts as a state writer when a side writes a variable.
+    """
+    ctx = current()
+    try:
+        outs = _tf_private.build_cond(pred, t.graph, f.graph, scope)
+    except (TypeError, ValueError) as e:
+        raise ConversionError(f"{what}: the two sides do not agree ({type(e).__name__}: {_first_line(e)})") from None
+    construct = _op_of(outs)
+    ctx.nested_assertions(start, lambda: construct)
+    if t.writes or f.writes:
+        ctx.writer_constructs.add(construct)
+    return outs[:-1]
 
 
 def _op_of(outs: list) -> Any:
@@ -235,55 +357,15 @@ def _join(structure: Any, leaves: list, kinds: list, tensors) -> Any:
     return tf.nest.pack_sequence_as(structure, out, expand_composites=False)
 
 
-def _side(fn: Callable, side: bool, fixes: dict, record: dict, raised: dict) -> Callable:
-    def run():
-        ctx = current()
-        ctx.effect_sinks.append([])
-        try:
-            out = list(fn())
-        except (ConversionError, UndefinedValueError):
-            raise
-        except Exception as e:  # noqa: BLE001 - a raising side is speculated away by _cond
-            raised[side] = e
-            raise
-        finally:
-            side_effects = ctx.effect_sinks.pop()
-        for i, fix in fixes.items():
-            if i == "effects":
-                continue
-            if fix[0] == "scalar" and type(out[i]) in PY_SCALARS:
-                out[i] = PyScalar.of(out[i], fix[1])
-            elif fix[0] == "fill" and out[i] is UNDEF:
-                out[i] = tf.nest.map_structure(
-                    lambda spec: tf.zeros([d or 0 for d in spec.shape.as_list()], spec.dtype)
-                    if isinstance(spec, tf.TensorSpec) else spec, fix[1])
-        out = tuple(out)
-        leaves, kinds, tensors = _split(out)
-        record[side] = (out, kinds, leaves)
-        record.setdefault("writes", False)
-        record["writes"] |= _body_writes_state()
-        carried = branch_effects.graph_values(side_effects)
-        record[("effects", side)] = (side_effects, [tf.TensorSpec(t.shape, t.dtype) for t in carried])
-        if "effects" in fixes:  # carry both sides' effect tensors out: ours, and zeros for the other's
-            t_specs, f_specs = fixes["effects"]
-            ours = list(carried)
-            tensors += ours + branch_effects.zeros_like_specs(f_specs) if side else \
-                branch_effects.zeros_like_specs(t_specs) + ours
-        # One constant output more, so that the cond always has an op to gate state on.
-        return tensors + [tf.constant(True)]
-    return run
-
-
 def _body_writes_state() -> bool:
     """Whether the cond/loop body being traced (the default graph) changes a variable."""
     ctx = current()
     return atomicity.graph_writes_state(tf.compat.v1.get_default_graph(), ctx.writer_constructs)
 
 
-def _fixes(record: dict, names: Sequence[str]) -> dict[int, Any]:
-    """Differences between the sides that a second trace can reconcile."""
+def _fixes(t_out: tuple, f_out: tuple, names: Sequence[str]) -> dict[int, Any]:
+    """Differences between the sides that ops added to a side's graph can reconcile."""
     fixes: dict[int, Any] = {}
-    (t_out, *_), (f_out, *_) = record[True], record[False]
     for i, name in enumerate(names):
         a, b = t_out[i], f_out[i]
         ka, kb = _scalar_kind(a), _scalar_kind(b)
@@ -297,20 +379,26 @@ def _fixes(record: dict, names: Sequence[str]) -> dict[int, Any]:
     return fixes
 
 
+def _apply_fixes(out: tuple, fixes: dict[int, Any]) -> tuple:
+    """A side's values, reconciled (in the side's graph): a Python scalar where the other side
+    has a PyScalar or another number becomes a PyScalar; a missing result becomes zeros."""
+    out = list(out)
+    for i, fix in fixes.items():
+        if fix[0] == "scalar" and type(out[i]) in PY_SCALARS:
+            out[i] = PyScalar.of(out[i], fix[1])
+        elif fix[0] == "fill" and out[i] is UNDEF:
+            out[i] = tf.nest.map_structure(
+                lambda spec: tf.zeros([d or 0 for d in spec.shape.as_list()], spec.dtype)
+                if isinstance(spec, tf.TensorSpec) else spec, fix[1])
+    return tuple(out)
+
+
 def _scalar_kind(x: Any) -> type | None:
     if isinstance(x, PyScalar):
         return x.kind
     if type(x) in PY_SCALARS:
         return type(x)
     return None
-
-
-def _speculate_not_raising(pred, raised, true_fn, false_fn, what):
-    """One side of a tensor branch raises: assert it is not taken and trace the other."""
-    side, exc = next(iter(raised.items()))
-    message = f"janus: {what} side that raises {type(exc).__name__} was taken"
-    assertion(tf.logical_not(pred) if side else pred, message)
-    return tuple((false_fn if side else true_fn)())
 
 
 def _same_python(a: Any, b: Any) -> bool:
@@ -352,21 +440,30 @@ def _speculate_trips(site: SiteInfo | None):
 
 
 # -- assertions -------------------------------------------------------------------
-def assertion(pred: tf.Tensor, message: str, assumption: Any = None) -> None:
-    """An assertion op the graph run must pass; its failure makes Janus re-run eagerly.
+def assertion(pred: tf.Tensor, message: str, assumption: Any = None) -> Any:
+    """An assertion op (returned) the graph run must pass; its failure makes Janus re-run eagerly.
 
     ``assumption`` is the speculation it checks (None for the user's own ``assert``).
     """
-    current().assert_that(pred, message, assumption)
+    return current().assert_that(pred, message, assumption)
+
+
+USER_ASSERT_MESSAGE = "janus: assert statement failed"
 
 
 def assert_(cond: Any, message: Callable[[], Any] | None = None) -> None:
-    """The ``assert`` statement."""
+    """The ``assert`` statement.
+
+    On a tensor it is an assertion op without an assumption: when it fails, the run aborts
+    (nothing is committed) and the eager re-run raises the ``AssertionError`` with the
+    user's message.  Nothing was assumed, so the graph stays: it is right for every call
+    whose assert holds.
+    """
     if not _is_tensor(cond):
         if not cond:
             raise AssertionError(message()) if message is not None else AssertionError
         return
-    assertion(to_bool(cond), "janus: assert statement failed")
+    assertion(to_bool(cond), USER_ASSERT_MESSAGE)
 
 
 # -- loops --------------------------------------------------------------------------
@@ -401,8 +498,11 @@ def _unrolled(iterable: Any, assumed) -> list:
         length = iterable.length()
         assertion(tf.equal(length, n), assumed.message, assumed)
         return [iterable.item(i) for i in range(n)]
-    assertion(tf.equal(tf.shape(iterable)[0], n), assumed.message, assumed)
-    return [iterable[i] for i in range(n)]
+    check = assertion(tf.equal(tf.shape(iterable)[0], n), assumed.message, assumed)
+    # Indexing past a shorter length would fail too: only after the check, so that the run
+    # aborts naming the assumption (and the graph that made it is retired).
+    with tf.control_dependencies([check]):
+        return [iterable[i] for i in range(n)]
 
 
 class TensorRange:

@@ -34,6 +34,7 @@ from janus.trace import active
 from janus.trace.active import CALL
 from janus.trace.guards import Guard, GuardKind
 from janus.trace.sources import Arg, KwArg, Source
+from janus.trace.speculation import Speculator
 from janus.trace.values import (
     DTYPES, SCALARS, PyScalar, is_eager_tensor, is_framework_object, is_plain_callable, is_user_class,
 )
@@ -313,14 +314,15 @@ class TraceContext:
             self.assumptions.append(assumption)
         return assumption
 
-    def assert_that(self, pred: tf.Tensor, message: str, assumption: Any = None) -> None:
-        """An assertion op the graph run must pass; its failure makes Janus re-run eagerly.
+    def assert_that(self, pred: tf.Tensor, message: str, assumption: Any = None) -> Any:
+        """An assertion op the graph run must pass (returned); its failure makes Janus re-run eagerly.
 
         ``assumption`` is the speculation it checks (None for the user's own ``assert``).
         """
         op = tf.debugging.Assert(pred, [tf.constant(message)])
         if op is not None:
             self.assertions.append((op, [assumption]))
+        return op
 
     def nested_assertions(self, start: int, outer_op: Callable[[], Any]) -> None:
         """Assertions created inside a cond/loop body since ``start`` are checked by ``outer_op()``."""
@@ -328,6 +330,58 @@ class TraceContext:
             inner = self.assertions[start:]
             del self.assertions[start:]
             self.assertions.append((outer_op(), [a for _, group in inner for a in group]))
+
+    # -- branches: checkpoint / restore, run-time checks ---------------------------
+    def checkpoint(self) -> "Checkpoint":
+        """What tracing one side of a tensor conditional may change in this context.
+
+        Guards, heap inputs and namespace constants a side records are kept whatever
+        happens (they hold for both sides); everything else is captured here, so the
+        other side can be traced from the same state (:meth:`restore`).  Sides cannot
+        write the attribute overlay (``st_attr`` refuses under ``dynamic_depth``); it is
+        captured anyway, so a side never sees another's writes.
+        """
+        return Checkpoint(dict(self._by_id), dict(self._read_from), dict(self.overlay), set(self.mutated_unread),
+                          list(self._distinct), len(self.assertions), len(self.assumptions),
+                          len(self.effect_sinks))
+
+    def restore(self, cp: "Checkpoint") -> None:
+        """Return to the state of ``cp`` (which stays usable) that a side's code can observe:
+        what was read (and how it was named), the overlay, deferred mutations.  Assertions
+        and assumptions made since stay (they belong to the side's graph); so do guards and
+        heap inputs."""
+        self._by_id, self._read_from, self.overlay = dict(cp.by_id), dict(cp.read_from), dict(cp.overlay)
+        self.mutated_unread, self._distinct = set(cp.mutated_unread), list(cp.distinct)
+        del self.effect_sinks[cp.effect_sinks:]
+
+    def rollback(self, cp: "Checkpoint") -> None:
+        """:meth:`restore`, and also forget the assertions and assumptions made since ``cp``:
+        a side that is thrown away (it raised while tracing) checks and assumes nothing."""
+        self.restore(cp)
+        del self.assertions[cp.assertions:]
+        del self.assumptions[cp.assumptions:]
+
+    def merge(self, other: "Checkpoint") -> None:
+        """After both sides of a conditional: also know what the other side (state ``other``)
+        read, and that containers it changed by a deferred mutation must not be read."""
+        for key, value in other.by_id.items():
+            self._by_id.setdefault(key, value)
+        for key, value in other.read_from.items():
+            self._read_from.setdefault(key, value)
+        self.mutated_unread |= other.mutated_unread
+        known = {source for source, _ in self._distinct}
+        self._distinct += [(source, value) for source, value in other.distinct if source not in known]
+
+    def check(self, kind: str, site: Any, value: Any, where: str = "", detail: str = "") -> Any:
+        """Register the assumption of a run-time check (see ``janus.trace.speculation``) that
+        an assertion of this trace makes; ConversionError when it failed before."""
+        speculator = self.speculator if self.speculator is not None else _no_profile()
+        assumption = speculator.check(kind, site, value, where, detail)
+        if assumption is None:
+            raise ConversionError(f"{_CHECK_FAILED[kind]} (this failed in a graph before)")
+        if assumption not in self.assumptions:
+            self.assumptions.append(assumption)
+        return assumption
 
     # -- effects ----------------------------------------------------------------
     def effect(self, effect: Any, where: str) -> None:
@@ -343,6 +397,30 @@ class TraceContext:
             self.effect_sinks[-1].append(effect)
             return
         self.effects.append(effect)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A snapshot of a :class:`TraceContext` (see :meth:`TraceContext.checkpoint`)."""
+
+    by_id: dict
+    read_from: dict
+    overlay: dict
+    mutated_unread: set
+    distinct: list
+    assertions: int
+    assumptions: int
+    effect_sinks: int
+
+
+_CHECK_FAILED = {
+    "not_raising": "a side of a tensor-dependent branch raises, and it was taken",
+    "int32": "a Python int the graph computes did not fit int32 where TensorFlow converts it",
+}
+
+
+def _no_profile() -> Speculator:
+    return Speculator(None)
 
 
 def _capture_at_call_time(ctx: TraceContext, hi: HeapInput):

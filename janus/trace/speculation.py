@@ -13,6 +13,13 @@ to depend on a tensor, the operators ask the :class:`Speculator`:
 Each speculation is an :class:`Assumption` with an id and a readable description.
 A failed assertion names its id; that site is then banned for the function and the
 next conversion keeps it dynamic (``tf.cond`` / ``tf.while_loop``).
+
+Two run-time checks are assumptions too, though no profile suggests them: that a
+side of a tensor branch which raises while tracing is not taken (``not_raising``),
+and that a Python int the graph computes fits int32 where TensorFlow converts it
+(``int32``: eager would make an int64 tensor otherwise).  They get ids the same way;
+once one failed, :meth:`Speculator.check` refuses it and the conversion that would
+need it fails (the calls run eagerly).
 """
 from __future__ import annotations
 
@@ -26,22 +33,49 @@ MAX_UNROLL = 64
 _ids = itertools.count(1)
 
 
+SPECULATIONS = ("branch", "trips")  # kinds the profile suggests; the others are run-time checks
+
+
 @dataclass
 class Assumption:
-    """One speculation a graph depends on."""
+    """One speculation (or run-time check) a graph depends on.
+
+    ``site``: the user's ``if``/loop it is about, when known; ``where``: a readable place
+    for assumptions without a site; ``detail``: extra words of the description.
+    """
 
     id: int
-    site: SiteInfo
+    site: SiteInfo | None
     kind: str
     value: Any
     held: int = 0
     failed: int = 0
+    where: str = ""
+    detail: str = ""
+
+    @property
+    def speculative(self) -> bool:
+        """Suggested by the profile (rather than a check every conversion of the code makes)."""
+        return self.kind in SPECULATIONS
+
+    @property
+    def ban(self) -> Any:
+        """What a failure of this assumption forbids the next conversions to assume."""
+        if self.kind in SPECULATIONS:
+            return self.site.key
+        return (self.kind, self.site.key if self.site is not None else self.where, self.value)
 
     @property
     def description(self) -> str:
         if self.kind == "branch":
             return f"branch at {self.site.where} `{self.site.text}` assumed {self.value}"
-        return f"loop at {self.site.where} `{self.site.text}` assumed {self.value} iterations"
+        if self.kind == "trips":
+            return f"loop at {self.site.where} `{self.site.text}` assumed {self.value} iterations"
+        if self.kind == "not_raising":
+            place = f"at {self.site.where} `{self.site.text}`" if self.site is not None else f"({self.where})"
+            return f"branch {place} assumed not to take its {self.value} side, which raises {self.detail}"
+        return f"a Python int the graph computes in {self.where} fits int32 where TensorFlow converts it" \
+            + (f" (`{self.detail}`)" if self.detail else "")
 
     @property
     def message(self) -> str:
@@ -86,4 +120,17 @@ class Speculator:
         found = self.registry.get(key)
         if found is None:
             found = self.registry[key] = Assumption(next(_ids), site, kind, value)
+        return found
+
+    def check(self, kind: str, site: SiteInfo | None, value: Any, where: str = "", detail: str = "") \
+            -> Assumption | None:
+        """The assumption of a run-time check (``not_raising``, ``int32``), or None when it
+        failed before (its ban is recorded) and must not be assumed again."""
+        key = (kind, site.key if site is not None else where, value)
+        found = self.registry.get(key)
+        if found is None:
+            found = Assumption(next(_ids), site, kind, value, where=where, detail=detail)
+        if found.ban in self.banned:
+            return None
+        self.registry[key] = found
         return found

@@ -21,6 +21,9 @@ conversion, so the call runs eagerly.
 """
 from __future__ import annotations
 
+import linecache
+import os
+import sys
 import types
 from typing import Any
 
@@ -131,11 +134,15 @@ class PyScalar:
         """The tensor TensorFlow would make of the Python value.
 
         A Python int becomes int32 unless a dtype is asked for, as in eager; eager would
-        pick int64 for a value outside int32, so that case is asserted away.
+        pick int64 for a value outside int32, so that case is asserted away: an ``int32``
+        assumption (see ``janus.trace.speculation``) about the converted code's line.
         """
         if dtype is None and self.kind is int:
+            ctx = current()
+            where, line, text = _converted_line()
+            assumption = ctx.check("int32", None, line, where=where, detail=text)
             in_range = tf.logical_and(self.tensor >= INT32[0], self.tensor <= INT32[1])
-            current().assert_that(in_range, "janus: a Python int the graph computed does not fit int32")
+            ctx.assert_that(in_range, assumption.message, assumption)
             return tf.cast(self.tensor, tf.int32)
         if dtype is not None and dtype != self.tensor.dtype:
             return tf.cast(self.tensor, dtype)
@@ -212,6 +219,24 @@ class PyScalar:
 
     def __repr__(self) -> str:
         return f"<PyScalar {self.kind.__name__} {self.tensor!r}>"
+
+
+def _converted_line() -> tuple[str, int, str]:
+    """Where converted code makes TensorFlow convert a value: the user's function (its file and
+    ``def`` line), the line of the converted code, and that line's text ("" when unknown).
+
+    The innermost frame of generated code (named ``<janus QUALNAME from FILE:LINE>``) is it.
+    """
+    frame = sys._getframe(1)
+    while frame is not None and not frame.f_code.co_filename.startswith("<janus "):
+        frame = frame.f_back
+    if frame is None:
+        return "converted code", 0, ""
+    virtual = frame.f_code.co_filename
+    qualname, _, origin = virtual[len("<janus "):-1].partition(" from ")
+    filename, _, first = origin.rpartition(":")
+    text = linecache.getline(virtual, frame.f_lineno).strip()
+    return f"{qualname} ({os.path.basename(filename)}, def at line {first})", frame.f_lineno, text
 
 
 def to_python(value: Any, kind: type) -> Any:
