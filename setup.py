@@ -19,7 +19,11 @@ setup(
         # benchmarks/run_all.py draws its chart with matplotlib
         "bench": ["matplotlib>=3.7"],
     },
-    entry_points={"console_scripts": ["janus-profile=janus_profiler.cli:main"]},
+    entry_points={
+        "console_scripts": ["janus-profile=janus_profiler.cli:main"],
+        # how janus-profile learns whether a function converts, without importing janus
+        "janus_profiler.checkers": ["janus=janus.convert.support:unsupported_reason"],
+    },
     classifiers=[
         "Programming Language :: Python :: 3.11",
         "Programming Language :: Python :: 3.12",

@@ -69,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="report the N hottest functions (default 10; 0 = all)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
     p.add_argument("--no-verdict", action="store_true",
-                   help="skip the conversion verdicts (they import janus and TensorFlow)")
+                   help="skip the conversion verdicts")
     return p
 
 

@@ -25,17 +25,19 @@ import sys
 import types
 from typing import Any
 
-from .profiler import _MISSING, FrameState, Profiler
-
 __all__ = ["MonitoringBackend"]
 
 
 class MonitoringBackend:
     """Installs the engine of one :class:`Profiler` as a ``sys.monitoring`` tool."""
 
-    def __init__(self, prof: Profiler):
+    def __init__(self, prof: Any, frame_state: type, missing: object):
+        """``frame_state`` and ``missing`` are the profiler's per-frame engine class and its
+        "not bound" sentinel (passed in: the profiler imports this module, not the reverse)."""
         self.prof = prof
-        self.states: dict[types.FrameType, FrameState] = {}
+        self._frame_state = frame_state
+        self._missing = missing
+        self.states: dict[types.FrameType, Any] = {}
         self.local: set[types.CodeType] = set()
         self.tool: int | None = None
 
@@ -80,15 +82,15 @@ class MonitoringBackend:
     def _start(self, code: types.CodeType, offset: int) -> Any:
         prof = self.prof
         frame = sys._getframe(1)
-        b = prof._bound.get(id(code), _MISSING)
-        if b is _MISSING:
+        b = prof._bound.get(id(code), self._missing)
+        if b is self._missing:
             b = prof._decide(code, frame)
         if b is None:
             return sys.monitoring.DISABLE
         if code not in self.local:
             sys.monitoring.set_local_events(self.tool, code, self.local_events)
             self.local.add(code)
-        fs = self.states[frame] = FrameState(prof, b)
+        fs = self.states[frame] = self._frame_state(prof, b)
         fs.start(frame)
         return None
 

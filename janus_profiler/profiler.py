@@ -455,7 +455,7 @@ class Profiler:
         self._thread = threading.get_ident()
         if hasattr(sys, "monitoring") and _use_monitoring():
             from .monitoring import MonitoringBackend
-            self._backend = MonitoringBackend(self)
+            self._backend = MonitoringBackend(self, FrameState, _MISSING)
             self._static_calls = False
             self._backend.install()
         else:

@@ -2,13 +2,15 @@
 
 The speculation wording lives here (not in the converter) because it is a forecast
 from the profile alone: "this branch only ever went one way, so Janus would keep
-that side and assert the test".  The conversion verdict comes from the converter's
-static check, ``janus.convert.support.unsupported_reason``, imported lazily so the
-profiler works without Janus installed.
+that side and assert the test".  The conversion verdict comes from a *checker* the
+profiler is given: a callable ``fn -> reason or None``.  By default it is looked up as
+an entry point of the group ``janus_profiler.checkers`` (Janus registers its converter's
+static check there), so the profiler imports nothing from Janus and works without it.
 """
 from __future__ import annotations
 
 import gc
+import importlib.metadata
 import linecache
 import os
 import sys
@@ -158,30 +160,26 @@ def find_function(code: types.CodeType | None) -> types.FunctionType | None:
     return None
 
 
-def _import_support() -> Callable | None:
-    try:
-        from janus.convert.support import unsupported_reason
-        return unsupported_reason
-    except Exception:  # noqa: BLE001 - ImportError, or janus failing to import its deps
-        pass
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if here not in sys.path:  # janus sits beside janus_profiler in the repo / site-packages
-        sys.path.append(here)
+CHECKERS = "janus_profiler.checkers"
+
+
+def find_checker() -> Callable | None:
+    """The conversion checker registered under the ``janus_profiler.checkers`` entry points."""
+    for entry in importlib.metadata.entry_points(group=CHECKERS):
         try:
-            from janus.convert.support import unsupported_reason
-            return unsupported_reason
-        except Exception:  # noqa: BLE001
-            return None
+            return entry.load()
+        except Exception:  # noqa: BLE001 - a broken plugin must not break the report
+            continue
     return None
 
 
-def unsupported(frec: FunctionRecord, fn: Any = None) -> tuple[str, str | None]:
+def unsupported(frec: FunctionRecord, fn: Any = None, checker: Callable | None = None) -> tuple[str, str | None]:
     """(kind, reason): kind is "ok", "no" (reason says why), "part" or "unknown" (reason says why)."""
     if frec.qualname.split(".")[-1].startswith("<") and frec.qualname.split(".")[-1] != "<lambda>":
         return "part", None
-    support = _import_support()
+    support = checker or find_checker()
     if support is None:
-        return "unknown", "janus not importable"
+        return "unknown", "no conversion checker installed"
     fn = fn if fn is not None else find_function(frec.code)
     if fn is None:
         return "unknown", "function object not found"
@@ -192,12 +190,12 @@ def unsupported(frec: FunctionRecord, fn: Any = None) -> tuple[str, str | None]:
     return ("ok", None) if reason is None else ("no", reason)
 
 
-def verdict(frec: FunctionRecord, fn: Any = None) -> str:
+def verdict(frec: FunctionRecord, fn: Any = None, checker: Callable | None = None) -> str:
     """"convertible", "not convertible: <reason>" or "unknown (...)" for one function.
 
-    The reason comes from ``janus.convert.support.unsupported_reason`` (imported lazily).
+    The reason comes from ``checker`` (default: the registered one, see :func:`find_checker`).
     """
-    kind, reason = unsupported(frec, fn)
+    kind, reason = unsupported(frec, fn, checker)
     return {"ok": "convertible", "no": f"not convertible: {reason}",
             "part": "part of its enclosing function"}.get(kind, f"unknown ({reason})")
 
@@ -232,7 +230,8 @@ def render(data: ProfileData, *, top: int = 10, root: str | None = None, verdict
     funcs = list(data.functions_by_time())
     profiled_names: set[str] | dict[str, str | None] = {f.name for f in data.functions.values()}
     if verdicts:
-        checks = {f.name: unsupported(f) for f in data.functions.values()}
+        checker = find_checker()
+        checks = {f.name: unsupported(f, checker=checker) for f in data.functions.values()}
         profiled_names = {n: (r if k == "no" else None) for n, (k, r) in checks.items()}
     out: list[str] = []
     w = out.append

@@ -83,11 +83,29 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return result
 
 
-def test_no_import_cycles_in_janus():
-    modules = {m: p for m, p in _modules().items() if m.split(".")[0] == "janus"}
+def test_no_import_cycles():
+    modules = _modules()
     graph = {m: _imports(m, p, modules) for m, p in modules.items()}
     assert len(graph) > 40
     assert _cycles(graph) == []
+
+
+def test_profiler_imports_nothing_from_janus():
+    modules = _modules()
+    for m, p in modules.items():
+        if m.startswith("janus_profiler"):
+            bad = {i for i in _imports(m, p, modules) if i == "janus" or i.startswith("janus.")}
+            assert not bad, f"{m} imports {bad}"
+
+
+def test_profiler_finds_the_conversion_checker_without_importing_janus():
+    code = ("import sys, janus_profiler.report as r\n"
+            "checker = r.find_checker()\n"
+            "assert checker is not None and checker.__module__ == 'janus.convert.support', checker\n"
+            "assert 'tensorflow' not in sys.modules\n"
+            "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
 
 
 def test_stages_depend_one_way():

@@ -155,7 +155,7 @@ class When(Effect):
 
 def pack_effects(ctx: TraceContext, packer: Packer, recorded: list[Effect] | None = None) -> list[Effect]:
     """The effects a trace recorded, packed against the graph's outputs."""
-    return [e.pack(ctx, packer) for e in (ctx.effects if recorded is None else recorded)]
+    return [e.pack(ctx, packer) for e in (ctx.log.effects if recorded is None else recorded)]
 
 
 def commit(effects: list[Effect], run: Run) -> None:

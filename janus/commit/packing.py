@@ -50,7 +50,7 @@ class Packer:
         source = self.ctx.source_of(value)
         if source is not None:
             return ("p", self.ctx.getter(source))
-        if self.ctx.is_created(value):
+        if self.ctx.heap.is_created(value):
             return self._created(value, what)
         if type(value) is list:
             return ("list", [self.pack(v, what) for v in value])

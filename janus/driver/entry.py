@@ -161,14 +161,14 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
     specs += [(p, tf.TensorSpec([], DTYPES[kind])) for p, kind in fed_scalars.items() if p.is_argument]
     ctx = TraceContext(relaxed=bool(relaxed_shapes), speculator=speculator, fed_scalars=dict(fed_scalars),
                        heap_shapes=heap_shapes, convert=convert)
-    ctx.namespace.update(guard_namespace_base())
+    ctx.guard_set.namespace.update(guard_namespace_base())
     names = _param_names(python_fn)
     state: dict[str, Any] = {}
 
     def graph_fn(*placeholders):
-        ctx.outer_graph = tf.compat.v1.get_default_graph()
-        ctx.arg_inputs = {p: ph for (p, _), ph in zip(specs, placeholders)}
-        ctx.arg_specs = dict(specs)
+        ctx.heap.outer_graph = tf.compat.v1.get_default_graph()
+        ctx.heap.arg_inputs = {p: ph for (p, _), ph in zip(specs, placeholders)}
+        ctx.heap.arg_specs = dict(specs)
         with ctx, tf.variable_creator_scope(_forbid_variables):
             a = tuple(ctx.read(v, Arg(i, names[i] if i < len(names) else None)) for i, v in enumerate(args))
             k = {n: ctx.read(v, KwArg(n)) for n, v in kwargs.items()}
@@ -177,7 +177,7 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
             packer = Packer(ctx)
             state["output"] = packer.pack(result)
             state["effects"] = effects.pack_effects(ctx, packer)
-        atomicity.gate_state_on_assertions(ctx.outer_graph, ctx.assertions, ctx.writer_constructs)
+        atomicity.gate_state_on_assertions(ctx.heap.outer_graph, ctx.checks.assertions, ctx.checks.writer_constructs)
         return packer.tensors
 
     traced = tf.function(graph_fn, autograph=False)
@@ -187,14 +187,14 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
         # The user's prints are deferred effects; this came from library code that prints
         # from Python: in a graph it would print once, at trace time, and never again.
         raise ConversionError(f"library code printed while tracing ({printed.getvalue().strip()[:60]!r})", permanent=True)
-    check, guard_source = guards.compile_guard(ctx.guards, len(args), tuple(kwargs), ctx.namespace)
-    inputs = guards.compile_inputs([p for p, _ in specs], fed_scalars, ctx.namespace)
+    check, guard_source = guards.compile_guard(ctx.guard_set.guards, len(args), tuple(kwargs), ctx.guard_set.namespace)
+    inputs = guards.compile_inputs([p for p, _ in specs], fed_scalars, ctx.guard_set.namespace)
     return CacheEntry(
         concrete=concrete, check=check, inputs=inputs, output=state["output"], effects=state["effects"],
-        guards=list(ctx.guards), guard_source=guard_source, input_specs=specs,
-        input_names=[ctx.label_of(ctx.arg_inputs.get(p)) or p.label for p, _ in specs],
-        heap_inputs=[h.source.what for h in ctx.heap_inputs.values()],
-        heap_specs={p: h.spec for p, h in ctx.heap_inputs.items()},
-        assertions=len(ctx.assertions), assumptions=list(ctx.assumptions),
-        relaxed=ctx.relaxed, namespace=ctx.namespace,
+        guards=list(ctx.guard_set.guards), guard_source=guard_source, input_specs=specs,
+        input_names=[ctx.heap.label_of(ctx.heap.arg_inputs.get(p)) or p.label for p, _ in specs],
+        heap_inputs=[h.source.what for h in ctx.heap.heap_inputs.values()],
+        heap_specs={p: h.spec for p, h in ctx.heap.heap_inputs.items()},
+        assertions=len(ctx.checks.assertions), assumptions=list(ctx.checks.assumptions),
+        relaxed=ctx.heap.relaxed, namespace=ctx.guard_set.namespace,
     )

@@ -166,7 +166,7 @@ def _construct(cls: type, args: tuple, kwargs: dict) -> Any:
     for special in ("__new__", "__setattr__", "__slots__", "__getattr__", "__getattribute__", "__del__"):
         if any(special in vars(k) for k in bases):
             raise ConversionError(f"constructs a {cls.__qualname__} object ({special})", permanent=True)
-    obj = current().adopt(object.__new__(cls))
+    obj = current().heap.adopt(object.__new__(cls))
     init = next((vars(k)["__init__"] for k in bases if "__init__" in vars(k)), None)
     if init is None:
         if args or kwargs:
@@ -375,7 +375,7 @@ def mutate_attr(obj: Any, name: str, method: str, *args: Any) -> Any:
     ctx = current()
     source = ctx.source_of(obj) if ctx is not None else None
     d = state.instance_dict(obj) if source is not None else None
-    if d is None or (id(obj), name) in ctx.overlay or state.is_data_descriptor(type(obj), name) or name not in d:
+    if d is None or (id(obj), name) in ctx.heap.overlay or state.is_data_descriptor(type(obj), name) or name not in d:
         return _ordinary_mutation(state.ld_attr(obj, name), method, args)
     return _mutate(ctx, d[name], source.attr(name), method, args, lambda: state.ld_attr(obj, name))
 
@@ -400,13 +400,13 @@ def mutate_cell(cells: tuple, index: int, name: str, method: str, *args: Any) ->
 
 
 def _mutate(ctx, target: Any, source: Source, method: str, args: tuple, read) -> Any:
-    if type(target) not in MUTATORS or method not in MUTATORS[type(target)] or ctx.was_read(target) \
+    if type(target) not in MUTATORS or method not in MUTATORS[type(target)] or ctx.heap.was_read(target) \
             or method in ("pop", "popitem", "setdefault"):
         return _ordinary_mutation(read(), method, args)
     ctx.guard(f"type({source.expr}) is {type(target).__name__}", f"{source.what} is a {type(target).__name__}",
               GuardKind.TYPE, source)
     ctx.effect(CallMethod(source, method, tuple(args)), f"{source.label}.{method}(...)")
-    ctx.mutated_unread.add(id(target))
+    ctx.heap.mutated_unread.add(id(target))
     return None
 
 

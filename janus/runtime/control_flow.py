@@ -155,9 +155,9 @@ def _cond(pred: tf.Tensor, true_fn: Callable, false_fn: Callable, names: Sequenc
     tracing is speculated away: an assertion checks it is not taken.
     """
     ctx = current()
-    start = len(ctx.assertions)
+    start = len(ctx.checks.assertions)
     with _tf_private.cond_scope() as scope:
-        ctx.dynamic_depth += 1
+        ctx.log.dynamic_depth += 1
         try:
             before = ctx.checkpoint()
             t = _trace_side(true_fn, True, scope, what)
@@ -167,7 +167,7 @@ def _cond(pred: tf.Tensor, true_fn: Callable, false_fn: Callable, names: Sequenc
             ctx.restore(before)  # the false side sees nothing the true side did
             f = _trace_side(false_fn, False, scope, what)
         finally:
-            ctx.dynamic_depth -= 1
+            ctx.log.dynamic_depth -= 1
         if t.raised and f.raised:
             raise t.raised
         if f.raised:
@@ -185,7 +185,7 @@ def _trace_side(fn: Callable, side: bool, scope: str, what: str) -> _Side:
     result = _Side(side)
 
     def body():
-        ctx.effect_sinks.append([])
+        ctx.log.sinks.append([])
         try:
             out = tuple(fn())
         except (ConversionError, UndefinedValueError):
@@ -194,7 +194,7 @@ def _trace_side(fn: Callable, side: bool, scope: str, what: str) -> _Side:
             result.raised = e
             raise
         finally:
-            result.effects = ctx.effect_sinks.pop()
+            result.effects = ctx.log.sinks.pop()
         result.out = out
         result.writes = _body_writes_state()
         result.traced = _graph_tensors(out) + result.carried()
@@ -282,7 +282,7 @@ def _not_raising(pred, t: _Side, f: _Side, scope: str, what: str, site: SiteInfo
     graph becomes the conditional with a side that only outputs zeros in its place."""
     ctx = current()
     live, dead = (f, t) if t.raised else (t, f)
-    assumption = ctx.check("not_raising", site, dead.side, where=what, detail=type(dead.raised).__name__)
+    assumption = ctx.checks.check("not_raising", site, dead.side, where=what, detail=type(dead.raised).__name__)
     out, leaves, kinds = _finish_side(live, {}, live.carried)
     specs = [tf.TensorSpec(x.shape, x.dtype) for x in live.graph.outputs]
     dead.graph = _tf_private.branch_graph(lambda: branch_effects.zeros_like_specs(specs), scope, dead.side)
@@ -307,9 +307,9 @@ def _build(pred, t: _Side, f: _Side, scope: str, what: str, start: int) -> list:
     except (TypeError, ValueError) as e:
         raise ConversionError(f"{what}: the two sides do not agree ({type(e).__name__}: {_first_line(e)})") from None
     construct = _op_of(outs)
-    ctx.nested_assertions(start, lambda: construct)
+    ctx.checks.nested_assertions(start, lambda: construct)
     if t.writes or f.writes:
-        ctx.writer_constructs.add(construct)
+        ctx.checks.writer_constructs.add(construct)
     return outs[:-1]
 
 
@@ -360,7 +360,7 @@ def _join(structure: Any, leaves: list, kinds: list, tensors) -> Any:
 def _body_writes_state() -> bool:
     """Whether the cond/loop body being traced (the default graph) changes a variable."""
     ctx = current()
-    return atomicity.graph_writes_state(tf.compat.v1.get_default_graph(), ctx.writer_constructs)
+    return atomicity.graph_writes_state(tf.compat.v1.get_default_graph(), ctx.checks.writer_constructs)
 
 
 def _fixes(t_out: tuple, f_out: tuple, names: Sequence[str]) -> dict[int, Any]:
@@ -421,10 +421,10 @@ def _first_line(e: BaseException) -> str:
 def _speculate_branch(cond: Any, site: SiteInfo | None) -> bool | None:
     """Assume the profiled outcome of a one-sided tensor branch, checked by an assertion."""
     ctx = current()
-    value = ctx.speculator.branch(site) if ctx is not None and ctx.speculator is not None else None
+    value = ctx.checks.speculator.branch(site) if ctx is not None and ctx.checks.speculator is not None else None
     if value is None:
         return None
-    assumption = ctx.assume(site, "branch", value)
+    assumption = ctx.checks.assume(site, "branch", value)
     pred = to_bool(cond)
     assertion(pred if value else tf.logical_not(pred), assumption.message, assumption)
     return value
@@ -433,10 +433,10 @@ def _speculate_branch(cond: Any, site: SiteInfo | None) -> bool | None:
 def _speculate_trips(site: SiteInfo | None):
     """The assumed trip count of a tensor-dependent loop, or None."""
     ctx = current()
-    n = ctx.speculator.trips(site) if ctx is not None and ctx.speculator is not None else None
+    n = ctx.checks.speculator.trips(site) if ctx is not None and ctx.checks.speculator is not None else None
     if n is None:
         return None
-    return ctx.assume(site, "trips", n)
+    return ctx.checks.assume(site, "trips", n)
 
 
 # -- assertions -------------------------------------------------------------------
@@ -630,10 +630,10 @@ def _while_loop(test: Callable, body: Callable, state: tuple, names: Sequence[st
         writes[0] |= _body_writes_state()
         return tensors
 
-    start = len(ctx.assertions)
+    start = len(ctx.checks.assertions)
     writes = [False]
-    ctx.dynamic_depth += 1
-    ctx.effect_sinks.append(None)
+    ctx.log.dynamic_depth += 1
+    ctx.log.sinks.append(None)
     try:
         flat = tf.while_loop(cond, loop_body, init)
     except (ConversionError, UndefinedValueError):
@@ -641,10 +641,10 @@ def _while_loop(test: Callable, body: Callable, state: tuple, names: Sequence[st
     except (TypeError, ValueError) as e:
         raise ConversionError(f"{what}: {_first_line(e)}") from None
     finally:
-        ctx.dynamic_depth -= 1
-        ctx.effect_sinks.pop()
+        ctx.log.dynamic_depth -= 1
+        ctx.log.sinks.pop()
     flat = list(flat) if isinstance(flat, (list, tuple)) else [flat]
-    ctx.nested_assertions(start, lambda: _op_of(flat))
+    ctx.checks.nested_assertions(start, lambda: _op_of(flat))
     if writes[0]:
-        ctx.writer_constructs.add(_op_of(flat))
+        ctx.checks.writer_constructs.add(_op_of(flat))
     return tuple(unpack(flat))

@@ -70,8 +70,8 @@ def ld_attr(obj: Any, name: str) -> Any:
         return _class_attr(ctx, obj, obj, name)
     source = ctx.source_of(obj)
     if source is None:
-        return _created_attr(ctx, obj, name) if ctx.is_created(obj) else getattr(obj, name)
-    overlay = ctx.overlay.get((id(obj), name), _MISSING)
+        return _created_attr(ctx, obj, name) if ctx.heap.is_created(obj) else getattr(obj, name)
+    overlay = ctx.heap.overlay.get((id(obj), name), _MISSING)
     if overlay is not _MISSING:
         return overlay
     d = instance_dict(obj)
@@ -135,7 +135,7 @@ def st_attr(obj: Any, name: str, value: Any) -> None:
     ctx = current()
     source = ctx.source_of(obj) if ctx is not None else None
     if source is None:
-        if ctx is not None and not ctx.is_created(obj):
+        if ctx is not None and not ctx.heap.is_created(obj):
             # A class, module or function: a write now would outlive a failed run.
             raise ConversionError(f"sets attribute .{name} of a {type(obj).__name__} Janus does not track")
         no_mutation_in_dynamic_flow(ctx, f"attribute .{name} set")
@@ -150,7 +150,7 @@ def st_attr(obj: Any, name: str, value: Any) -> None:
     if instance_dict(obj) is None:
         raise ConversionError(f"{cls.__qualname__} instances have no __dict__")
     ctx.effect(SetAttr(source, name, value), f"write of {source.label}.{name}")
-    ctx.overlay[(id(obj), name)] = value
+    ctx.heap.overlay[(id(obj), name)] = value
 
 
 def st_subscr(obj: Any, key: Any, value: Any) -> None:
@@ -170,7 +170,7 @@ def st_subscr(obj: Any, key: Any, value: Any) -> None:
 
 def no_mutation_in_dynamic_flow(ctx, what: str) -> None:
     """Both sides of a tensor branch are traced: a Python mutation there would happen twice."""
-    if ctx is not None and ctx.dynamic_depth:
+    if ctx is not None and ctx.log.dynamic_depth:
         raise ConversionError(f"{what} inside tensor-dependent control flow")
 
 

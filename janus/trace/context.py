@@ -1,8 +1,14 @@
 """The trace context: what one trace of converted code depended on.
 
+It is composed of four parts: the :class:`GuardSet` (guards and the namespace their
+expressions use), the :class:`HeapModel` (what was read and how converted code sees
+it), the :class:`Checks` (assertions and the assumptions they check) and the
+:class:`EffectLog` (deferred effects); ``checkpoint``/``restore`` let each side of a
+tensor conditional be traced from the same state.
+
 While converted code runs inside a ``FuncGraph``, every value it reads from outside
 (arguments, globals, closure cells, object attributes) passes through
-:meth:`TraceContext.read`.  That method decides how the graph may use the value and
+:meth:`HeapModel.read`.  That method decides how the graph may use the value and
 records the *guard* that makes the decision safe to reuse:
 
 * an eager tensor becomes a graph input fed at every call (never a stale constant),
@@ -40,7 +46,6 @@ from janus.trace.values import (
 )
 
 
-
 @dataclass
 class HeapInput:
     """A tensor (or a fed Python number) read from Python state, fed into the graph at every call."""
@@ -51,46 +56,16 @@ class HeapInput:
 
 
 @dataclass
-class TraceContext:
-    """Everything one trace depends on and produces besides its outputs."""
+class GuardSet:
+    """The guards a trace recorded, and the namespace their expressions refer to (the
+    constants guard, feed and commit code of the cache entry is compiled against)."""
 
-    relaxed: bool = False
     guards: list[Guard] = field(default_factory=list)
     namespace: dict[str, Any] = field(default_factory=dict)
-    heap_inputs: dict[Source, HeapInput] = field(default_factory=dict)
-    effects: list[Any] = field(default_factory=list)
-    dynamic_depth: int = 0
-    outer_graph: Any = None
-    arg_inputs: dict[Source, Any] = field(default_factory=dict)
-    arg_specs: dict[Source, tf.TensorSpec] = field(default_factory=dict)
-    overlay: dict[tuple, Any] = field(default_factory=dict)
-    assertions: list[tuple[Any, Any]] = field(default_factory=list)
-    speculator: Any = None
-    convert: Callable[[Any], Callable] | None = None  # user function -> its converted code
-    fed_scalars: dict[Source, type] = field(default_factory=dict)
-    heap_shapes: dict[Source, tf.TensorShape] = field(default_factory=dict)
-    writer_constructs: set = field(default_factory=set)
-    effect_sinks: list = field(default_factory=list)
-    assumptions: list[Any] = field(default_factory=list)
-    _sources: dict[int, Source] = field(default_factory=dict)
-    _keep: list[Any] = field(default_factory=list)
-    _guard_exprs: set[str] = field(default_factory=set)
+    _exprs: set[str] = field(default_factory=set)
     _const_ids: dict[int, str] = field(default_factory=dict)
-    _by_id: dict[int, tuple] = field(default_factory=dict)
-    _read_from: dict[int, Source] = field(default_factory=dict)
-    mutated_unread: set = field(default_factory=set)
-    _distinct: list[tuple] = field(default_factory=list)
-    _created: set[int] = field(default_factory=set)
+    _keep: list[Any] = field(default_factory=list)
 
-    # -- activation -------------------------------------------------------------
-    def __enter__(self) -> "TraceContext":
-        self._prev = active.swap(self)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        active.swap(self._prev)
-
-    # -- namespace and guards ---------------------------------------------------
     def const(self, obj: Any, hint: str = "o") -> str:
         """Name under which ``obj`` is reachable from generated guard/feed code."""
         name = self._const_ids.get(id(obj))
@@ -102,9 +77,45 @@ class TraceContext:
         return name
 
     def guard(self, expr: str, description: str, kind: GuardKind, source: Source | None = None) -> None:
-        if expr not in self._guard_exprs:
-            self._guard_exprs.add(expr)
+        if expr not in self._exprs:
+            self._exprs.add(expr)
             self.guards.append(Guard(expr, description, kind, source))
+
+    def getter(self, source: Source) -> Callable[[tuple, dict], Any]:
+        """``lambda a, k: <source>``: reads the source on the arguments of a later call."""
+        return eval(f"lambda a, k: {source.expr}", self.namespace)  # noqa: S307 - generated access path
+
+
+@dataclass
+class HeapModel:
+    """What the trace read from outside (arguments, globals, cells, attributes), how
+    converted code sees each value, and which of them are graph inputs."""
+
+    guard_set: GuardSet
+    relaxed: bool = False
+    fed_scalars: dict[Source, type] = field(default_factory=dict)
+    heap_shapes: dict[Source, tf.TensorShape] = field(default_factory=dict)
+    outer_graph: Any = None
+    arg_inputs: dict[Source, Any] = field(default_factory=dict)
+    arg_specs: dict[Source, tf.TensorSpec] = field(default_factory=dict)
+    heap_inputs: dict[Source, HeapInput] = field(default_factory=dict)
+    overlay: dict[tuple, Any] = field(default_factory=dict)
+    mutated_unread: set = field(default_factory=set)
+    _sources: dict[int, Source] = field(default_factory=dict)
+    _by_id: dict[int, tuple] = field(default_factory=dict)
+    _read_from: dict[int, Source] = field(default_factory=dict)
+    _distinct: list[tuple] = field(default_factory=list)
+    _created: set[int] = field(default_factory=set)
+    _keep: list[Any] = field(default_factory=list)
+
+    def const(self, obj: Any, hint: str = "o") -> str:
+        return self.guard_set.const(obj, hint)
+
+    def guard(self, expr: str, description: str, kind: GuardKind, source: Source | None = None) -> None:
+        self.guard_set.guard(expr, description, kind, source)
+
+    def getter(self, source: Source) -> Callable[[tuple, dict], Any]:
+        return self.guard_set.getter(source)
 
     def was_read(self, obj: Any) -> bool:
         return id(obj) in self._by_id
@@ -112,10 +123,6 @@ class TraceContext:
     def source_of(self, obj: Any) -> Source | None:
         """The source of a Python-state object the trace tracks (its writes are deferred)."""
         return self._sources.get(id(obj))
-
-    def getter(self, source: Source) -> Callable[[tuple, dict], Any]:
-        """``lambda a, k: <source>``: reads the source on the arguments of a later call."""
-        return eval(f"lambda a, k: {source.expr}", self.namespace)  # noqa: S307 - generated access path
 
     def label_of(self, obj: Any) -> str | None:
         """How the user's code named ``obj`` (or the graph value made of it) when the trace read it."""
@@ -306,7 +313,37 @@ class TraceContext:
         self.heap_inputs[source] = hi
         return hi.placeholder
 
-    # -- speculation ----------------------------------------------------------
+    # -- one side of a tensor conditional ---------------------------------------------
+    def snapshot(self) -> tuple:
+        return (dict(self._by_id), dict(self._read_from), dict(self.overlay), set(self.mutated_unread),
+                list(self._distinct))
+
+    def restore(self, snap: tuple) -> None:
+        by_id, read_from, overlay, mutated_unread, distinct = snap
+        self._by_id, self._read_from, self.overlay = dict(by_id), dict(read_from), dict(overlay)
+        self.mutated_unread, self._distinct = set(mutated_unread), list(distinct)
+
+    def merge(self, snap: tuple) -> None:
+        by_id, read_from, _, mutated_unread, distinct = snap
+        for key, value in by_id.items():
+            self._by_id.setdefault(key, value)
+        for key, value in read_from.items():
+            self._read_from.setdefault(key, value)
+        self.mutated_unread |= mutated_unread
+        known = {source for source, _ in self._distinct}
+        self._distinct += [(source, value) for source, value in distinct if source not in known]
+
+
+@dataclass
+class Checks:
+    """The assertions a graph run must pass, the assumptions they check, and the TF
+    constructs (conds, loops) whose bodies change state (for all-or-nothing ordering)."""
+
+    speculator: Any = None
+    assertions: list[tuple[Any, Any]] = field(default_factory=list)
+    assumptions: list[Any] = field(default_factory=list)
+    writer_constructs: set = field(default_factory=set)
+
     def assume(self, site: Any, kind: str, value: Any) -> Any:
         """Register that this trace assumes ``value`` at ``site`` (see ``janus.trace.speculation``)."""
         assumption = self.speculator.assumption(site, kind, value)
@@ -331,47 +368,6 @@ class TraceContext:
             del self.assertions[start:]
             self.assertions.append((outer_op(), [a for _, group in inner for a in group]))
 
-    # -- branches: checkpoint / restore, run-time checks ---------------------------
-    def checkpoint(self) -> "Checkpoint":
-        """What tracing one side of a tensor conditional may change in this context.
-
-        Guards, heap inputs and namespace constants a side records are kept whatever
-        happens (they hold for both sides); everything else is captured here, so the
-        other side can be traced from the same state (:meth:`restore`).  Sides cannot
-        write the attribute overlay (``st_attr`` refuses under ``dynamic_depth``); it is
-        captured anyway, so a side never sees another's writes.
-        """
-        return Checkpoint(dict(self._by_id), dict(self._read_from), dict(self.overlay), set(self.mutated_unread),
-                          list(self._distinct), len(self.assertions), len(self.assumptions),
-                          len(self.effect_sinks))
-
-    def restore(self, cp: "Checkpoint") -> None:
-        """Return to the state of ``cp`` (which stays usable) that a side's code can observe:
-        what was read (and how it was named), the overlay, deferred mutations.  Assertions
-        and assumptions made since stay (they belong to the side's graph); so do guards and
-        heap inputs."""
-        self._by_id, self._read_from, self.overlay = dict(cp.by_id), dict(cp.read_from), dict(cp.overlay)
-        self.mutated_unread, self._distinct = set(cp.mutated_unread), list(cp.distinct)
-        del self.effect_sinks[cp.effect_sinks:]
-
-    def rollback(self, cp: "Checkpoint") -> None:
-        """:meth:`restore`, and also forget the assertions and assumptions made since ``cp``:
-        a side that is thrown away (it raised while tracing) checks and assumes nothing."""
-        self.restore(cp)
-        del self.assertions[cp.assertions:]
-        del self.assumptions[cp.assumptions:]
-
-    def merge(self, other: "Checkpoint") -> None:
-        """After both sides of a conditional: also know what the other side (state ``other``)
-        read, and that containers it changed by a deferred mutation must not be read."""
-        for key, value in other.by_id.items():
-            self._by_id.setdefault(key, value)
-        for key, value in other.read_from.items():
-            self._read_from.setdefault(key, value)
-        self.mutated_unread |= other.mutated_unread
-        known = {source for source, _ in self._distinct}
-        self._distinct += [(source, value) for source, value in other.distinct if source not in known]
-
     def check(self, kind: str, site: Any, value: Any, where: str = "", detail: str = "") -> Any:
         """Register the assumption of a run-time check (see ``janus.trace.speculation``) that
         an assertion of this trace makes; ConversionError when it failed before."""
@@ -383,8 +379,17 @@ class TraceContext:
             self.assumptions.append(assumption)
         return assumption
 
-    # -- effects ----------------------------------------------------------------
-    def effect(self, effect: Any, where: str) -> None:
+
+@dataclass
+class EffectLog:
+    """Python side effects recorded for the commit, in program order; while a tensor
+    construct is traced (``dynamic_depth``), a ``tf.cond`` side's effects go to its sink."""
+
+    effects: list[Any] = field(default_factory=list)
+    sinks: list = field(default_factory=list)
+    dynamic_depth: int = 0
+
+    def record(self, effect: Any, where: str) -> None:
         """Record a Python side effect (a ``janus.commit.effects.Effect``) to commit after
         the graph ran successfully.
 
@@ -392,22 +397,97 @@ class TraceContext:
         ``tf.cond`` side it goes to that side's list (see ``janus.commit.branch_effects``).
         """
         if self.dynamic_depth:
-            if not self.effect_sinks or self.effect_sinks[-1] is None:
+            if not self.sinks or self.sinks[-1] is None:
                 raise ConversionError(f"{where} inside a tensor-dependent loop")
-            self.effect_sinks[-1].append(effect)
+            self.sinks[-1].append(effect)
             return
         self.effects.append(effect)
+
+
+
+class TraceContext:
+    """Everything one trace depends on and produces besides its outputs, in four parts:
+    the guard set, the heap model (reads), the checks (assertions, assumptions) and the
+    effect log.  Converted code reaches it through :func:`janus.trace.active.current`."""
+
+    def __init__(self, *, relaxed: bool = False, speculator: Any = None, fed_scalars: dict | None = None,
+                 heap_shapes: dict | None = None, convert: Callable[[Any], Callable] | None = None):
+        self.guard_set = GuardSet()
+        self.heap = HeapModel(self.guard_set, relaxed=relaxed, fed_scalars=dict(fed_scalars or {}),
+                              heap_shapes=dict(heap_shapes or {}))
+        self.checks = Checks(speculator)
+        self.log = EffectLog()
+        self.convert = convert  # user function -> its converted code (the runtime's inliner)
+
+    # -- activation -------------------------------------------------------------
+    def __enter__(self) -> "TraceContext":
+        self._prev = active.swap(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        active.swap(self._prev)
+
+    # -- the operations converted code needs most, by part ----------------------
+    def read(self, value: Any, source: Source) -> Any:
+        return self.heap.read(value, source)
+
+    def source_of(self, obj: Any) -> Source | None:
+        return self.heap.source_of(obj)
+
+    def const(self, obj: Any, hint: str = "o") -> str:
+        return self.guard_set.const(obj, hint)
+
+    def guard(self, expr: str, description: str, kind: GuardKind, source: Source | None = None) -> None:
+        self.guard_set.guard(expr, description, kind, source)
+
+    def getter(self, source: Source) -> Callable[[tuple, dict], Any]:
+        return self.guard_set.getter(source)
+
+    def effect(self, effect: Any, where: str) -> None:
+        self.log.record(effect, where)
+
+    def assert_that(self, pred: tf.Tensor, message: str, assumption: Any = None) -> Any:
+        return self.checks.assert_that(pred, message, assumption)
+
+    # -- branches: checkpoint / restore -----------------------------------------
+    def checkpoint(self) -> "Checkpoint":
+        """What tracing one side of a tensor conditional may change in this context.
+
+        Guards, heap inputs and namespace constants a side records are kept whatever
+        happens (they hold for both sides); everything else is captured here, so the
+        other side can be traced from the same state (:meth:`restore`).  Sides cannot
+        write the attribute overlay (``st_attr`` refuses under ``dynamic_depth``); it is
+        captured anyway, so a side never sees another's writes.
+        """
+        return Checkpoint(self.heap.snapshot(), len(self.checks.assertions), len(self.checks.assumptions),
+                          len(self.log.sinks))
+
+    def restore(self, cp: "Checkpoint") -> None:
+        """Return to the state of ``cp`` (which stays usable) that a side's code can observe:
+        what was read (and how it was named), the overlay, deferred mutations.  Assertions
+        and assumptions made since stay (they belong to the side's graph); so do guards and
+        heap inputs."""
+        self.heap.restore(cp.heap)
+        del self.log.sinks[cp.effect_sinks:]
+
+    def rollback(self, cp: "Checkpoint") -> None:
+        """:meth:`restore`, and also forget the assertions and assumptions made since ``cp``:
+        a side that is thrown away (it raised while tracing) checks and assumes nothing."""
+        self.restore(cp)
+        del self.checks.assertions[cp.assertions:]
+        del self.checks.assumptions[cp.assumptions:]
+
+    def merge(self, other: "Checkpoint") -> None:
+        """After both sides of a conditional: also know what the other side (state ``other``)
+        read, and that containers it changed by a deferred mutation must not be read."""
+        self.heap.merge(other.heap)
 
 
 @dataclass(frozen=True)
 class Checkpoint:
     """A snapshot of a :class:`TraceContext` (see :meth:`TraceContext.checkpoint`)."""
 
-    by_id: dict
-    read_from: dict
-    overlay: dict
-    mutated_unread: set
-    distinct: list
+    heap: tuple
     assertions: int
     assumptions: int
     effect_sinks: int
@@ -423,7 +503,7 @@ def _no_profile() -> Speculator:
     return Speculator(None)
 
 
-def _capture_at_call_time(ctx: TraceContext, hi: HeapInput):
+def _capture_at_call_time(ctx: "HeapModel", hi: HeapInput):
     getter = ctx.getter(hi.source)
 
     def closure():

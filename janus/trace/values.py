@@ -140,7 +140,7 @@ class PyScalar:
         if dtype is None and self.kind is int:
             ctx = current()
             where, line, text = _converted_line()
-            assumption = ctx.check("int32", None, line, where=where, detail=text)
+            assumption = ctx.checks.check("int32", None, line, where=where, detail=text)
             in_range = tf.logical_and(self.tensor >= INT32[0], self.tensor <= INT32[1])
             ctx.assert_that(in_range, assumption.message, assumption)
             return tf.cast(self.tensor, tf.int32)
