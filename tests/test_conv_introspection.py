@@ -310,3 +310,42 @@ def test_default_profile_calls_and_disable_in_subprocess(tmp_path):
     off = run_script({"JANUS_DISABLE": "1"}, tmp_path)
     assert off["ok"], off
     assert all(g in (0, None) for g in off["graph_calls"]), off
+
+
+def _line_of(text: str) -> int:
+    return next(i for i, line in enumerate(open(__file__), 1) if text in line)
+
+
+def test_generated_code_and_failures_name_the_users_lines():
+    """explain's code carries the user's file:line; a failed trace and an aborted graph run
+    name the user's line; a traceback through converted code shows the user's file."""
+    def f(x, i):
+        y = x * 2.0
+        z = tf.gather(y, i)  # marker: gather
+        return z + 1.0
+
+    jf = janus.function(f)
+    for k in range(4):
+        jf(tf.constant([1.0, 2.0, 3.0]), tf.constant(k % 3))
+    assert janus.stats(jf)["graph_calls"] == 1
+    code = janus.explain(jf).code
+    compile(code, "<janus-generated>", "exec")
+    gather_line = _line_of("# marker: gather")
+    assert f"# test_conv_introspection.py:{gather_line}" in code, code
+    try:  # out of range: the graph run aborts, the eager re-run raises eager's error
+        jf(tf.constant([1.0, 2.0, 3.0]), tf.constant(7))
+    except tf.errors.InvalidArgumentError:
+        pass
+    reasons = janus.explain(jf).reasons
+    assert any(f"graph run aborted at test_conv_introspection.py:{gather_line}" in r for r in reasons), reasons
+
+    def g(x):
+        y = x + 1.0
+        return y.numpy()  # marker: numpy
+
+    jg = janus.function(g)
+    for k in range(4):
+        jg(tf.constant([float(k)]))
+    reasons = janus.explain(jg).reasons
+    numpy_line = _line_of("# marker: numpy")
+    assert any(f"at test_conv_introspection.py:{numpy_line}" in r for r in reasons), reasons

@@ -17,7 +17,7 @@ graph with AutoGraph off.
 from __future__ import annotations
 
 import builtins
-import linecache
+import os
 import types
 import weakref
 
@@ -42,6 +42,7 @@ from janus_profiler import site_of
 # Keyed by file and line too: code objects compare equal regardless of where they come from.
 _code_cache: dict[tuple, tuple[str, types.CodeType, tuple]] = {}
 _fn_cache: "weakref.WeakKeyDictionary[types.FunctionType, types.FunctionType]" = weakref.WeakKeyDictionary()
+_CONVERTED: set[types.CodeType] = set()
 
 
 class _StripSignatureExtras(gast.NodeTransformer):
@@ -137,12 +138,48 @@ def _compiled(fn: types.FunctionType) -> tuple[str, types.CodeType, tuple]:
     for p in passes:
         module = p.visit(module)
     tree = ast.fix_missing_locations(gast.gast_to_ast(module))
-    source = unparse(tree).strip() + "\n"
-    virtual = f"<janus {fn.__qualname__} from {filename}:{code.co_firstlineno}>"
-    linecache.cache[virtual] = (len(source), None, source.splitlines(True), virtual)
-    compiled = compile(source, virtual, "exec")
+    ast.increment_lineno(tree, line_offset)
+    # Compiled from the tree, under the user's file name and lines: a traceback through
+    # converted code, and the op-creation stack TensorFlow keeps, point at the user's line.
+    compiled = compile(tree, filename, "exec")
+    _CONVERTED.update(_code_objects(compiled))
+    source = _with_user_lines(unparse(tree).strip() + "\n", tree, os.path.basename(filename))
     _code_cache[key] = (source, compiled, tuple(sites))
     return _code_cache[key]
+
+
+def is_converted_code(code: types.CodeType) -> bool:
+    """A code object of Janus-generated code (it carries the user's file name and lines)."""
+    return code in _CONVERTED
+
+
+def _code_objects(code: types.CodeType):
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _code_objects(const)
+
+
+def _with_user_lines(source: str, tree: ast.AST, filename: str) -> str:
+    """``source`` with ``# file.py:LINE`` after each line where a new user line begins.
+
+    The unparsed text is parsed again and its statements are matched, in order, with the
+    compiled tree's, whose positions are the user's.
+    """
+    lines = source.splitlines()
+    generated = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.stmt)]
+    original = [n for n in ast.walk(tree) if isinstance(n, ast.stmt)]
+    if len(generated) != len(original):
+        return source
+    user_line = {}
+    for g, o in zip(generated, original):
+        user_line.setdefault(g.lineno, o.lineno)
+    previous = None
+    for number in sorted(user_line):
+        if user_line[number] != previous:
+            previous = user_line[number]
+            lines[number - 1] += f"  # {filename}:{previous}"
+    return "\n".join(lines) + "\n"
 
 
 def converted_function(fn: types.FunctionType, runtime: types.ModuleType) -> types.FunctionType:

@@ -30,10 +30,29 @@ def _set_ctx(node: gast.AST, ctx: gast.AST) -> None:
             _set_ctx(elt, ctx)
 
 
+_POSITIONS = ("lineno", "col_offset", "end_lineno", "end_col_offset")
+
+
 def stmts(src: str, **subs) -> list[gast.stmt]:
-    """Statements of ``src`` with names in ``subs`` replaced (by a name or an AST node)."""
+    """Statements of ``src`` with names in ``subs`` replaced (by a name or an AST node).
+
+    The template's own nodes carry no position (they take the user statement's line when
+    the pipeline compiles); substituted user nodes keep theirs.
+    """
     module = gast.parse(textwrap.dedent(src))
+    for node in gast.walk(module):
+        for attr in _POSITIONS:
+            if hasattr(node, attr):
+                delattr(node, attr)
     return [_Substitute(subs).visit(s) for s in module.body]
+
+
+def located(new: gast.AST, old: gast.AST) -> gast.AST:
+    """``new`` at the source position of the user's node ``old`` (for tracebacks and explain)."""
+    for attr in _POSITIONS:
+        if getattr(old, attr, None) is not None:
+            setattr(new, attr, getattr(old, attr))
+    return new
 
 
 def expr(src: str, **subs) -> gast.expr:

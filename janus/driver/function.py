@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import re
 import types
 import weakref
@@ -26,7 +27,8 @@ from janus.convert.pipeline import convert_source
 from janus.driver.entry import CacheEntry, build_entry, convert, tensor_leaves
 from janus.driver.policy import ConversionPolicy
 from janus.errors import ConversionError
-from janus.runtime.calls import is_user_code
+from janus.convert.pipeline import is_converted_code
+from janus.runtime.calls import is_user_code, is_user_code_file
 from janus.runtime.control_flow import USER_ASSERT_MESSAGE
 from janus.trace.active import current
 from janus.trace.speculation import Speculator
@@ -127,7 +129,7 @@ class JanusFunction:
             if USER_ASSERT_MESSAGE in text:
                 self._note("an assert statement failed in the graph; re-ran eagerly (graph kept)")
             else:
-                self._note(f"graph run aborted, re-ran eagerly: {_first_line(error)}")
+                self._note(f"graph run aborted{_op_location(error)}, re-ran eagerly: {_first_line(error)}")
             return
         failed.failed += 1
         self.policy.banned_sites.add(failed.ban)
@@ -212,12 +214,12 @@ class JanusFunction:
                            f"{'; '.join(a.description for a in e.assumptions)}")
                 continue
             except ConversionError as e:
-                self._note(f"trace failed: {e}")
+                self._note(f"trace failed{_trace_location(e)}: {e}")
                 if e.permanent:
                     policy.give_up(str(e), "It reaches code Janus never converts; see janus.explain(f).")
                 return None
             except Exception as e:  # noqa: BLE001 - eager will raise it (or not) for real
-                self._note(f"trace raised {_first_line(e)}")
+                self._note(f"trace raised{_trace_location(e)} {_first_line(e)}")
                 return None
         return None
 
@@ -252,6 +254,30 @@ class BoundJanusFunction:
 
     def __repr__(self) -> str:
         return f"<janus bound method {self.__janus_function__.__qualname__} of {self.__self__!r}>"
+
+
+def _trace_location(e: BaseException) -> str:
+    """`` at file.py:LINE``: the user's line where converted code was when ``e`` was raised."""
+    where = ""
+    tb = e.__traceback__
+    while tb is not None:
+        if is_converted_code(tb.tb_frame.f_code):
+            where = f" at {os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return where
+
+
+_OP_FRAME = re.compile(r'File "([^"]+)", line (\d+), in ')
+
+
+def _op_location(e: BaseException) -> str:
+    """`` at file.py:LINE``: the user's line that created the graph op that failed.
+
+    TensorFlow's error for a failed graph op lists the stack that created the op; the
+    innermost frame in a user file is the converted code's, which carries the user's lines.
+    """
+    frames = [(f, int(n)) for f, n in _OP_FRAME.findall(str(e)) if is_user_code_file(f)]
+    return f" at {os.path.basename(frames[-1][0])}:{frames[-1][1]}" if frames else ""
 
 
 def _first_line(e: BaseException) -> str:

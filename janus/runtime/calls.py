@@ -22,6 +22,7 @@ from typing import Any
 import tensorflow as tf
 
 from janus.commit.effects import CallMethod, Print
+from janus.convert.pipeline import is_converted_code as is_converted
 from janus.errors import ConversionError
 from janus.runtime import control_flow, state
 from janus.trace.active import current
@@ -45,18 +46,22 @@ STATEFUL_RANDOM = {
     tf.random.categorical, tf.random.gamma, tf.random.poisson, tf.nn.dropout,
 }
 _STDLIB = sysconfig.get_paths()["stdlib"]
-_JANUS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  + os.sep + "janus" + os.sep
+_JANUS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # the janus package
 _SITE = (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])
 
 
 def is_converted_code(fn: Any) -> bool:
     code = getattr(fn, "__code__", None)
-    return code is not None and code.co_filename.startswith("<janus")
+    return code is not None and is_converted(code)
 
 
 def is_user_code(code: types.CodeType) -> bool:
     """Code from the user's files (not a library's, the standard library's or Janus's)."""
-    filename = code.co_filename
+    return not is_converted(code) and is_user_code_file(code.co_filename)
+
+
+def is_user_code_file(filename: str) -> bool:
+    """A file of the user's program (not a library's, the standard library's, Janus's, or generated)."""
     if filename.startswith(("<janus", "<frozen")):
         return False
     return not (any(filename.startswith(p) for p in _SITE) or filename.startswith(_STDLIB) or filename.startswith(_JANUS))

@@ -29,6 +29,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from janus.convert.pipeline import is_converted_code
 from janus.errors import ConversionError, UndefinedValueError
 from janus.trace.active import current
 
@@ -222,21 +223,20 @@ class PyScalar:
 
 
 def _converted_line() -> tuple[str, int, str]:
-    """Where converted code makes TensorFlow convert a value: the user's function (its file and
-    ``def`` line), the line of the converted code, and that line's text ("" when unknown).
+    """Where converted code makes TensorFlow convert a value: ``file.py:LINE`` of the user's
+    line, that line number, and its text ("" when unknown).
 
-    The innermost frame of generated code (named ``<janus QUALNAME from FILE:LINE>``) is it.
+    The innermost frame of generated code is it; generated code carries the user's file
+    name and line numbers.
     """
     frame = sys._getframe(1)
-    while frame is not None and not frame.f_code.co_filename.startswith("<janus "):
+    while frame is not None and not is_converted_code(frame.f_code):
         frame = frame.f_back
     if frame is None:
         return "converted code", 0, ""
-    virtual = frame.f_code.co_filename
-    qualname, _, origin = virtual[len("<janus "):-1].partition(" from ")
-    filename, _, first = origin.rpartition(":")
-    text = linecache.getline(virtual, frame.f_lineno).strip()
-    return f"{qualname} ({os.path.basename(filename)}, def at line {first})", frame.f_lineno, text
+    filename = frame.f_code.co_filename
+    text = linecache.getline(filename, frame.f_lineno).strip()
+    return f"{os.path.basename(filename)}:{frame.f_lineno}", frame.f_lineno, text
 
 
 def to_python(value: Any, kind: type) -> Any:

@@ -73,10 +73,10 @@ class LowerBreakContinue(gast.NodeTransformer):
         out: list = []
         for i, s in enumerate(stmts):
             if isinstance(s, gast.Break):
-                out += T.stmts(f"{brk} = True")
+                out += [T.located(n, s) for n in T.stmts(f"{brk} = True")]
                 return out
             if isinstance(s, gast.Continue):
-                out += T.stmts(f"{cont} = True")
+                out += [T.located(n, s) for n in T.stmts(f"{cont} = True")]
                 return out
             if not _find([s], (gast.Break, gast.Continue)):
                 out.append(s)

@@ -99,7 +99,7 @@ class LowerControlFlow(gast.NodeTransformer):
         orelse = _block_fn(f"_jn_else_{n}", ins, _with_return(node.orelse, outs), cells)
         call = self._call("if_stmt", [node.test, T.name(body.name), T.name(orelse.name), T.tuple_of(ins),
                                       self._names_arg(outs), T.site_ref(self.sites, node)], cells)
-        return [body, orelse, self._assign_result(outs, call)]
+        return [T.located(n, node) for n in (body, orelse, self._assign_result(outs, call))]
 
     def visit_While(self, node: gast.While):
         cells = self._cells(node.body)
@@ -110,7 +110,7 @@ class LowerControlFlow(gast.NodeTransformer):
         body = _block_fn(f"_jn_while_body_{n}", carried, node.body + [gast.Return(value=T.tuple_of(carried))], cells)
         call = self._call("while_stmt", [T.name(test.name), T.name(body.name), T.tuple_of(carried),
                                          self._names_arg(carried), T.site_ref(self.sites, node)], cells)
-        return [test, body, self._assign_result(carried, call)] + node.orelse
+        return [T.located(n, node) for n in (test, body, self._assign_result(carried, call))] + node.orelse
 
     def visit_For(self, node: gast.For):
         cells = self._cells([node.target] + node.body)
@@ -133,4 +133,4 @@ class LowerControlFlow(gast.NodeTransformer):
             extra_arg = T.const(None)
         call = self._call("for_stmt", [node.iter, extra_arg, T.name(body.name), T.tuple_of(carried),
                                        self._names_arg(carried), T.site_ref(self.sites, node)], cells)
-        return out + [self._assign_result(carried, call)] + node.orelse
+        return [T.located(n, node) for n in out + [self._assign_result(carried, call)]] + node.orelse

@@ -41,5 +41,5 @@ class Desugar(gast.NodeTransformer):
             load = copy.deepcopy(node.target)
             load.ctx = gast.Load()
             value = gast.BinOp(left=load, op=node.op, right=node.value)
-            return gast.Assign(targets=[node.target], value=value, type_comment=None)
+            return T.located(gast.Assign(targets=[node.target], value=value, type_comment=None), node)
         return node

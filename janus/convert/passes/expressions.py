@@ -96,7 +96,7 @@ class LowerExpressions(gast.NodeTransformer):
         if node.msg is not None:
             node.msg = self.visit(node.msg)
         args = [test] + ([_lambda(node.msg)] if node.msg is not None else [])
-        return gast.Expr(value=_call("assert_", *args))
+        return T.located(gast.Expr(value=_call("assert_", *args)), node)
 
     def visit_JoinedStr(self, node: gast.JoinedStr):
         """``f"..."`` becomes ``_jn.fstring(...)``: formatting a value the graph computes is

@@ -66,7 +66,7 @@ class LowerReturns(gast.NodeTransformer):
         for i, s in enumerate(stmts):
             if isinstance(s, gast.Return):
                 value = s.value if s.value is not None else T.const(None)
-                out += T.stmts(f"{DONE} = True\n{RET} = VALUE", VALUE=value)
+                out += [T.located(n, s) for n in T.stmts(f"{DONE} = True\n{RET} = VALUE", VALUE=value)]
                 if in_loop:
                     out.append(gast.Break())
                 return out

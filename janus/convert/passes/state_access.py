@@ -106,10 +106,10 @@ class LowerStateAccess(gast.NodeTransformer):
     def visit_Assign(self, node: gast.Assign):
         node.value = self.visit(node.value)
         if len(node.targets) == 1 and isinstance(node.targets[0], (gast.Attribute, gast.Subscript)):
-            return [self._store(node.targets[0], node.value)]
+            return [T.located(self._store(node.targets[0], node.value), node)]
         writes: list = []
         node.targets = [self._target(t, writes) for t in node.targets]
-        return [node] + writes
+        return [node] + [T.located(w, node) for w in writes]
 
     def _target(self, target, writes: list):
         if isinstance(target, (gast.Attribute, gast.Subscript)):
