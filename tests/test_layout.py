@@ -129,3 +129,14 @@ def test_converter_imports_no_tensorflow():
             "print('ok')\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_converter_annotations_go_through_the_registry():
+    """No pass or analysis sets or reads a loose ``jn_*`` attribute on AST nodes."""
+    import re
+
+    for m, p in _modules().items():
+        if m.startswith("janus.convert") and m != "janus.convert.anno":
+            with open(p, encoding="utf-8") as fh:
+                text = fh.read()
+            assert not re.search(r"\.jn_[a-z]|[\"']jn_[a-z]", text), f"{m} uses a loose jn_ annotation"

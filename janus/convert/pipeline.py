@@ -26,6 +26,7 @@ import ast
 import gast
 
 from janus.convert import analysis, parse, support
+from janus.convert.anno import Anno, setanno
 from janus.convert.passes.break_continue import LowerBreakContinue
 from janus.convert.passes.calls import LowerCalls
 from janus.convert.passes.control_flow import LowerControlFlow
@@ -79,7 +80,7 @@ class _TagSites(gast.NodeVisitor):
             end_lineno=node.end_lineno + self.line_offset, end_col_offset=node.end_col_offset + self.indent)
         key = site_of(self.filename, moved, type(node).__name__)
         text = unparse(ast.fix_missing_locations(gast.gast_to_ast(text_node))).strip()
-        node.jn_site = SiteInfo(key, type(node).__name__, text)
+        setanno(node, Anno.SITE, SiteInfo(key, type(node).__name__, text))
 
     def visit_If(self, node):
         self._tag(node, gast.Expr(value=node.test))
@@ -98,7 +99,7 @@ class _TagSites(gast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_FunctionDef(self, node):
-        node.jn_cellvars = analysis.cell_vars(node)
+        setanno(node, Anno.CELLVARS, analysis.cell_vars(node))
         self.generic_visit(node)
 
 

@@ -6,6 +6,8 @@ import textwrap
 
 import gast
 
+from janus.convert.anno import Anno, getanno
+
 
 class _Substitute(gast.NodeTransformer):
     def __init__(self, subs: dict):
@@ -91,7 +93,7 @@ def func_def(fname: str, args: list[str], body: list[gast.stmt]) -> gast.Functio
 
 def site_ref(sites: list, node: gast.AST) -> gast.expr:
     """``_jn_sites[i]`` for a node the user wrote (tagged by the pipeline), else ``None``."""
-    info = getattr(node, "jn_site", None)
+    info = getanno(node, Anno.SITE)
     if info is None:
         return const(None)
     sites.append(info)

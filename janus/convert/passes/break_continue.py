@@ -10,13 +10,14 @@ them into functions.  For loop number N::
         done()                             if not _jn_brk_N: x = f(x)
                                        if not _jn_brk_N: done()
 
-A ``for`` loop gets the condition as ``jn_extra_test``, checked before each item.
+A ``for`` loop gets the condition as its ``EXTRA_TEST`` annotation, checked before each item.
 """
 from __future__ import annotations
 
 import gast
 
 from janus.convert import templates as T
+from janus.convert.anno import Anno, setanno
 
 
 def _find(nodes, kinds) -> bool:
@@ -59,7 +60,7 @@ class LowerBreakContinue(gast.NodeTransformer):
             if isinstance(node, gast.While):
                 node.test = gast.BoolOp(op=gast.And(), values=[T.expr(f"not {brk}"), node.test])
             else:
-                node.jn_extra_test = T.expr(f"not {brk}")
+                setanno(node, Anno.EXTRA_TEST, T.expr(f"not {brk}"))
             if node.orelse:
                 guarded = T.stmts(f"if not {brk}:\n    pass")[0]
                 guarded.body = node.orelse

@@ -26,6 +26,7 @@ import gast
 
 from janus.convert import analysis
 from janus.convert import templates as T
+from janus.convert.anno import Anno, getanno
 
 _GENERATED = ("_jn_if_", "_jn_else_", "_jn_while_", "_jn_for_")
 
@@ -56,7 +57,7 @@ class LowerControlFlow(gast.NodeTransformer):
 
     def visit_FunctionDef(self, node: gast.FunctionDef):
         analysis.annotate_liveness(node)
-        cells = getattr(node, "jn_cellvars", set())
+        cells = getanno(node, Anno.CELLVARS, set())
         self.cellvars.append(cells)
         try:
             self.generic_visit(node)
@@ -93,8 +94,9 @@ class LowerControlFlow(gast.NodeTransformer):
         self.generic_visit(node)
         n = self._next()
         mod = (_modified(node.body) | _modified(node.orelse)) - set(cells)
-        outs = sorted(mod & node.jn_live_out)
-        ins = sorted(mod & (node.jn_live_out | node.jn_live_body | node.jn_live_orelse))
+        live_out = getanno(node, Anno.LIVE_OUT)
+        outs = sorted(mod & live_out)
+        ins = sorted(mod & (live_out | getanno(node, Anno.LIVE_BODY) | getanno(node, Anno.LIVE_ORELSE)))
         body = _block_fn(f"_jn_if_{n}", ins, _with_return(node.body, outs), cells)
         orelse = _block_fn(f"_jn_else_{n}", ins, _with_return(node.orelse, outs), cells)
         call = self._call("if_stmt", [node.test, T.name(body.name), T.name(orelse.name), T.tuple_of(ins),
@@ -105,7 +107,7 @@ class LowerControlFlow(gast.NodeTransformer):
         cells = self._cells(node.body)
         self.generic_visit(node)
         n = self._next()
-        carried = sorted((_modified(node.body) - set(cells)) & (node.jn_live_head | node.jn_live_body))
+        carried = sorted((_modified(node.body) - set(cells)) & (getanno(node, Anno.LIVE_HEAD) | getanno(node, Anno.LIVE_BODY)))
         test = _block_fn(f"_jn_while_test_{n}", carried, [gast.Return(value=node.test)], [])
         body = _block_fn(f"_jn_while_body_{n}", carried, node.body + [gast.Return(value=T.tuple_of(carried))], cells)
         call = self._call("while_stmt", [T.name(test.name), T.name(body.name), T.tuple_of(carried),
@@ -117,14 +119,15 @@ class LowerControlFlow(gast.NodeTransformer):
         self.generic_visit(node)
         n = self._next()
         target = analysis.assigned([node.target])
-        carried = sorted(((_modified(node.body) | target) - set(cells)) & (node.jn_live_head | node.jn_live_body)
-                         - (target - node.jn_live_out))
+        live_loop = getanno(node, Anno.LIVE_HEAD) | getanno(node, Anno.LIVE_BODY)
+        carried = sorted(((_modified(node.body) | target) - set(cells)) & live_loop
+                         - (target - getanno(node, Anno.LIVE_OUT)))
         item = f"_jn_item_{n}"
         bind = gast.Assign(targets=[node.target], value=T.name(item), type_comment=None)
         body = _block_fn(f"_jn_for_body_{n}", [item] + carried,
                          [bind] + node.body + [gast.Return(value=T.tuple_of(carried))], cells)
         out = [body]
-        extra = getattr(node, "jn_extra_test", None)
+        extra = getanno(node, Anno.EXTRA_TEST)
         if extra is not None:
             test = _block_fn(f"_jn_for_test_{n}", carried, [gast.Return(value=extra)], [])
             out.insert(0, test)

@@ -13,6 +13,7 @@ import copy
 import gast
 
 from janus.convert import templates as T
+from janus.convert.anno import Anno, getanno, setanno
 
 
 def _lambda(body: gast.expr) -> gast.Lambda:
@@ -121,7 +122,7 @@ class LowerExpressions(gast.NodeTransformer):
 
     def visit_For(self, node: gast.For):
         self.generic_visit(node)
-        extra = getattr(node, "jn_extra_test", None)
+        extra = getanno(node, Anno.EXTRA_TEST)
         if extra is not None:
-            node.jn_extra_test = self._test(extra)
+            setanno(node, Anno.EXTRA_TEST, self._test(extra))
         return node

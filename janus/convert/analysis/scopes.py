@@ -1,16 +1,10 @@
-"""Static analyses of function ASTs: scopes and liveness.
-
-They only read the tree (annotating nodes with ``jn_*`` attributes); the passes
-that use them transform.
+"""Scopes: which names a block binds, which it reads, and which are cells.
 
 * :func:`assigned` — names a block binds in its own scope (not inside nested
   functions, lambdas or comprehensions, which have scopes of their own).
 * :func:`used` — names an expression or block reads (free names of nested scopes
   included, conservatively).
-* :func:`annotate_liveness` — for every ``if``, ``while`` and ``for`` the set of
-  variables live after it and live on entry to each of its blocks; the control-flow
-  pass turns these into the inputs and outputs of the functions it generates
-  (loop-carried variables are the modified ones that are live at the loop head).
+* :func:`cell_vars` — locals a closure of the function reads.
 """
 from __future__ import annotations
 
@@ -94,59 +88,3 @@ def local_names(fn: gast.FunctionDef | gast.Lambda) -> set[str]:
     """Names local to a function scope: parameters and everything it assigns."""
     body = fn.body if isinstance(fn.body, list) else [fn.body]
     return set(params(fn.args)) | assigned(body)
-
-
-# -- liveness -----------------------------------------------------------------------
-def annotate_liveness(fn: gast.FunctionDef) -> None:
-    """Annotate compound statements of ``fn`` (not of nested defs) with liveness sets.
-
-    ``If``: ``jn_live_out``, ``jn_live_body``, ``jn_live_orelse`` (live on entry to each block).
-    ``While``/``For``: ``jn_live_out``, ``jn_live_body`` (live on entry to the body),
-    ``jn_live_head`` (live at the loop head, i.e. before the test / the next item).
-    """
-    _block(fn.body, set())
-
-
-def _block(stmts: list[gast.stmt], live: set[str]) -> set[str]:
-    for stmt in reversed(stmts):
-        live = _stmt(stmt, live)
-    return live
-
-
-def _stmt(node: gast.stmt, live: set[str]) -> set[str]:
-    if isinstance(node, gast.Return):
-        return used(node.value)
-    if isinstance(node, gast.Raise):
-        return used(node.exc) | used(node.cause)
-    if isinstance(node, gast.If):
-        node.jn_live_out = set(live)
-        node.jn_live_body = _block(node.body, set(live))
-        node.jn_live_orelse = _block(node.orelse, set(live))
-        return used(node.test) | node.jn_live_body | node.jn_live_orelse
-    if isinstance(node, (gast.While, gast.For)):
-        node.jn_live_out = set(live)
-        after_loop = _block(node.orelse, set(live))
-        extra = getattr(node, "jn_extra_test", None)
-        head = set(after_loop) | used(extra)
-        if isinstance(node, gast.While):
-            head |= used(node.test)
-        target = assigned([node.target]) if isinstance(node, gast.For) else set()
-        while True:
-            body_in = _block(node.body, set(head))
-            new_head = head | (body_in - target)
-            if new_head == head:
-                break
-            head = new_head
-        node.jn_live_body = body_in
-        node.jn_live_head = head
-        return head | (used(node.iter) if isinstance(node, gast.For) else set())
-    if isinstance(node, gast.With):
-        inner = _block(node.body, set(live))
-        defs = assigned([i.optional_vars for i in node.items if i.optional_vars is not None])
-        return (inner - defs) | used([i.context_expr for i in node.items])
-    if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
-        return (live - {node.name}) | used(node)
-    if isinstance(node, gast.AugAssign):
-        return live | used(node.target) | used(node.value)
-    defs = assigned([node])
-    return (live - defs) | used(node)

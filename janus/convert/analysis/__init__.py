@@ -1,0 +1,12 @@
+"""Static analyses of function ASTs; they only read the tree (and annotate it through
+:mod:`janus.convert.anno`), the passes transform.
+
+* :mod:`.scopes` — names bound and read, cells;
+* :mod:`.liveness` — live variables around each ``if``/``while``/``for``;
+* :mod:`.definedness` — variables passed to a block before they are bound.
+"""
+from janus.convert.analysis.definedness import possibly_unbound
+from janus.convert.analysis.liveness import annotate_liveness
+from janus.convert.analysis.scopes import assigned, cell_vars, local_names, params, used
+
+__all__ = ["assigned", "used", "params", "local_names", "cell_vars", "annotate_liveness", "possibly_unbound"]

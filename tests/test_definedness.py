@@ -1,0 +1,95 @@
+"""Definedness: variables that eager code leaves unbound on some paths, and loops that
+both return and continue, convert (eager is the oracle)."""
+from types import SimpleNamespace
+
+import numpy as np
+import tensorflow as tf
+
+from harness import check
+
+
+def vec(values):
+    return tf.constant(np.array(values, dtype=np.float32))
+
+
+def test_branch_inside_a_gradient_tape_assigns_on_both_sides():
+    def make(jit):
+        class Model:
+            def __init__(self):
+                self.w = tf.Variable([0.5, -0.5])
+
+            @jit
+            def step(self, x):
+                with tf.GradientTape() as tape:
+                    if tf.reduce_sum(x) > 0:
+                        y = x * self.w
+                    else:
+                        y = x * 2.0 * self.w
+                    loss = tf.reduce_sum(y * y)
+                grad = tape.gradient(loss, self.w)
+                self.w.assign_sub(0.1 * grad)
+                return loss
+
+        m = Model()
+        return SimpleNamespace(fn=m.step, state=lambda: {"w": m.w})
+
+    signs = [1, 1, 1, -1, 1, -1, -1, 1, -1, 1]
+    total = check(make, [(vec([s * 1.0, s * 0.5 + 0.1 * i]),) for i, s in enumerate(signs)], min_graph_calls=5)
+    assert total["conversions"] <= 2, total
+
+
+def test_for_loop_with_continue_and_an_early_return():
+    def make(jit):
+        @jit
+        def f(xs, limit):
+            total = tf.constant(0.0)
+            for v in xs:
+                if v < 0:
+                    continue
+                total = total + v
+                if total > limit:
+                    return total * 2.0
+            return total
+
+        return SimpleNamespace(fn=f)
+
+    calls = [([1.0, -2.0, 3.0, float(i % 2)], vec(3.5 + i % 3 * 5.0)) for i in range(8)]
+    total = check(make, calls, min_graph_calls=4)
+    assert total["conversions"] <= 3, total
+
+
+def test_nested_loops_with_return_and_continue():
+    def make(jit):
+        @jit
+        def f(grid, target):
+            for row in range(3):
+                for col in range(3):
+                    if (row + col) % 2 == 1:
+                        continue
+                    if grid[row, col] > target:
+                        return row * 3 + col
+            return -1
+
+        return SimpleNamespace(fn=f)
+
+    grid = tf.constant(np.arange(9, dtype=np.float32).reshape(3, 3))
+    calls = [(grid * s, vec(t)) for s, t in [(1.0, 4.5), (1.0, 4.5), (1.0, 4.5), (1.0, 7.5), (2.0, 4.5),
+                                             (1.0, 100.0), (1.0, 4.5), (0.5, 1.5)]]
+    check(make, calls, min_graph_calls=2)
+
+
+def test_variable_defined_on_one_side_and_read_only_there():
+    def make(jit):
+        @jit
+        def f(x, use_scale):
+            if use_scale:
+                scale = tf.reduce_max(x)
+            out = x + 1.0
+            if use_scale:
+                out = out / scale
+            return out
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(vec([1.0, float(i)]), i % 3 != 0) for i in range(9)]
+    check(make, calls, min_graph_calls=4)
