@@ -22,6 +22,8 @@ import sys
 import traceback
 import types
 
+from janus_profiler import script as script_runner
+
 USAGE = """usage: python -m janus [--report] script.py [args ...]
 
 Run an unmodified eager TensorFlow 2 script with Janus: every function or method
@@ -115,64 +117,27 @@ def main(argv: list[str] | None = None) -> int:
         print("janus: no script given (usage: python -m janus [--report] script.py [args ...])", file=sys.stderr)
         return 2
     script = argv[0]
-    try:
-        with open(script, "rb") as fh:
-            raw = fh.read()
-    except OSError as e:
-        print(f"janus: can't open file {script!r}: {e.strerror or e}", file=sys.stderr)
+    raw = script_runner.read(script, "janus")
+    if raw is None:
         return 2
 
-    path = os.path.abspath(script)
-    sys.argv = [script] + argv[1:]
-    sys.path[0] = os.path.dirname(path)
-
-    import builtins
-    import importlib.machinery
     import importlib.util
+
     from janus.takeover import hook
 
-    main_mod = types.ModuleType("__main__")
-    main_mod.__file__ = script
-    main_mod.__builtins__ = builtins
-    main_mod.__loader__ = importlib.machinery.SourceFileLoader("__main__", path)
-    main_mod.__spec__ = None
-    main_mod.__package__ = None
-    sys.modules["__main__"] = main_mod
-
-    status = 0
     try:
-        try:
-            source = importlib.util.decode_source(raw)
-            plan = hook.prepare_script(source, script)
-        except SyntaxError:
-            exc_type, exc, tb = sys.exc_info()
-            traceback.print_exception(exc_type, exc, None)
-            return 1
-        hook.enable()
-        exec(plan.code, main_mod.__dict__)  # noqa: S102 - the user's own script
-    except SystemExit as e:
-        code = e.code
-        if code is None:
-            status = 0
-        elif isinstance(code, int):
-            status = code
-        else:
-            print(code, file=sys.stderr)
-            status = 1
-    except KeyboardInterrupt:
+        plan = hook.prepare_script(importlib.util.decode_source(raw), script)
+    except SyntaxError:
         exc_type, exc, tb = sys.exc_info()
-        traceback.print_exception(_strip_janus_frames(exc))
-        status = 130
-    except BaseException:  # noqa: BLE001 - reported like the interpreter would
-        exc_type, exc, tb = sys.exc_info()
-        exc = _strip_janus_frames(exc)
-        sys.excepthook(exc_type, exc, exc.__traceback__)
-        status = 1
+        traceback.print_exception(exc_type, exc, None)
+        return 1
+    try:
+        ending = script_runner.run(plan.code, script, argv[1:], start=hook.enable, clean=_strip_janus_frames)
     finally:
         if report:
             sys.stdout.flush()
             _report(sys.stderr)
-    return status
+    return ending.status
 
 
 if __name__ == "__main__":

@@ -15,18 +15,17 @@ exit non-zero.
 from __future__ import annotations
 
 import argparse
-import builtins
 import fnmatch
 import json
 import os
 import sys
-import sysconfig
-import traceback
 import types
 from typing import Callable, Sequence
 
+from . import script as script_runner
 from .profiler import Profiler, _use_monitoring
 from .report import render
+from .usercode import is_user_file
 
 PROG = "janus-profile"
 EPILOG = """\
@@ -93,30 +92,9 @@ def _split(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     return list(argv), []
 
 
-def _library_dirs() -> list[str]:
-    dirs = set()
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        try:
-            dirs.add(os.path.realpath(sysconfig.get_paths()[key]))
-        except KeyError:
-            pass
-    for p in (sys.prefix, sys.base_prefix, sys.exec_prefix):
-        dirs.add(os.path.realpath(os.path.join(p, "lib")))
-    dirs.add(os.path.realpath(os.path.dirname(os.path.abspath(__file__))))  # the profiler itself
-    try:  # and Janus (without importing it): a script run with Janus must not profile the converter
-        import importlib.util
-        spec = importlib.util.find_spec("janus")
-        for loc in (spec.submodule_search_locations or []) if spec else []:
-            dirs.add(os.path.realpath(loc))
-    except (ImportError, ValueError):
-        pass
-    return sorted(dirs)
-
-
 def make_include(root: str, include: list[str], exclude: list[str]) -> Callable[[types.CodeType], bool]:
     """The predicate choosing user code: files under ``root`` (or matching ``include``), never libraries."""
     root = os.path.realpath(root)
-    libs = _library_dirs()
     cache: dict[str, bool] = {}
 
     def by_file(filename: str) -> bool:
@@ -127,12 +105,7 @@ def make_include(root: str, include: list[str], exclude: list[str]) -> Callable[
             return False
         if any(fnmatch.fnmatch(path, g) or fnmatch.fnmatch(filename, g) for g in include):
             return True
-        if any(path.startswith(lib + os.sep) for lib in libs):
-            return False
-        parts = path.split(os.sep)
-        if "site-packages" in parts or "dist-packages" in parts:
-            return False
-        return path.startswith(root + os.sep)
+        return is_user_file(filename) and path.startswith(root + os.sep)
 
     def wants(code: types.CodeType) -> bool:
         if code.co_name == "<module>":
@@ -144,15 +117,6 @@ def make_include(root: str, include: list[str], exclude: list[str]) -> Callable[
         return hit
 
     return wants
-
-
-def _exit_status(code: object) -> int:
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code
-    print(code, file=sys.stderr)
-    return 1
 
 
 def run(argv: Sequence[str] | None = None) -> int:
@@ -172,11 +136,8 @@ def run(argv: Sequence[str] | None = None) -> int:
 
     script = ns.script
     path = os.path.abspath(script)
-    try:
-        with open(path, "rb") as fh:
-            source = fh.read()
-    except OSError as e:
-        print(f"{PROG}: error: can't open file '{script}': {e.strerror or e}", file=sys.stderr)
+    source = script_runner.read(script, PROG)
+    if source is None:
         return 2
     try:
         code = compile(source, path, "exec", dont_inherit=True)
@@ -186,47 +147,11 @@ def run(argv: Sequence[str] | None = None) -> int:
     except ValueError as e:  # e.g. null bytes
         print(f"{PROG}: error: cannot compile {script}: {e}", file=sys.stderr)
         return 1
-
-    # -- the same environment as `python script.py`
     root = os.path.dirname(path)
-    sys.argv = [script] + ns.args
-    sys.path[0:1] = [os.path.dirname(os.path.realpath(path))]
-    main = types.ModuleType("__main__")
-    main.__file__ = path
-    main.__builtins__ = builtins
-    main.__spec__ = None
-    main.__loader__ = None
-    main.__cached__ = None
-    sys.modules["__main__"] = main
-
     prof = Profiler(include=make_include(root, ns.include, ns.exclude))
-    status = 0
-    ending = "finished normally"
-    prof.start()
-    try:
-        exec(code, main.__dict__)
-    except SystemExit as e:
-        prof.stop()
-        status = _exit_status(e.code)
-        ending = f"called sys.exit({e.code!r})"
-    except KeyboardInterrupt:
-        prof.stop()
-        traceback.print_exc()
-        status, ending = 130, "interrupted (Ctrl-C)"
-    except BaseException as e:  # noqa: BLE001 - the script's exception: print it like Python does
-        prof.stop()
-        tb = e.__traceback__.tb_next if e.__traceback__ is not None else None  # drop this frame
-        traceback.print_exception(type(e), e, tb)
-        status, ending = 1, f"raised {type(e).__name__}"
-    finally:
-        prof.stop()
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except Exception:  # noqa: BLE001
-        pass
-    _finish(prof, ns, script, status, ending, root)
-    return status
+    ending = script_runner.run(code, script, ns.args, start=prof.start, stop=prof.stop)
+    _finish(prof, ns, script, ending.status, ending.phrase, root)
+    return ending.status
 
 
 def _finish(prof: Profiler, ns: argparse.Namespace, script: str, status: int, ending: str, root: str) -> None:

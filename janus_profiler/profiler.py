@@ -81,12 +81,17 @@ def _eval(path: tuple, loc: dict, glb: dict, bi: dict) -> Any:
     raise _Unavailable
 
 
+# Actions that record values read from the heap and the types of locals: the report
+# (janus-profile) shows them; a profiler made with values=False does not collect them.
+_VALUE_ACTIONS = ("stmt", "global", "cell", "attr", "sub")
+
+
 class _Bound:
     """A :class:`CodeMap` bound to the records of one :class:`ProfileData`."""
 
     __slots__ = ("cm", "code", "frec", "actions", "regions", "loops", "params")
 
-    def __init__(self, cm: CodeMap, data: ProfileData, module: str | None):
+    def __init__(self, cm: CodeMap, data: ProfileData, module: str | None, values: bool = True):
         self.cm, self.code = cm, cm.code
         self.frec = data.function_record(cm.code, module)
         self.frec.is_generator = bool(cm.code.co_flags & 0x220)
@@ -100,6 +105,8 @@ class _Bound:
             out = []
             for a in alist:
                 kind = a[0]
+                if not values and kind in _VALUE_ACTIONS:
+                    continue
                 if kind == "jump":
                     conv = [tuple(("b", recs[r[1]], r[2]) if r[0] == "b" else r for r in side) for side in a[2:]]
                     out.append(("jump", a[1], conv[0], conv[1]))
@@ -107,7 +114,8 @@ class _Bound:
                     out.append(a)
                 else:
                     out.append((kind, recs[a[1]]) + a[2:])
-            acts[off] = tuple(out)
+            if out:
+                acts[off] = tuple(out)
         self.actions = acts
 
 
@@ -345,14 +353,19 @@ class Profiler:
     only the code objects passed to :meth:`call` / :meth:`add` are profiled, together
     with the functions, lambdas and comprehensions defined inside them.
 
+    ``values=False``: record control flow, callees, argument and return types only — not
+    the values read from the heap nor the types of locals, which only the report shows
+    (Janus's driver profiles with ``values=False``; ``janus-profile`` with the default).
+
     Only the calling thread is profiled.  Profilers nest and chain with an existing
     trace function (a debugger, coverage): it keeps receiving its events, and it is
     restored when profiling stops.
     """
 
     def __init__(self, include: Callable[[types.CodeType], bool] | None = None, *,
-                 max_history: int = 1000):
+                 max_history: int = 1000, values: bool = True):
         self.include = include
+        self.values = values
         self.max_history = max_history
         self._data = ProfileData()
         self._targets: set[types.CodeType] = set()
@@ -413,7 +426,7 @@ class Profiler:
         if self.wants(code):
             module = frame.f_globals.get("__name__") if frame is not None else None
             try:
-                b = _Bound(build_codemap(code), self._data, module if isinstance(module, str) else None)
+                b = _Bound(build_codemap(code), self._data, module if isinstance(module, str) else None, self.values)
             except Exception:  # noqa: BLE001
                 log.warning("janus_profiler: cannot profile %s", code.co_qualname, exc_info=True)
         self._bound[id(code)] = b

@@ -210,3 +210,28 @@ def test_seeded_keras_dropout_converts_and_matches_eager():
 
     calls = [(rnd((4,), i),) for i in range(8)]
     check(make, calls, min_graph_calls=4)
+
+
+def test_property_getter_gets_the_support_check():
+    """A property read by the step whose getter uses a construct Janus does not convert
+    makes the step run eagerly, with the reason (it used to skip the check)."""
+    def make(jit):
+        class Box:
+            def __init__(self):
+                self.values = [1.0, 2.0]
+
+            @property
+            def total(self):
+                try:
+                    return sum(self.values)
+                finally:
+                    self.values.append(0.0)
+
+            @jit
+            def step(self, x):
+                return x * self.total
+
+        b = Box()
+        return SimpleNamespace(fn=b.step, state=lambda: {"values": list(b.values)})
+
+    check(make, [(tf.constant([float(i)]),) for i in range(6)], eager_only=True)

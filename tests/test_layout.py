@@ -140,3 +140,22 @@ def test_converter_annotations_go_through_the_registry():
             with open(p, encoding="utf-8") as fh:
                 text = fh.read()
             assert not re.search(r"\.jn_[a-z]|[\"']jn_[a-z]", text), f"{m} uses a loose jn_ annotation"
+
+
+def test_one_user_code_predicate():
+    """janus_profiler.usercode decides for the profiler, janus-profile, the hook and the runtime."""
+    import json as stdlib_module
+
+    import numpy
+
+    from janus.runtime import calls
+    from janus.takeover import hook
+    from janus_profiler import usercode
+
+    assert usercode.is_user_file(__file__)
+    assert usercode.is_user_file("<ipython-input-1-abc>")
+    for library in (stdlib_module.__file__, numpy.__file__, janus.__file__, usercode.__file__, "<frozen os>"):
+        assert not usercode.is_user_file(library), library
+        assert not calls.is_user_code_file(library), library
+        assert not hook.is_user_file(library), library
+    assert calls.is_user_code_file(__file__) and hook.is_user_file(__file__)

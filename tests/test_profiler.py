@@ -212,6 +212,19 @@ def test_callees_methods_and_heap_reads():
     assert args[0]["self"].type == f"{__name__}.Acc"
 
 
+def test_values_false_records_control_flow_but_no_heap_values():
+    """Janus's driver profiles with values=False: what the converter reads (callees,
+    arguments) is recorded, the report-only heap values and local types are not."""
+    p = Profiler(values=False)
+    acc = Acc()
+    assert p.call(acc.run, 1) == 1 + 2 + 20 + 1 + G_SCALE
+    d = p.data
+    assert d.callees(site("run", "Call", "self.add")) == Counter({f"{__name__}.Acc.add": 1})
+    assert d.heap_reads(site("run", "Name", "G_SCALE")) == Counter()
+    assert d.heap_reads(site("run", "Subscript", "self.items[1]")) == Counter()
+    assert d.arg_history(acc.run)[0]["x"] == TypeInfo("int", value=1, has_value=True)
+
+
 def test_recursion_is_flagged():
     p = Profiler()
     assert p.call(fact, 4) == 24

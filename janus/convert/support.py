@@ -31,9 +31,8 @@ _REASONS = {
 
 
 def unsupported_in(node: gast.FunctionDef) -> str | None:
-    """The first construct in ``node`` the converter does not handle, or None."""
-    if node.decorator_list and any(_is_property_decorator(d) for d in node.decorator_list):
-        return None
+    """The first construct in ``node`` the converter does not handle, or None (a property
+    getter's body is checked like any function's)."""
     for child in gast.walk(node):
         if child is not node and type(child) in _REASONS:
             return _REASONS[type(child)]
@@ -44,10 +43,6 @@ def unsupported_in(node: gast.FunctionDef) -> str | None:
                 return "try/except catches"
             return "try/finally"
     return None
-
-
-def _is_property_decorator(node: gast.expr) -> bool:
-    return isinstance(node, gast.Name) and node.id == "property"
 
 
 def unsupported_reason(fn: types.FunctionType) -> str | None:

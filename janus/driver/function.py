@@ -53,7 +53,7 @@ class JanusFunction:
         self.reasons: Counter[str] = Counter()
         self.counts: Counter[str] = Counter()
         self.source: str | None = None
-        self.profiler = Profiler(include=is_user_code)
+        self.profiler = Profiler(include=is_user_code, values=False)  # what the converter reads
         self.policy = ConversionPolicy(fn.__qualname__)
         _REGISTRY.add(self)
 

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import operator
 import sys
-import sysconfig
 import types
 from typing import Any
 
@@ -29,6 +27,7 @@ from janus.trace.active import current
 from janus.trace.guards import GuardKind
 from janus.trace.sources import Cell, Global, Source
 from janus.trace.values import PyScalar, SymbolicShape, is_symbolic, is_user_class
+from janus_profiler import usercode
 
 ALLOWED_BUILTINS = {
     abs, all, any, bool, callable, chr, dict, divmod, enumerate, filter, float, frozenset, getattr,
@@ -45,9 +44,6 @@ STATEFUL_RANDOM = {
     tf.random.normal, tf.random.uniform, tf.random.truncated_normal, tf.random.shuffle,
     tf.random.categorical, tf.random.gamma, tf.random.poisson, tf.nn.dropout,
 }
-_STDLIB = sysconfig.get_paths()["stdlib"]
-_JANUS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # the janus package
-_SITE = (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])
 
 
 def is_converted_code(fn: Any) -> bool:
@@ -62,9 +58,7 @@ def is_user_code(code: types.CodeType) -> bool:
 
 def is_user_code_file(filename: str) -> bool:
     """A file of the user's program (not a library's, the standard library's, Janus's, or generated)."""
-    if filename.startswith(("<janus", "<frozen")):
-        return False
-    return not (any(filename.startswith(p) for p in _SITE) or filename.startswith(_STDLIB) or filename.startswith(_JANUS))
+    return usercode.is_user_file(filename)
 
 
 def is_user_function(fn: Any) -> bool:

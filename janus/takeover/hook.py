@@ -31,18 +31,18 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import functools
 import itertools
 import importlib.abc
 import importlib.machinery
 import linecache
 import os
 import sys
-import sysconfig
 import threading
 import types
 from dataclasses import dataclass, field
 from typing import Any, Iterator
+
+from janus_profiler import usercode
 
 from janus.driver.function import BoundJanusFunction, JanusFunction
 from janus.driver.function import function as janus_function
@@ -94,21 +94,6 @@ def _node_records_tape(node: ast.AST) -> bool:
 
 
 # ----------------------------------------------------------------------------- user modules
-@functools.lru_cache(maxsize=1)
-def _excluded_dirs() -> tuple[str, ...]:
-    dirs = set()
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        with contextlib.suppress(KeyError):
-            dirs.add(sysconfig.get_paths()[key])
-    for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix):
-        dirs.add(p)
-    dirs.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the janus package
-    with contextlib.suppress(ImportError):
-        import janus_profiler
-        dirs.add(os.path.dirname(os.path.abspath(janus_profiler.__file__)))
-    return tuple(os.path.realpath(d) for d in dirs if d)
-
-
 def _user_roots() -> list[str]:
     roots = {os.path.realpath(os.getcwd())}
     main = sys.modules.get("__main__")
@@ -123,14 +108,11 @@ def _under(path: str, root: str) -> bool:
 
 
 def is_user_file(path: str | None) -> bool:
-    """A ``.py`` file of the user's program (under the script's directory or the cwd)."""
-    if not path or not path.endswith(".py"):
+    """A ``.py`` file of the user's program: user code (``janus_profiler.usercode``) under
+    the script's directory or the cwd."""
+    if not path or not path.endswith(".py") or not usercode.is_user_file(path):
         return False
     real = os.path.realpath(path)
-    if "site-packages" in real.split(os.sep) or "dist-packages" in real.split(os.sep):
-        return False
-    if any(_under(real, d) for d in _excluded_dirs()):
-        return False
     return any(_under(real, r) for r in _user_roots())
 
 

@@ -32,6 +32,7 @@ import tensorflow as tf
 from janus.convert.pipeline import is_converted_code
 from janus.errors import ConversionError, UndefinedValueError
 from janus.trace.active import current
+from janus_profiler import usercode
 
 SCALARS = (int, float, bool, str, bytes, complex, type(None))
 FRAMEWORK_PREFIXES = ("tensorflow", "keras", "tf_keras", "numpy", "absl")
@@ -56,8 +57,12 @@ def is_framework_object(x: Any) -> bool:
 
 
 def is_user_class(cls: type) -> bool:
+    """A class of the user's program: defined in user code (``janus_profiler.usercode``)."""
     mod = cls.__module__ or ""
-    return mod != "builtins" and mod.split(".")[0] not in FRAMEWORK_PREFIXES
+    if mod == "builtins" or mod.split(".")[0] in FRAMEWORK_PREFIXES:
+        return False
+    filename = getattr(sys.modules.get(mod), "__file__", None)
+    return filename is None or usercode.is_user_file(filename)
 
 
 def is_plain_callable(x: Any) -> bool:
