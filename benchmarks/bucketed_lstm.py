@@ -31,31 +31,14 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import janus  # noqa: E402
+import lstm_step  # noqa: E402 - the same model, beside this file
 
-H, B, D, CLASSES = 64, 16, 8, 4
+H, B, D, CLASSES = lstm_step.H, lstm_step.B, lstm_step.D, lstm_step.CLASSES
 LENGTHS = list(range(5, 28, 2))  # 12 buckets
 
 
-class LSTMModel:
-    """An LSTM classifier written the way eager code is written."""
-
-    def __init__(self, seed: int):
-        rng = np.random.default_rng(seed)
-
-        def var(*shape):
-            return tf.Variable(rng.normal(0, 0.1, shape).astype(np.float32))
-
-        self.wx, self.wh, self.b = var(D, 4 * H), var(H, 4 * H), var(4 * H)
-        self.wo, self.bo = var(H, CLASSES), var(CLASSES)
-        self.variables = [self.wx, self.wh, self.b, self.wo, self.bo]
-        self.optimizer = tf.keras.optimizers.SGD(0.1)
-
-    def cell(self, x, h, c):
-        z = tf.matmul(x, self.wx) + tf.matmul(h, self.wh) + self.b
-        i, f, g, o = tf.split(z, 4, axis=1)
-        c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
-        h = tf.sigmoid(o) * tf.tanh(c)
-        return h, c
+class LSTMModel(lstm_step.LSTMModel):
+    """The LSTM of ``lstm_step.py``; its step loops over the batch's own length."""
 
     def train_step(self, x, y):
         with tf.GradientTape() as tape:
@@ -140,7 +123,7 @@ def main(argv=None) -> None:
           f"H={H} B={B}; {args.rounds} interleaved rounds of {args.steps} steps, median after {args.warmup} warm-up")
     print(f"machine: {os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
           f"Python {platform.python_version()}, TensorFlow {tf.__version__}")
-    print(f"| mode | step ms (median of rounds) | vs eager | vs hand-written (min-max) | losses match eager | work |")
+    print("| mode | step ms (median of rounds) | vs eager | vs hand-written (min-max) | losses match eager | work |")
     print("|---|---|---|---|---|---|")
     for m in MODES:
         ms = [r[m]["ms"] for r in rounds]

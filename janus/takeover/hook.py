@@ -26,108 +26,24 @@ so it rewrites the script's AST in memory before executing it as ``__main__``
 innermost decorator, and a module-level training loop (a ``for``/``while`` loop whose
 body records a tape) has its body moved into a Janus function called once per
 iteration.  The file on disk is never modified.
+
+The pieces: ``detect.py`` (the static test), ``importer.py`` (the namespace scan and the
+import hook), ``script.py`` (the script rewrite), ``registry.py`` (what was taken over);
+this module is the public face (``enable``, ``disable``, ``enabled``, ``taken_over``).
 """
 from __future__ import annotations
 
-import ast
 import contextlib
-import itertools
-import importlib.abc
-import importlib.machinery
-import linecache
-import os
 import sys
-import threading
-import types
-from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from janus_profiler import usercode
-
-from janus.driver.function import BoundJanusFunction, JanusFunction
 from janus.driver.function import function as janus_function
+from janus.takeover import registry
+from janus.takeover.detect import TAPE_NAME, records_tape
+from janus.takeover.importer import HookFinder, is_user_file, scan_module, scan_user_modules
+from janus.takeover.script import loop_body, prepare_script
 
-TAPE_NAME = "GradientTape"
-
-_lock = threading.RLock()
-_enabled = False
-_finder: "_HookFinder | None" = None
-# (namespace dict or class, attribute name, original object, installed object, Janus function)
-_installed: list[tuple[Any, str, Any, Any, str]] = []
-# (qualname, Janus function) of everything taken over (scan, import hook, script rewrite, loop bodies)
-_taken: list[tuple[str, Any]] = []
-
-
-# ----------------------------------------------------------------------------- detection
-def records_tape(fn: Any) -> bool:
-    """True if ``fn``'s own body refers to ``GradientTape`` (static check on its code)."""
-    code = getattr(fn, "__code__", None)
-    if not isinstance(code, types.CodeType):
-        return False
-    if code.co_flags & (0x20 | 0x80 | 0x100 | 0x200):  # generator / coroutine / async generator
-        return False
-    return TAPE_NAME in code.co_names
-
-
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-
-
-def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
-    """The nodes under ``node``, without descending into nested functions, lambdas and classes."""
-    stack = list(ast.iter_child_nodes(node))
-    while stack:
-        child = stack.pop()
-        if isinstance(child, _SCOPES):
-            continue
-        yield child
-        stack.extend(ast.iter_child_nodes(child))
-
-
-def _node_records_tape(node: ast.AST) -> bool:
-    """True if the statements under ``node`` refer to ``GradientTape`` outside nested scopes."""
-    for child in _own_nodes(node):
-        if isinstance(child, ast.Name) and child.id == TAPE_NAME:
-            return True
-        if isinstance(child, ast.Attribute) and child.attr == TAPE_NAME:
-            return True
-    return False
-
-
-# ----------------------------------------------------------------------------- user modules
-def _user_roots() -> list[str]:
-    roots = {os.path.realpath(os.getcwd())}
-    main = sys.modules.get("__main__")
-    main_file = getattr(main, "__file__", None)
-    if main_file:
-        roots.add(os.path.dirname(os.path.realpath(main_file)))
-    return sorted(roots)
-
-
-def _under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
-def is_user_file(path: str | None) -> bool:
-    """A ``.py`` file of the user's program: user code (``janus_profiler.usercode``) under
-    the script's directory or the cwd."""
-    if not path or not path.endswith(".py") or not usercode.is_user_file(path):
-        return False
-    real = os.path.realpath(path)
-    return any(_under(real, r) for r in _user_roots())
-
-
-def _is_user_module(mod: Any) -> bool:
-    if not isinstance(mod, types.ModuleType):
-        return False
-    if mod.__name__ == "janus" or mod.__name__.startswith(("janus.", "janus_profiler")):
-        return False
-    return is_user_file(getattr(mod, "__file__", None))
-
-
-# ----------------------------------------------------------------------------- take over
-def _record(qualname: str, jf: Any) -> None:
-    with _lock:
-        _taken.append((qualname, jf))
+_finder: HookFinder | None = None
 
 
 def take_over(fn: Any) -> Any:
@@ -136,153 +52,52 @@ def take_over(fn: Any) -> Any:
         return type(fn)(take_over(fn.__func__))
     wrapped = janus_function(fn)
     if wrapped is not fn:
-        _record(getattr(fn, "__qualname__", repr(fn)), wrapped)
+        registry.record(getattr(fn, "__qualname__", repr(fn)), wrapped)
     return wrapped
 
 
-def _wrap_candidate(obj: Any, module_name: str) -> Any | None:
-    """The Janus replacement for a namespace entry, or None to leave it alone."""
-    if isinstance(obj, (JanusFunction, BoundJanusFunction)):
-        return None
-    inner, kind = obj, None
-    if isinstance(obj, (staticmethod, classmethod)):
-        inner, kind = obj.__func__, type(obj)
-    if not isinstance(inner, types.FunctionType) or inner.__module__ != module_name:
-        return None
-    if "<locals>" in inner.__qualname__ or not records_tape(inner):
-        return None
-    wrapped = janus_function(inner)
-    if wrapped is inner:  # JANUS_DISABLE
-        return None
-    return kind(wrapped) if kind is not None else wrapped
-
-
-def _scan_namespace(container: Any, names: dict, module_name: str, seen: set) -> None:
-    for name, obj in list(names.items()):
-        if isinstance(obj, type) and obj.__module__ == module_name and id(obj) not in seen \
-                and "<locals>" not in obj.__qualname__:
-            seen.add(id(obj))
-            _scan_namespace(obj, dict(vars(obj)), module_name, seen)
-            continue
-        new = _wrap_candidate(obj, module_name)
-        if new is None:
-            continue
-        inner = obj.__func__ if isinstance(obj, (staticmethod, classmethod)) else obj
-        if isinstance(container, dict):
-            container[name] = new
-        else:
-            setattr(container, name, new)
-        jf = new.__func__ if isinstance(new, (staticmethod, classmethod)) else new
-        with _lock:
-            _installed.append((container, name, obj, new, jf))
-        _record(inner.__qualname__, jf)
-
-
-def scan_module(mod: types.ModuleType) -> None:
-    """Take over the tape-recording functions and methods defined in ``mod``."""
-    _scan_namespace(mod.__dict__, mod.__dict__, mod.__name__, set())
-
-
-def _scan_user_modules() -> None:
-    for mod in list(sys.modules.values()):
-        if _is_user_module(mod) or (mod is sys.modules.get("__main__") and isinstance(mod, types.ModuleType)
-                                    and not getattr(mod, "__file__", None)):
-            scan_module(mod)
-
-
-# ----------------------------------------------------------------------------- import hook
-class _ScanAfterExec(importlib.abc.Loader):
-    """Loader proxy: run the original loader, scan the module, restore the original loader."""
-
-    def __init__(self, loader: Any):
-        self.loader = loader
-
-    def create_module(self, spec):
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module):
-        module.__loader__ = self.loader
-        if module.__spec__ is not None:
-            module.__spec__.loader = self.loader
-        self.loader.exec_module(module)
-        if _enabled:
-            scan_module(module)
-
-    def __getattr__(self, name):
-        return getattr(self.loader, name)
-
-
-class _HookFinder(importlib.abc.MetaPathFinder):
-    """Finds nothing itself; wraps the loader of user modules found by the other finders."""
-
-    def __init__(self):
-        self._busy = threading.local()
-
-    def find_spec(self, fullname, path, target=None):
-        if getattr(self._busy, "on", False) or fullname.startswith(("janus.", "janus_profiler")):
-            return None
-        self._busy.on = True
-        try:
-            for finder in sys.meta_path:
-                if finder is self or not hasattr(finder, "find_spec"):
-                    continue
-                spec = finder.find_spec(fullname, path, target)
-                if spec is not None:
-                    break
-            else:
-                return None
-        finally:
-            self._busy.on = False
-        loader = spec.loader
-        if loader is None or not hasattr(loader, "exec_module") or not is_user_file(spec.origin):
-            return spec
-        spec.loader = _ScanAfterExec(loader)
-        return spec
-
-
-# ----------------------------------------------------------------------------- public API
 def enable() -> None:
     """Take over tape-recording functions of the user's modules, now and on later imports.
 
     Calling it again rescans (picking up functions defined since).
     """
-    global _enabled, _finder
-    with _lock:
-        _enabled = True
+    global _finder
+    with registry.lock:
+        registry.state.enabled = True
         if _finder is None:
-            _finder = _HookFinder()
+            _finder = HookFinder()
             sys.meta_path.insert(0, _finder)
-        _scan_user_modules()
+        scan_user_modules()
 
 
 def disable() -> None:
     """Remove the import hook and put back every function the scan replaced."""
-    global _enabled, _finder
-    with _lock:
-        _enabled = False
+    global _finder
+    with registry.lock:
+        registry.state.enabled = False
         if _finder is not None:
             with contextlib.suppress(ValueError):
                 sys.meta_path.remove(_finder)
             _finder = None
-        for container, name, original, new, jf in reversed(_installed):
+        for container, name, original, new, jf in reversed(registry.installed):
             current = container.get(name) if isinstance(container, dict) else vars(container).get(name)
             if current is new:
                 if isinstance(container, dict):
                     container[name] = original
                 else:
                     setattr(container, name, original)
-            _taken[:] = [t for t in _taken if t[1] is not jf]
-        _installed.clear()
+            registry.taken[:] = [t for t in registry.taken if t[1] is not jf]
+        registry.installed.clear()
 
 
 def is_enabled() -> bool:
-    return _enabled
+    return registry.state.enabled
 
 
 @contextlib.contextmanager
 def enabled() -> Iterator[None]:
     """``with janus.enabled():`` — the hook is on inside the block (restored after)."""
-    was = _enabled
+    was = registry.state.enabled
     enable()
     try:
         yield
@@ -293,362 +108,17 @@ def enabled() -> Iterator[None]:
 
 def taken_over() -> list[str]:
     """Qualified names of the functions currently taken over by the hook."""
-    with _lock:
-        return [q for q, _ in _taken]
+    with registry.lock:
+        return [q for q, _ in registry.taken]
 
 
 def taken_over_functions() -> list[Any]:
     """The Janus functions the hook installed, in the order they were taken over."""
-    with _lock:
-        return [jf for _, jf in _taken]
+    with registry.lock:
+        return [jf for _, jf in registry.taken]
 
 
-# ----------------------------------------------------------------------------- script rewrite
-_TAKE_OVER_EXPR = "__import__('janus.takeover.hook', fromlist=['take_over']).take_over"
-_SKIP_DECORATORS = {"function", "property", "setter", "getter", "deleter", "cached_property",
-                    "contextmanager", "asynccontextmanager"}
 
 
-def _decorator_name(d: ast.expr) -> str:
-    while isinstance(d, ast.Call):
-        d = d.func
-    if isinstance(d, ast.Attribute):
-        return d.attr
-    if isinstance(d, ast.Name):
-        return d.id
-    return ""
-
-
-def _expr(text: str, at: ast.AST) -> ast.expr:
-    node = ast.parse(text, mode="eval").body
-    for sub in ast.walk(node):
-        sub.lineno, sub.col_offset = at.lineno, at.col_offset
-        sub.end_lineno, sub.end_col_offset = at.lineno, at.col_offset
-    return node
-
-
-@dataclass
-class LoopPlan:
-    """How one module-level training loop was rewritten."""
-    key: str
-    lineno: int
-    name: str
-    params: list[str]
-    returns: list[str]
-    code: types.CodeType
-    filename: str
-
-
-@dataclass
-class ScriptPlan:
-    """What ``prepare_script`` did to a script."""
-    code: types.CodeType
-    functions: list[str] = field(default_factory=list)
-    loops: list[LoopPlan] = field(default_factory=list)
-    skipped_loops: list[tuple[int, str]] = field(default_factory=list)
-
-
-_LOOPS: dict[str, LoopPlan] = {}
-_LOOP_BODIES: dict[tuple[int, str], "LoopBody"] = {}
-
-
-class LoopBody:
-    """A module-level loop body as a Janus function; ``ready()`` says whether it can be used."""
-
-    def __init__(self, plan: LoopPlan, g: dict):
-        self.plan = plan
-        self.globals = g
-        fn = types.FunctionType(plan.code, g, plan.name)
-        fn.__qualname__ = plan.name
-        self.function = janus_function(fn)
-        self._needed = [p for p in plan.params]
-        if self.function is not fn:
-            _record(f"{plan.name} (loop body at line {plan.lineno})", self.function)
-
-    def ready(self, *bound: str) -> bool:
-        g = self.globals
-        return all(p in g or p in bound for p in self._needed)
-
-    def __call__(self, *args: Any) -> Any:
-        return self.function(*args)
-
-
-def loop_body(key: str, g: dict) -> LoopBody:
-    """The (single) ``LoopBody`` for loop ``key`` of the module whose globals are ``g``."""
-    with _lock:
-        body = _LOOP_BODIES.get((id(g), key))
-        if body is None or body.globals is not g:
-            body = _LOOP_BODIES[(id(g), key)] = LoopBody(_LOOPS[key], g)
-        return body
-
-
-class _Decline(Exception):
-    pass
-
-
-_FORBIDDEN = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.Return, ast.Yield,
-              ast.YieldFrom, ast.Await, ast.Break, ast.Continue, ast.Global, ast.Nonlocal, ast.Import,
-              ast.ImportFrom, ast.Delete, ast.NamedExpr, ast.Try, ast.Match, ast.AnnAssign,
-              ast.AsyncFor, ast.AsyncWith)
-if hasattr(ast, "TryStar"):
-    _FORBIDDEN += (ast.TryStar,)
-
-_DYNAMIC_NAMES = {"globals", "locals", "vars", "eval", "exec", "dir", "__import__"}
-
-
-def _loads(expr: ast.AST | None) -> list[str]:
-    """Names an expression reads, excluding comprehension variables, in evaluation order (roughly)."""
-    if expr is None:
-        return []
-    bound: set[str] = set()
-    for node in ast.walk(expr):
-        if isinstance(node, ast.comprehension):
-            for t in ast.walk(node.target):
-                if isinstance(t, ast.Name):
-                    bound.add(t.id)
-    return [n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-            and n.id not in bound]
-
-
-def _target_names(target: ast.AST) -> tuple[list[str], list[str]]:
-    """(names bound, names read) by an assignment target."""
-    if isinstance(target, ast.Name):
-        return [target.id], []
-    if isinstance(target, (ast.Tuple, ast.List)):
-        bound, read = [], []
-        for elt in target.elts:
-            b, r = _target_names(elt)
-            bound += b
-            read += r
-        return bound, read
-    if isinstance(target, ast.Starred):
-        return _target_names(target.value)
-    if isinstance(target, ast.Attribute):
-        return [], _loads(target.value)
-    if isinstance(target, ast.Subscript):
-        return [], _loads(target.value) + _loads(target.slice)
-    raise _Decline(f"assignment target {type(target).__name__}")
-
-
-class _Flow:
-    """Definite-assignment walk of a loop body: which names may be read before being bound."""
-
-    def __init__(self) -> None:
-        self.early: set[str] = set()   # read at a point where they may not be bound yet
-        self.bound: set[str] = set()   # bound anywhere in the body
-
-    def read(self, names: list[str], defined: set[str]) -> None:
-        self.early.update(n for n in names if n not in defined)
-
-    def block(self, stmts: list[ast.stmt], defined: set[str]) -> set[str]:
-        defined = set(defined)
-        for s in stmts:
-            defined = self.stmt(s, defined)
-        return defined
-
-    def bind(self, names: list[str], defined: set[str]) -> set[str]:
-        self.bound.update(names)
-        return defined | set(names)
-
-    def stmt(self, s: ast.stmt, defined: set[str]) -> set[str]:
-        if isinstance(s, _FORBIDDEN):
-            raise _Decline(type(s).__name__)
-        if isinstance(s, ast.Assign):
-            self.read(_loads(s.value), defined)
-            for t in s.targets:
-                b, r = _target_names(t)
-                self.read(r, defined)
-                defined = self.bind(b, defined)
-            return defined
-        if isinstance(s, ast.AugAssign):
-            self.read(_loads(s.value), defined)
-            b, r = _target_names(s.target)
-            self.read(r + b, defined)
-            return self.bind(b, defined)
-        if isinstance(s, (ast.Expr, ast.Assert, ast.Raise, ast.Pass)):
-            for child in ast.iter_child_nodes(s):
-                self.read(_loads(child), defined)
-            return defined
-        if isinstance(s, ast.If):
-            self.read(_loads(s.test), defined)
-            a = self.block(s.body, defined)
-            b = self.block(s.orelse, defined)
-            return a & b
-        if isinstance(s, ast.For):
-            self.read(_loads(s.iter), defined)
-            b, r = _target_names(s.target)
-            self.read(r, defined)
-            inner = self.bind(b, defined)
-            self.block(s.body, inner)
-            self.block(s.orelse, defined)
-            return defined
-        if isinstance(s, ast.While):
-            self.read(_loads(s.test), defined)
-            self.block(s.body, defined)
-            self.block(s.orelse, defined)
-            return defined
-        if isinstance(s, ast.With):
-            for item in s.items:
-                self.read(_loads(item.context_expr), defined)
-                if item.optional_vars is not None:
-                    b, r = _target_names(item.optional_vars)
-                    self.read(r, defined)
-                    defined = self.bind(b, defined)
-            return self.block(s.body, defined)
-        raise _Decline(type(s).__name__)
-
-
-def _plan_loop(loop: ast.For | ast.While, module: ast.Module, lines: list[str], filename: str) -> tuple[LoopPlan, list[str]]:
-    """Plan the rewrite of ``loop``'s body into a function; raises ``_Decline`` if not simple."""
-    body = loop.body
-    if body[0].lineno == loop.lineno:
-        raise _Decline("body on the loop's own line")
-    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
-        if isinstance(node, _FORBIDDEN):
-            raise _Decline(f"{type(node).__name__} in the body")
-        if isinstance(node, ast.Name) and node.id in _DYNAMIC_NAMES:
-            raise _Decline(f"uses {node.id}()")
-    targets: list[str] = []
-    if isinstance(loop, ast.For):
-        targets, reads = _target_names(loop.target)
-        if reads:
-            raise _Decline("loop target is not plain names")
-    flow = _Flow()
-    end = flow.block(body, set(targets))
-    params = list(targets) + sorted((flow.early & flow.bound) - set(targets))
-    # names read anywhere outside this body (the rest of the module, other functions, the loop header)
-    outside: set[str] = set()
-    body_ids = {id(n) for s in body for n in ast.walk(s)}
-    for node in ast.walk(module):
-        if id(node) in body_ids or getattr(node, "_janus_generated", False):
-            continue
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            outside.add(node.id)
-        if isinstance(node, ast.Name) and node.id in _DYNAMIC_NAMES:
-            raise _Decline(f"the script uses {node.id}()")
-    returns = sorted(flow.bound & (set(params) | outside))
-    unsure = [n for n in returns if n not in end]
-    if unsure:
-        raise _Decline(f"{', '.join(unsure)} may be left unassigned")
-    name = f"__janus_loop_{loop.lineno}__"
-    first, last = body[0].lineno, max(s.end_lineno for s in body)
-    first = min([first] + [d.lineno for s in body for d in getattr(s, "decorator_list", [])])
-    header = f"def {name}({', '.join(params)}):"
-    src_lines = ["\n"] * (first - 2) + [header + "\n"] + lines[first - 1:last]
-    indent = body[0].col_offset
-    src_lines.append(" " * indent + f"return ({''.join(n + ', ' for n in returns)})\n")
-    if first < 2:
-        raise _Decline("loop at the top of the file")
-    source = "".join(src_lines)
-    virtual = f"<janus loop {filename}:{loop.lineno}>"
-    linecache.cache[virtual] = (len(source), None, source.splitlines(True), virtual)
-    try:
-        mcode = compile(source, virtual, "exec", dont_inherit=True)
-    except SyntaxError as e:
-        raise _Decline(f"body does not compile alone ({e.msg})") from None
-    fcode = next(c for c in mcode.co_consts if isinstance(c, types.CodeType))
-    key = f"{os.path.realpath(filename)}:{loop.lineno}"
-    plan = LoopPlan(key=key, lineno=loop.lineno, name=name, params=params, returns=returns,
-                    code=fcode, filename=filename)
-    return plan, targets
-
-
-def _loop_call(loop: ast.For | ast.While, plan: LoopPlan, targets: list[str]) -> ast.If:
-    """``if <body>.ready(): (r1, r2, ) = <body>(p1, p2) else: <original body>``."""
-    body_expr = f"__import__('janus.takeover.hook', fromlist=['loop_body']).loop_body({plan.key!r}, globals())"
-    ready_args = "".join(f"{t!r}, " for t in targets)
-    test = _expr(f"{body_expr}.ready({ready_args})", loop)
-    call = _expr(f"{body_expr}({', '.join(plan.params)})", loop)
-    if plan.returns:
-        target = ast.Tuple(elts=[ast.Name(id=n, ctx=ast.Store()) for n in plan.returns], ctx=ast.Store())
-        stmt: ast.stmt = ast.Assign(targets=[target], value=call)
-    else:
-        stmt = ast.Expr(value=call)
-    for node in itertools.chain(ast.walk(test), ast.walk(call)):
-        node._janus_generated = True
-    first = loop.body[0]
-    for node in ast.walk(stmt):
-        node.lineno, node.col_offset = first.lineno, first.col_offset
-        node.end_lineno, node.end_col_offset = first.lineno, first.col_offset
-    new = ast.If(test=test, body=[stmt], orelse=loop.body)
-    ast.copy_location(new, first)
-    return new
-
-
-class _ScriptRewriter:
-    def __init__(self, module: ast.Module, lines: list[str], filename: str, plan: ScriptPlan):
-        self.module, self.lines, self.filename, self.plan = module, lines, filename, plan
-
-    def functions(self, stmts: list[ast.stmt], prefix: str) -> None:
-        for s in stmts:
-            if isinstance(s, ast.ClassDef):
-                self.functions(s.body, f"{prefix}{s.name}.")
-            elif isinstance(s, ast.FunctionDef):
-                if not _node_records_tape(s):
-                    continue
-                if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in _own_nodes(s)):
-                    continue
-                names = [_decorator_name(d) for d in s.decorator_list]
-                if any(n in _SKIP_DECORATORS for n in names):
-                    continue
-                if any(n not in ("staticmethod", "classmethod") for n in names):
-                    continue  # another decorator: the object in the namespace is not the function
-                at = s.decorator_list[0] if s.decorator_list else s
-                s.decorator_list.append(_expr(_TAKE_OVER_EXPR, at))
-                self.plan.functions.append(prefix + s.name)
-            elif isinstance(s, (ast.If, ast.With, ast.Try)):
-                for block in ("body", "orelse", "finalbody"):
-                    self.functions(getattr(s, block, []) or [], prefix)
-                for h in getattr(s, "handlers", []):
-                    self.functions(h.body, prefix)
-
-    def loops(self, stmts: list[ast.stmt]) -> None:
-        for s in stmts:
-            if isinstance(s, (ast.For, ast.While)):
-                if self._direct_tape(s.body):
-                    try:
-                        plan, targets = _plan_loop(s, self.module, self.lines, self.filename)
-                    except _Decline as e:
-                        self.plan.skipped_loops.append((s.lineno, str(e)))
-                    else:
-                        _LOOPS[plan.key] = plan
-                        self.plan.loops.append(plan)
-                        s.body = [_loop_call(s, plan, targets)]
-                    continue
-                self.loops(s.body)
-                self.loops(s.orelse)
-            elif isinstance(s, (ast.If, ast.With, ast.Try)):
-                for block in ("body", "orelse", "finalbody"):
-                    self.loops(getattr(s, block, []) or [])
-                for h in getattr(s, "handlers", []):
-                    self.loops(h.body)
-
-    @staticmethod
-    def _direct_tape(stmts: list[ast.stmt]) -> bool:
-        """The tape is recorded in these statements themselves, not in a nested loop."""
-        for s in stmts:
-            if isinstance(s, (ast.For, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                continue
-            if _node_records_tape(ast.Module(body=[s], type_ignores=[])):
-                return True
-        return False
-
-
-def prepare_script(source: str, filename: str) -> ScriptPlan:
-    """Compile a script with its tape-recording functions and training loops taken over.
-
-    Raises ``SyntaxError`` like ``compile`` would for a script that does not parse.
-    """
-    module = ast.parse(source, filename)
-    plan = ScriptPlan(code=None)  # type: ignore[arg-type]
-    lines = source.splitlines(True)
-    rw = _ScriptRewriter(module, lines, filename, plan)
-    rw.loops(module.body)   # before the decorators, so the loop analysis sees the user's own AST
-    rw.functions(module.body, "")
-    ast.fix_missing_locations(module)
-    plan.code = compile(module, filename, "exec", dont_inherit=True)
-    return plan
-
-
-__all__ = ["enable", "disable", "enabled", "is_enabled", "taken_over", "taken_over_functions",
-           "records_tape", "scan_module", "prepare_script", "take_over"]
+__all__ = ["enable", "disable", "enabled", "is_enabled", "taken_over", "taken_over_functions", "take_over",
+           "records_tape", "scan_module", "prepare_script", "loop_body", "is_user_file", "TAPE_NAME"]
