@@ -93,3 +93,46 @@ def test_variable_defined_on_one_side_and_read_only_there():
 
     calls = [(vec([1.0, float(i)]), i % 3 != 0) for i in range(9)]
     check(make, calls, min_graph_calls=4)
+
+
+def test_return_from_inside_a_tensor_while_loop_with_continue():
+    """The loop becomes a tf.while_loop that carries the return value from the start."""
+    def make(jit):
+        @jit
+        def f(x, limit):
+            total = tf.constant(0.0)
+            i = tf.constant(0)
+            while i < tf.shape(x)[0]:
+                v = x[i]
+                i += 1
+                if v < 0:
+                    continue
+                total = total + v
+                if total > limit:
+                    return total * 2.0
+            return total
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(vec([1.0, -2.0, 3.0, float(k)]), vec(3.5 + (k % 3) * 2.0)) for k in range(9)]
+    total = check(make, calls, min_graph_calls=5)
+    assert total["conversions"] <= 2, total
+
+
+def test_search_loop_returns_a_python_int_index():
+    def make(jit):
+        @jit
+        def find(x, target):
+            i = 0
+            while i < tf.size(x):
+                if x[i] == target:
+                    return i
+                i += 1
+            return -1
+
+        return SimpleNamespace(fn=find)
+
+    x = tf.constant([3, 1, 4, 1, 5, 9, 2, 6])
+    calls = [(x, tf.constant(t)) for t in (4, 9, 7, 3, 6, 8, 1, 2)]
+    total = check(make, calls, min_graph_calls=4)
+    assert total["conversions"] <= 2, total

@@ -82,3 +82,17 @@ def test_a_dimension_that_never_varied_stays_a_python_int():
 
     total = check(make, [(batch(n),) for n in [2, 3, 4, 5, 6, 7, 8, 9]], min_graph_calls=4)
     assert total["conversions"] <= 2, total
+
+
+def test_a_whole_symbolic_shape_passed_to_tensorflow():
+    def make(jit):
+        @jit
+        def f(x, y):
+            z = tf.zeros(x.shape) + tf.reduce_mean(x)
+            return tf.reshape(y, x.shape) + z
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(batch(n), tf.range(4 * n, dtype=tf.float32)) for n in [2, 3, 5, 2, 7, 4, 6, 8]]
+    total = check(make, calls, min_graph_calls=4)
+    assert total["conversions"] <= 3, total

@@ -181,8 +181,11 @@ def _construct(cls: type, args: tuple, kwargs: dict) -> Any:
 
 def _shapes(args: Any) -> Any:
     """Lists of Python ints among a library call's arguments, some of which the graph
-    computes (``[x.shape[0], 4]``), become the int32 tensor TensorFlow would make of them."""
+    computes (``[x.shape[0], 4]``, or a relaxed ``x.shape`` itself), become the int32
+    tensor TensorFlow would make of them."""
     def fix(v: Any) -> Any:
+        if isinstance(v, SymbolicShape):  # tf.zeros(x.shape) of a relaxed x
+            v = v.as_list()
         if type(v) in (list, tuple) and v and any(isinstance(e, PyScalar) for e in v) \
                 and all(type(e) is int or isinstance(e, PyScalar) and e.kind is int for e in v):
             return tf.stack([tf.convert_to_tensor(e) if isinstance(e, PyScalar) else tf.constant(e, tf.int32) for e in v])

@@ -593,6 +593,68 @@ def _as_bool_tensor(x: Any) -> tf.Tensor:
     return to_bool(x) if _is_tensor(x) else tf.constant(bool(x))
 
 
+def _undefined_result_filled(body: Callable, state: tuple, names: Sequence[str], what: str) -> tuple:
+    """``state`` with a ``return`` value the loop would be the first to set (``_jn_ret``
+    still undefined) replaced by zeros of what the body returns.
+
+    A ``tf.while_loop`` must carry a value from the start; the body is traced once on its
+    own (into a graph that is thrown away, the trace context rolled back after it) to
+    learn that value's kind and spec.  The zeros are never observed: the lowered code
+    reads ``_jn_ret`` only where its ``_jn_done`` flag says a ``return`` ran.
+    """
+    names = list(names)
+    if "_jn_ret" not in names or state[names.index("_jn_ret")] is not UNDEF:
+        return state
+    i = names.index("_jn_ret")
+    ctx = current()
+    checkpoint = ctx.checkpoint()
+    found: dict = {}
+
+    def probe():
+        found["value"] = tuple(body(*state))[i]
+        found["spec"] = tf.nest.map_structure(
+            lambda v: _ScalarKind(v.kind) if isinstance(v, PyScalar)
+            else tf.TensorSpec(v.shape, v.dtype) if is_symbolic(v) else v, found["value"])
+        return []
+
+    ctx.log.dynamic_depth += 1
+    ctx.log.sinks.append(None)
+    try:
+        tf.function(probe, autograph=False).get_concrete_function()
+    except (ConversionError, UndefinedValueError):
+        raise
+    except Exception as e:  # noqa: BLE001 - eager raises it (or not) for real
+        raise ConversionError(f"{what}: {type(e).__name__}: {_first_line(e)}") from None
+    finally:
+        ctx.log.dynamic_depth -= 1
+        ctx.log.sinks.pop()
+        ctx.rollback(checkpoint)
+
+    def zeros(spec):
+        if isinstance(spec, _ScalarKind):
+            return PyScalar.of(spec.kind(0), spec.kind)
+        if isinstance(spec, tf.TensorSpec):
+            if spec.shape.rank is None:
+                raise ConversionError(f"{what}: a value returned from the loop has an unknown rank")
+            return tf.zeros([d or 0 for d in spec.shape.as_list()], spec.dtype)
+        if spec is UNDEF:
+            raise ConversionError(f"{what}: _jn_ret is first assigned inside a tensor-dependent loop")
+        return PyScalar.of(type(spec)(0), type(spec)) if type(spec) in PY_SCALARS else spec
+
+    filled = list(state)
+    filled[i] = tf.nest.map_structure(zeros, found["spec"])
+    return tuple(filled)
+
+
+class _ScalarKind:
+    """The Python kind of a returned value the graph computes (a leaf for ``tf.nest``)."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, kind: type):
+        self.kind = kind
+
+
 def _while_loop(test: Callable, body: Callable, state: tuple, names: Sequence[str], what: str) -> tuple:
     """Run the rest of a loop as ``tf.while_loop``.
 
@@ -600,6 +662,7 @@ def _while_loop(test: Callable, body: Callable, state: tuple, names: Sequence[st
     counter stays an ``int`` for Python); each keeps its kind across iterations.
     """
     ctx = current()
+    state = _undefined_result_filled(body, tuple(state), names, what)
     init_values = []
     for name, value in zip(names, state):
         for leaf in tf.nest.flatten(value):
