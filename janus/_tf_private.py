@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 import tensorflow as tf
+from tensorflow.python.eager import context as _eager_context
 from tensorflow.python.framework import func_graph
 from tensorflow.python.framework import ops as tf_ops
 from tensorflow.python.ops import cond_v2
@@ -34,7 +35,42 @@ def call_flat(concrete: Any, inputs: Sequence[Any]) -> Any:
     arguments on every call (tens of microseconds); Janus has already checked the
     inputs with its own generated guard, so it calls the flat entry point.
     """
-    return concrete._call_flat(list(inputs), concrete.captured_inputs)  # noqa: SLF001
+    ctx = _eager_context.context()
+    previous = ctx.function_call_options
+    ctx.function_call_options = _exact_call_options(previous)
+    try:
+        return concrete._call_flat(list(inputs), concrete.captured_inputs)  # noqa: SLF001
+    finally:
+        ctx.function_call_options = previous
+
+
+_EXACT_OPTIONS: dict = {}
+
+
+def _exact_call_options(base: Any) -> Any:
+    """The thread's function-call options with Grappler's arithmetic optimizer and constant
+    folding off.
+
+    Why: those passes reassociate float arithmetic (``a + b + c`` becomes one ``AddN``;
+    ``(x + c1) + c2`` becomes ``x + (c1 + c2)``), so a graph's results differ from eager's
+    in the last bit, and eager is the oracle (random numbers drawn from fed seeds must
+    give eager's losses bitwise).  The Grappler config
+    of a function call comes from the eager context's thread-local ``FunctionCallOptions``
+    (``tf.config.optimizer.set_experimental_options`` would change it for every function
+    of the program); Janus sets its own around its calls only.
+    """
+    key = base.config_proto_serialized
+    options = _EXACT_OPTIONS.get(key)
+    if options is None:
+        from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
+        config = config_pb2.ConfigProto()
+        config.ParseFromString(key)
+        rewrites = config.graph_options.rewrite_options
+        rewrites.arithmetic_optimization = rewriter_config_pb2.RewriterConfig.OFF
+        rewrites.constant_folding = rewriter_config_pb2.RewriterConfig.OFF
+        options = _EXACT_OPTIONS[key] = _eager_context.FunctionCallOptions(
+            executor_type=base.executor_type, config_proto=config)
+    return options
 
 
 def add_control_inputs(op: Any, deps: Sequence[Any]) -> None:
@@ -96,3 +132,42 @@ def build_cond(pred: Any, true_graph: Any, false_graph: Any, scope: str) -> list
         pred, true_graph, false_graph, true_graph.external_captures, false_graph.external_captures,
         building_gradient=False, name=scope)
     return list(outs) if isinstance(outs, (list, tuple)) else [outs]
+
+
+# -- random numbers (``janus.trace.seeds``, ``janus.runtime.random``) -----------------
+# Why: an eager random op without an op seed takes its seed pair from the context's
+# global seed and its op-seed generator (a ``random.Random``, advanced by each op).
+# To feed a graph the pairs eager would use, Janus peeks at that generator (copies its
+# state) and advances it after a successful run; neither is public API.  TensorFlow's
+# dropout and random-flip implementations take the sampler as a parameter: Janus passes
+# samplers that draw from fed seeds and keeps TF's exact arithmetic.
+
+def global_seed() -> int | None:
+    """The global seed of eager execution (``tf.random.set_seed``), or None."""
+    return _eager_context.global_seed()
+
+
+def op_determinism_enabled() -> bool:
+    """Whether ``tf.config.experimental.enable_op_determinism()`` is in effect (eager then
+    refuses to draw without a seed)."""
+    from tensorflow.python.framework import config
+    return config.is_op_determinism_enabled()
+
+
+def op_seed_generator() -> Any:
+    """The ``random.Random`` from which eager random ops draw their op seeds."""
+    return _eager_context.context()._rng  # noqa: SLF001
+
+
+def dropout(x: Any, rate: Any, noise_shape: Any, uniform_sampler: Callable, dummy_rng_step: Callable,
+            name: Any) -> Any:
+    """``tf.nn.dropout`` with the uniform sampler (and the draw of the rate-0 fast path) given."""
+    from tensorflow.python.ops import nn_ops
+    return nn_ops._dropout(x=x, rate=rate, noise_shape=noise_shape, uniform_sampler=uniform_sampler,  # noqa: SLF001
+                           dummy_rng_step=dummy_rng_step, name=name, default_name="dropout")
+
+
+def random_flip(image: Any, flip_index: int, random_func: Callable, scope_name: str) -> Any:
+    """``tf.image.random_flip_*`` with the uniform sampler given."""
+    from tensorflow.python.ops import image_ops_impl
+    return image_ops_impl._random_flip(image, flip_index, random_func, scope_name)  # noqa: SLF001

@@ -168,6 +168,60 @@ def check(
     return total
 
 
+def check_seeded(
+    factory: Callable[[Callable], types.SimpleNamespace],
+    calls: Sequence[Any],
+    seed: int,
+    *,
+    graph_calls: int | None = None,
+    min_graph_calls: int = 1,
+    eager_only: bool = False,
+) -> dict:
+    """Like :func:`check` for programs that draw random numbers: bitwise equality.
+
+    The eager and Janus runs share TensorFlow's random state, so they cannot alternate
+    call by call: each runs the whole sequence after ``tf.random.set_seed(seed)``, and the
+    observations after every call (result, exception, stdout, state) are compared with
+    tolerance 0.  A call that is a callable may draw random numbers eagerly itself
+    (between calls, as a program's other code would).
+    """
+    def observe(jit: Callable) -> tuple[list, types.SimpleNamespace]:
+        prog = factory(jit)
+        tf.random.set_seed(seed)
+        seen = []
+        for call in calls:
+            result, exc, out = _run(call, prog)
+            state = prog.state() if hasattr(prog, "state") else None
+            seen.append((result, exc, out, state))
+        return seen, prog
+
+    janus.reset()
+    eager, _ = observe(_identity)
+    jan, prog = observe(janus.function)
+    for i, ((re_, ee, oe, se), (rj, ej, oj, sj)) in enumerate(zip(eager, jan)):
+        where = f"call {i}"
+        assert (ee is None) == (ej is None), f"{where}: eager raised {ee!r}, Janus raised {ej!r}"
+        if ee is not None:
+            assert type(ee) is type(ej) and str(ee) == str(ej), f"{where}: {ee!r} != {ej!r}"
+        else:
+            assert_same(re_, rj, f"{where} result", 0, 0)
+        assert oe == oj, f"{where}: stdout {oe!r} != {oj!r}"
+        assert_same(se, sj, f"{where} state", 0, 0)
+    total: dict = {}
+    for f in _janus_fns(prog):
+        for k, v in janus.stats(f).items():
+            if isinstance(v, (int, float)):
+                total[k] = total.get(k, 0) + v
+    if eager_only:
+        assert total["graph_calls"] == 0, f"expected a fallback, but graphs ran: {total}"
+    elif graph_calls is not None:
+        assert total["graph_calls"] == graph_calls, f"expected {graph_calls} graph calls: {total}"
+    else:
+        assert total["graph_calls"] >= min_graph_calls, \
+            f"expected >= {min_graph_calls} graph calls: {total}\n{janus.explain(_janus_fns(prog)[0])}"
+    return total
+
+
 _MODULES_DIR = tempfile.mkdtemp(prefix="janus_test_modules_")
 _MODULE_COUNT = itertools.count()
 

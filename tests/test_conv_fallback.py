@@ -178,25 +178,6 @@ def test_custom_setattr_falls_back():
     check(make, calls, eager_only=True)
 
 
-def test_stateful_random_op_falls_back_and_matches_eager_under_the_same_seed():
-    """tf.random.normal in a graph would draw other numbers than eager from the same seed."""
-    def make(jit):
-        @jit
-        def noisy(x):
-            return x + tf.random.normal(tf.shape(x))
-
-        return SimpleNamespace(fn=noisy)
-
-    def seeded(seed, x):
-        def call(p):
-            tf.random.set_seed(seed)
-            return p.fn(x)
-        return call
-
-    calls = [seeded(i % 3, rnd((3,), i)) for i in range(8)]
-    check(make, calls, eager_only=True)
-
-
 def test_seeded_keras_dropout_converts_and_matches_eager():
     """Keras 3 draws dropout masks from a seeded generator kept in a variable: graphs match eager."""
     def make(jit):

@@ -4,7 +4,8 @@ Each test builds the example's trainer twice from the same seed, one run eagerly
 oracle) and one with ``common.maybe_janus`` (``train_step`` through ``janus.function``),
 trains a few dozen steps, and checks
 
-* the loss of every step (float tolerance: graphs may fuse and reorder float ops),
+* the loss of every step (float tolerance: with oneDNN on, TensorFlow's graph rewrites
+  of its kernels may round differently from eager in the last bit, ``docs/random.md``),
 * the model weights and the trainer's Python-side lists (monitoring histories, episode
   returns) at the end,
 * that Janus ran most steps as graphs where it converts the example (``graph_calls``),
@@ -62,7 +63,7 @@ def _variables(trainer):
     out = []
     for model in _models(trainer):
         out += list(model.variables if hasattr(model, "variables") else model.trainable_variables)
-    for attr in ("optimizer", "g_optimizer", "d_optimizer"):
+    for attr in ("optimizer", "g_optimizer", "d_optimizer", "generator_optimizer", "discriminator_optimizer"):
         if hasattr(trainer, attr):
             out += list(getattr(trainer, attr).variables)
     return out
@@ -101,7 +102,7 @@ def _assert_mostly_graphs(jan, steps):
 # --- free-running examples --------------------------------------------------------------------
 
 FREE_RUNNING = {  # example: steps (fewer for the slow ones)
-    "lenet": 40, "lstm": 40, "lm": 40, "a3c": 40, "ppo": 40, "gan": 40, "pix2pix": 30,
+    "lenet": 40, "lstm": 40, "lm": 40, "a3c": 40, "ppo": 40, "gan": 40, "pix2pix": 30, "dcgan": 30, "vae": 40,
 }
 
 
@@ -109,7 +110,9 @@ FREE_RUNNING = {  # example: steps (fewer for the slow ones)
 def test_free_running_matches_eager_and_runs_as_graphs(name):
     steps = FREE_RUNNING[name]
     eager, jan = _build(name)
+    tf.random.set_seed(SEED)  # dcgan and vae draw noise in the step: both runs start from the same seed
     eager_losses = [eager.step() for _ in range(steps)]
+    tf.random.set_seed(SEED)
     janus_losses = [jan.step() for _ in range(steps)]
     _assert_losses_match(eager_losses, janus_losses)
     for a, b in zip(_variables(eager), _variables(jan)):
@@ -162,7 +165,9 @@ def test_tree_model_matches_eager__recursion_not_yet_one_reusable_graph(name):
     """
     steps = TREES[name]
     eager, jan = _build(name)
+    tf.random.set_seed(SEED)  # dcgan and vae draw noise in the step: both runs start from the same seed
     eager_losses = [eager.step() for _ in range(steps)]
+    tf.random.set_seed(SEED)
     janus_losses = [jan.step() for _ in range(steps)]
     _assert_losses_match(eager_losses, janus_losses)
     for a, b in zip(_variables(eager), _variables(jan)):

@@ -16,7 +16,10 @@ import tensorflow as tf
 from janus import _tf_private
 from janus.errors import ConversionError
 
-_WRITER_PREFIXES = ("Assign", "ResourceApply", "ResourceScatter", "ResourceSparseApply", "ResourceStridedSliceAssign")
+_WRITER_PREFIXES = ("Assign", "ResourceApply", "ResourceScatter", "ResourceSparseApply", "ResourceStridedSliceAssign",
+                    # tf.random.Generator advances its state variable with these:
+                    "RngReadAndSkip", "RngSkip", "StatefulStandardNormal", "StatefulUniform", "StatefulTruncatedNormal",
+                    "StatefulRandomBinomial", "NonDeterministicInts")
 
 
 class StateBeforeAssertion(ConversionError):

@@ -153,6 +153,29 @@ class When(Effect):
         return When(fn(self.pred), self.side, [e.map_values(fn) for e in self.effects])
 
 
+@dataclass
+class ConsumeSeeds(Effect):
+    """Advance TensorFlow's op-seed generator past the random draws the run made (a count,
+    or the graph's count of them), as eager's draws would have (``janus.trace.seeds``)."""
+
+    count: Any
+    reservation: Any
+
+    def pack(self, ctx: TraceContext, packer: Packer) -> "ConsumeSeeds":
+        return dataclasses.replace(self, count=packer.pack(self.count, "the number of random draws"))
+
+    def commit(self, run: Run) -> None:
+        self.reservation.consume(int(unpack(self.count, run)))
+
+    def describe(self) -> str:
+        if isinstance(self.count, tuple) and self.count[0] == "c":
+            return f"consume {self.count[1]} op seeds (the random draws, as eager would)"
+        return "consume the op seeds of the random draws that ran (counted by the graph)"
+
+    def map_values(self, fn):
+        return dataclasses.replace(self, count=fn(self.count))
+
+
 def pack_effects(ctx: TraceContext, packer: Packer, recorded: list[Effect] | None = None) -> list[Effect]:
     """The effects a trace recorded, packed against the graph's outputs."""
     return [e.pack(ctx, packer) for e in (ctx.log.effects if recorded is None else recorded)]
@@ -168,4 +191,4 @@ def describe(effects: list[Effect]) -> list[str]:
     return [e.describe() for e in effects]
 
 
-__all__ = ["Effect", "SetAttr", "SetItem", "CallMethod", "Print", "When", "pack_effects", "commit", "describe"]
+__all__ = ["Effect", "SetAttr", "SetItem", "CallMethod", "Print", "When", "ConsumeSeeds", "pack_effects", "commit", "describe"]

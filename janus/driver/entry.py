@@ -24,9 +24,11 @@ from janus.commit.packing import Packer, Recipe, Run, unpack
 from janus.convert.pipeline import converted_function
 from janus.errors import ConversionError
 from janus.runtime import ops
+from janus.runtime.random import STATEFUL_RANDOM_OPS
 from janus.trace import guards
 from janus.trace.active import CALL
 from janus.trace.context import TraceContext
+from janus.trace.seeds import SeedReservation
 from janus.trace.guards import Guard, guard_namespace_base
 from janus.trace.sources import Arg, Default, KwArg, Source
 from janus.trace.values import DTYPES, is_eager_tensor
@@ -51,6 +53,7 @@ class CacheEntry:
     assumptions: list
     relaxed: bool
     namespace: dict = field(default_factory=dict)
+    seeds: SeedReservation | None = None  # the random draws' seeds, fed and consumed at each call
     hits: int = 0
     failures: int = 0
 
@@ -167,6 +170,7 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
 
     def graph_fn(*placeholders):
         ctx.heap.outer_graph = tf.compat.v1.get_default_graph()
+        ctx.seeds.bind(ctx.heap.outer_graph)
         ctx.heap.arg_inputs = {p: ph for (p, _), ph in zip(specs, placeholders)}
         ctx.heap.arg_specs = dict(specs)
         with ctx, tf.variable_creator_scope(_forbid_variables):
@@ -174,6 +178,9 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
             k = {n: ctx.read(v, KwArg(n)) for n, v in kwargs.items()}
             k.update(_defaults(ctx, python_fn, args, kwargs))
             result = converted(*a, **k)
+            if ctx.seeds.used:
+                draws = ctx.seeds.finish(ctx.checks.assert_that)
+                ctx.effect(effects.ConsumeSeeds(draws, ctx.seeds.reservation), "random draws")
             packer = Packer(ctx)
             state["output"] = packer.pack(result)
             state["effects"] = effects.pack_effects(ctx, packer)
@@ -187,6 +194,7 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
         # The user's prints are deferred effects; this came from library code that prints
         # from Python: in a graph it would print once, at trace time, and never again.
         raise ConversionError(f"library code printed while tracing ({printed.getvalue().strip()[:60]!r})", permanent=True)
+    _refuse_stateful_random(concrete)
     check, guard_source = guards.compile_guard(ctx.guard_set.guards, len(args), tuple(kwargs), ctx.guard_set.namespace)
     inputs = guards.compile_inputs([p for p, _ in specs], fed_scalars, ctx.guard_set.namespace)
     return CacheEntry(
@@ -197,4 +205,16 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
         heap_specs={p: h.spec for p, h in ctx.heap.heap_inputs.items()},
         assertions=len(ctx.checks.assertions), assumptions=list(ctx.checks.assumptions),
         relaxed=ctx.heap.relaxed, namespace=ctx.guard_set.namespace,
+        seeds=ctx.seeds.reservation if ctx.seeds.used else None,
     )
+
+
+def _refuse_stateful_random(concrete: Any) -> None:
+    """A stateful random kernel in the graph (reached through library code Janus called as
+    it is) would draw other numbers than eager: the function runs eagerly instead."""
+    graph_def = concrete.graph.as_graph_def()
+    nodes = list(graph_def.node) + [n for f in graph_def.library.function for n in f.node_def]
+    found = sorted({n.op for n in nodes if n.op in STATEFUL_RANDOM_OPS})
+    if found:
+        raise ConversionError(f"library code draws random numbers with {', '.join(found)}, which a graph "
+                              f"would draw differently from eager", permanent=True)

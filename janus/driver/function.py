@@ -30,6 +30,7 @@ from janus.errors import ConversionError
 from janus.convert.pipeline import is_converted_code
 from janus.runtime.calls import is_user_code, is_user_code_file
 from janus.runtime.control_flow import USER_ASSERT_MESSAGE
+from janus.trace import seeds
 from janus.trace.active import current
 from janus.trace.speculation import Speculator
 from janus_profiler import Profiler
@@ -123,6 +124,10 @@ class JanusFunction:
         its AssertionError, and the graph stays (it is right whenever the assert holds).
         """
         text = str(error)
+        if entry.seeds is not None and seeds.OVERFLOW_MESSAGE in text:
+            entry.seeds.grow()
+            self._note("the graph made more random draws than seeds were reserved; re-ran eagerly, reserving more")
+            return
         match = _ASSUMPTION_ID.search(text)
         failed = next((a for a in entry.assumptions if match and a.id == int(match.group(1))), None)
         if failed is None:

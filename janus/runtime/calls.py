@@ -22,7 +22,7 @@ import tensorflow as tf
 from janus.commit.effects import CallMethod, Print
 from janus.convert.pipeline import is_converted_code as is_converted
 from janus.errors import ConversionError
-from janus.runtime import control_flow, state
+from janus.runtime import control_flow, random, state
 from janus.trace.active import current
 from janus.trace.guards import GuardKind
 from janus.trace.sources import Cell, Global, Source
@@ -37,13 +37,6 @@ ALLOWED_BUILTINS = {
 ALLOWED_MODULE_ROOTS = {"tensorflow", "keras", "tf_keras", "numpy", "math", "_operator", "operator"}
 DENIED_MODULES = ("numpy.random",)
 _IMMUTABLE = (str, bytes, int, float, bool, tuple, frozenset, complex)
-# Stateful random ops: in a graph each gets its own op seed, so it draws other numbers
-# than eager does from the same global seed.  (Keras layers use seeded stateless ops and
-# tf.random.Generator keeps its state in a variable: both give eager's numbers.)
-STATEFUL_RANDOM = {
-    tf.random.normal, tf.random.uniform, tf.random.truncated_normal, tf.random.shuffle,
-    tf.random.categorical, tf.random.gamma, tf.random.poisson, tf.nn.dropout,
-}
 
 
 def is_converted_code(fn: Any) -> bool:
@@ -108,8 +101,8 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
         return print_(*args, **kwargs)
     if is_user_function(f):
         return converted(f)(*args, **kwargs)
-    if f in STATEFUL_RANDOM:
-        raise ConversionError(f"{_name(f)} draws different random numbers in a graph than eagerly", permanent=True)
+    if f in random.REPLACEMENTS:  # stateful random ops draw from fed seeds (janus.trace.seeds)
+        return random.REPLACEMENTS[f](*_shapes(args), **_wrap_kw(_shapes(kwargs)))
     if isinstance(f, types.MethodType):
         if isinstance(f.__self__, SymbolicShape):
             return f(*args, **kwargs)

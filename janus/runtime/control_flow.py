@@ -30,6 +30,7 @@ from janus.commit.effects import When
 from janus.convert.sites import SiteInfo
 from janus.errors import ConversionError, UndefinedValueError
 from janus.trace.active import current
+from janus.trace.seeds import DrawInLoop
 from janus.trace.values import PY_SCALARS, UNDEF, PyScalar, is_symbolic
 
 
@@ -134,6 +135,7 @@ class _Side:
     effects: list = field(default_factory=list)  # effects the side recorded
     writes: bool = False  # whether the side changes a variable
     raised: BaseException | None = None
+    seed_position: Any = None  # the seed stream's position after the side (janus.trace.seeds)
 
     def carried(self) -> list[tf.Tensor]:
         """The graph values this side's effects need (carried out of the conditional)."""
@@ -196,6 +198,7 @@ def _trace_side(fn: Callable, side: bool, scope: str, what: str) -> _Side:
         finally:
             result.effects = ctx.log.sinks.pop()
         result.out = out
+        result.seed_position = ctx.seeds.position
         result.writes = _body_writes_state()
         result.traced = _graph_tensors(out) + result.carried()
         return result.traced
@@ -245,13 +248,15 @@ def _both_sides(pred, t: _Side, f: _Side, scope: str, names: Sequence[str], what
     fixes = _fixes(t.out, f.out, names)
     carry = bool(t.effects or f.effects)
     specs = {s.side: [tf.TensorSpec(x.shape, x.dtype) for x in s.carried()] for s in (t, f)}
+    draws_differ = not _same_position(t.seed_position, f.seed_position)
 
     def extra(s: _Side) -> Callable[[], list]:
-        def make():  # both sides' effect tensors are carried out: ours, and zeros for the other's
+        def make():  # the seed position if the sides draw differently; both sides' effect tensors
+            position = [_position_tensor(s.seed_position)] if draws_differ else []
             if not carry:
-                return []
+                return position
             ours, theirs = s.carried(), branch_effects.zeros_like_specs(specs[not s.side])
-            return ours + theirs if s.side else theirs + ours
+            return position + (ours + theirs if s.side else theirs + ours)
         return make
 
     t_out, t_leaves, t_kinds = _finish_side(t, fixes, extra(t))
@@ -274,7 +279,18 @@ def _both_sides(pred, t: _Side, f: _Side, scope: str, names: Sequence[str], what
             if s.effects:
                 ctx.effect(When(pred, s.side, branch_effects.rebind(s.effects, carried)),
                            f"{what} side with effects")
+    ctx.seeds.position = outs.pop() if draws_differ else t.seed_position
     return _join(t_out, t_leaves, t_kinds, iter(outs))
+
+
+def _same_position(a: Any, b: Any) -> bool:
+    """Both sides of a conditional leave the seed stream at the same position."""
+    return a is b or isinstance(a, int) and isinstance(b, int) and a == b
+
+
+def _position_tensor(position: Any) -> tf.Tensor:
+    """A seed position as an int32 tensor of the graph being built (captured if outer)."""
+    return tf.constant(position, tf.int32) if isinstance(position, int) else tf.identity(position)
 
 
 def _not_raising(pred, t: _Side, f: _Side, scope: str, what: str, site: SiteInfo | None, start: int) -> tuple:
@@ -283,12 +299,18 @@ def _not_raising(pred, t: _Side, f: _Side, scope: str, what: str, site: SiteInfo
     ctx = current()
     live, dead = (f, t) if t.raised else (t, f)
     assumption = ctx.checks.check("not_raising", site, dead.side, where=what, detail=type(dead.raised).__name__)
-    out, leaves, kinds = _finish_side(live, {}, live.carried)
+    moved = not isinstance(live.seed_position, int)
+    out, leaves, kinds = _finish_side(
+        live, {}, lambda: ([_position_tensor(live.seed_position)] if moved else []) + live.carried())
     specs = [tf.TensorSpec(x.shape, x.dtype) for x in live.graph.outputs]
     dead.graph = _tf_private.branch_graph(lambda: branch_effects.zeros_like_specs(specs), scope, dead.side)
     assertion(tf.logical_not(pred) if dead.side else pred, assumption.message, assumption)
     n = sum(k != "py" for k in kinds)
     outs = _build(pred, t, f, scope, what, start)
+    if moved:
+        ctx.seeds.position = outs.pop(n)
+    else:
+        ctx.seeds.position = live.seed_position
     if live.effects:
         ctx.effect(When(pred, live.side, branch_effects.rebind(live.effects, outs[n:])),
                    f"{what} side with effects")
@@ -472,13 +494,17 @@ def while_stmt(test: Callable, body: Callable, args: tuple, names: Sequence[str]
     """``while test(*vars): vars = body(*vars)``; unrolled when the trip count is assumed."""
     state = tuple(args)
     count, assumed = 0, None
+    seeds = current().seeds
     while True:
+        before = seeds.position
         cond = test(*state)
         if _is_tensor(cond):
             if assumed is None:
                 assumed = _speculate_trips(site)
                 if assumed is None:
                     _no_cells(cells, "while loop")
+                    if not _same_position(before, seeds.position):
+                        raise ConversionError(_DRAW_IN_TEST)
                     return _while_loop(test, body, state, names, "while loop")
             pred = to_bool(cond)
             if count >= assumed.value:
@@ -655,6 +681,53 @@ class _ScalarKind:
         self.kind = kind
 
 
+_DRAW_IN_TEST = "the condition of a tensor-dependent loop draws random numbers"
+
+
+def _traced_while(cond: Callable, body: Callable, init: list, what: str, carry_seeds: bool) -> list:
+    """``tf.while_loop(cond, body, init)`` as the loop's flat outputs.
+
+    With ``carry_seeds`` the seed stream's position is one more loop variable, so each
+    iteration's draws use the next seeds; without it a draw in the body raises
+    :class:`DrawInLoop` (the caller retraces, carrying it).
+    """
+    ctx = current()
+    seeds = ctx.seeds
+
+    def test(*flat):
+        with seeds.forbidden(_DRAW_IN_TEST):
+            return cond(*(flat[:-1] if carry_seeds else flat))
+
+    def step(*flat):
+        if not carry_seeds:
+            return body(*flat)
+        seeds.position = flat[-1]
+        out = body(*flat[:-1])
+        return list(out) + [seeds.position_tensor()]
+
+    if carry_seeds:
+        init = list(init) + [seeds.position_tensor()]
+    else:
+        seeds.uncarried_loops += 1
+    ctx.log.dynamic_depth += 1
+    ctx.log.sinks.append(None)
+    try:
+        flat = tf.while_loop(test, step, init)
+    except (ConversionError, UndefinedValueError):
+        raise
+    except (TypeError, ValueError) as e:
+        raise ConversionError(f"{what}: {_first_line(e)}") from None
+    finally:
+        ctx.log.dynamic_depth -= 1
+        ctx.log.sinks.pop()
+        if not carry_seeds:
+            seeds.uncarried_loops -= 1
+    flat = list(flat) if isinstance(flat, (list, tuple)) else [flat]
+    if carry_seeds:
+        seeds.position = flat.pop()
+    return flat
+
+
 def _while_loop(test: Callable, body: Callable, state: tuple, names: Sequence[str], what: str) -> tuple:
     """Run the rest of a loop as ``tf.while_loop``.
 
@@ -695,18 +768,13 @@ def _while_loop(test: Callable, body: Callable, state: tuple, names: Sequence[st
 
     start = len(ctx.checks.assertions)
     writes = [False]
-    ctx.log.dynamic_depth += 1
-    ctx.log.sinks.append(None)
+    checkpoint = ctx.checkpoint()
     try:
-        flat = tf.while_loop(cond, loop_body, init)
-    except (ConversionError, UndefinedValueError):
-        raise
-    except (TypeError, ValueError) as e:
-        raise ConversionError(f"{what}: {_first_line(e)}") from None
-    finally:
-        ctx.log.dynamic_depth -= 1
-        ctx.log.sinks.pop()
-    flat = list(flat) if isinstance(flat, (list, tuple)) else [flat]
+        flat = _traced_while(cond, loop_body, init, what, carry_seeds=False)
+    except DrawInLoop:  # the body draws random numbers: trace it again, carrying the seed position
+        ctx.rollback(checkpoint)
+        writes = [False]
+        flat = _traced_while(cond, loop_body, init, what, carry_seeds=True)
     ctx.checks.nested_assertions(start, lambda: _op_of(flat))
     if writes[0]:
         ctx.checks.writer_constructs.add(_op_of(flat))

@@ -1,9 +1,10 @@
 """The trace context: what one trace of converted code depended on.
 
-It is composed of four parts: the :class:`GuardSet` (guards and the namespace their
+It is composed of five parts: the :class:`GuardSet` (guards and the namespace their
 expressions use), the :class:`HeapModel` (what was read and how converted code sees
-it), the :class:`Checks` (assertions and the assumptions they check) and the
-:class:`EffectLog` (deferred effects); ``checkpoint``/``restore`` let each side of a
+it), the :class:`Checks` (assertions and the assumptions they check), the
+:class:`EffectLog` (deferred effects) and the :class:`~janus.trace.seeds.SeedStream`
+(the seeds of random draws); ``checkpoint``/``restore`` let each side of a
 tensor conditional be traced from the same state.
 
 While converted code runs inside a ``FuncGraph``, every value it reads from outside
@@ -39,6 +40,7 @@ from janus.errors import ConversionError
 from janus.trace import active
 from janus.trace.active import CALL
 from janus.trace.guards import Guard, GuardKind
+from janus.trace.seeds import SeedStream
 from janus.trace.sources import Arg, KwArg, Source
 from janus.trace.speculation import Speculator
 from janus.trace.values import (
@@ -406,9 +408,10 @@ class EffectLog:
 
 
 class TraceContext:
-    """Everything one trace depends on and produces besides its outputs, in four parts:
-    the guard set, the heap model (reads), the checks (assertions, assumptions) and the
-    effect log.  Converted code reaches it through :func:`janus.trace.active.current`."""
+    """Everything one trace depends on and produces besides its outputs, in five parts:
+    the guard set, the heap model (reads), the checks (assertions, assumptions), the
+    effect log and the seed stream (random draws).  Converted code reaches it through
+    :func:`janus.trace.active.current`."""
 
     def __init__(self, *, relaxed: bool = False, speculator: Any = None, fed_scalars: dict | None = None,
                  heap_shapes: dict | None = None, convert: Callable[[Any], Callable] | None = None):
@@ -417,6 +420,7 @@ class TraceContext:
                               heap_shapes=dict(heap_shapes or {}))
         self.checks = Checks(speculator)
         self.log = EffectLog()
+        self.seeds = SeedStream()
         self.convert = convert  # user function -> its converted code (the runtime's inliner)
 
     # -- activation -------------------------------------------------------------
@@ -460,7 +464,7 @@ class TraceContext:
         captured anyway, so a side never sees another's writes.
         """
         return Checkpoint(self.heap.snapshot(), len(self.checks.assertions), len(self.checks.assumptions),
-                          len(self.log.sinks))
+                          len(self.log.sinks), self.seeds.position)
 
     def restore(self, cp: "Checkpoint") -> None:
         """Return to the state of ``cp`` (which stays usable) that a side's code can observe:
@@ -469,6 +473,7 @@ class TraceContext:
         heap inputs."""
         self.heap.restore(cp.heap)
         del self.log.sinks[cp.effect_sinks:]
+        self.seeds.position = cp.seed_position
 
     def rollback(self, cp: "Checkpoint") -> None:
         """:meth:`restore`, and also forget the assertions and assumptions made since ``cp``:
@@ -491,6 +496,7 @@ class Checkpoint:
     assertions: int
     assumptions: int
     effect_sinks: int
+    seed_position: Any
 
 
 _CHECK_FAILED = {

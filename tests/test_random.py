@@ -1,0 +1,275 @@
+"""Random numbers in graphs: eager's exact numbers (tolerance 0) from fed seeds.
+
+Every program runs its whole call sequence eagerly and through Janus after the same
+``tf.random.set_seed`` (``harness.check_seeded``); some calls also draw eagerly between
+steps, so graph calls and eager calls share one stream of op seeds.
+"""
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import janus
+from harness import check_seeded
+
+
+def rnd(shape, seed, scale=1.0):
+    return tf.constant((np.random.RandomState(seed).randn(*shape) * scale).astype(np.float32))
+
+
+def eager_draw(p):
+    """Other code of the program draws eagerly between steps."""
+    return tf.random.uniform([2])
+
+
+def test_noise_and_dropout_gan_step_with_two_tapes():
+    def make(jit):
+        tf.keras.utils.set_random_seed(1)
+        gen = tf.keras.Sequential([tf.keras.layers.Dense(8, activation="relu"), tf.keras.layers.Dense(4)])
+        disc = tf.keras.Sequential([tf.keras.layers.Dense(8, activation="relu"), tf.keras.layers.Dense(1)])
+        gen.build((None, 3))
+        disc.build((None, 4))
+        g_opt, d_opt = tf.keras.optimizers.SGD(0.05), tf.keras.optimizers.SGD(0.05)
+        g_opt.build(gen.trainable_variables)
+        d_opt.build(disc.trainable_variables)
+        history = []
+
+        @jit
+        def step(real):
+            noise = tf.random.normal([tf.shape(real)[0], 3])
+            with tf.GradientTape() as gt, tf.GradientTape() as dt:
+                fake = gen(noise)
+                real_logit = disc(tf.nn.dropout(real, 0.3))
+                fake_logit = disc(tf.nn.dropout(fake, 0.3))
+                g_loss = tf.reduce_mean(tf.nn.softplus(-fake_logit))
+                d_loss = tf.reduce_mean(tf.nn.softplus(-real_logit)) + tf.reduce_mean(tf.nn.softplus(fake_logit))
+            g_opt.apply_gradients(zip(gt.gradient(g_loss, gen.trainable_variables), gen.trainable_variables))
+            d_opt.apply_gradients(zip(dt.gradient(d_loss, disc.trainable_variables), disc.trainable_variables))
+            history.append(d_loss)
+            return g_loss, d_loss
+
+        return SimpleNamespace(fn=step, state=lambda: {
+            "history": list(history), "gen": [v.numpy() for v in gen.variables],
+            "disc": [v.numpy() for v in disc.variables]})
+
+    calls = [(rnd((5, 4), i),) for i in range(10)]
+    calls.insert(6, eager_draw)
+    stats = check_seeded(make, calls, seed=11, min_graph_calls=6)
+    assert stats["conversions"] == 1
+
+
+def test_random_ops_inside_a_tensor_branch_that_flips():
+    def make(jit):
+        @jit
+        def f(x):
+            if tf.reduce_sum(x) > 0:
+                y = x * tf.random.uniform(tf.shape(x))
+            else:
+                y = x + tf.random.normal(tf.shape(x)) + tf.random.normal([])
+            return y + tf.random.truncated_normal([3], stddev=0.5)
+
+        return SimpleNamespace(fn=f)
+
+    signs = [1, -1, 1, 1, -1, 1, -1, -1, 1, -1, 1, 1, -1]
+    calls = [(rnd((3,), i) * 0 + s,) for i, s in enumerate(signs)]
+    calls.insert(7, eager_draw)
+    stats = check_seeded(make, calls, seed=3, min_graph_calls=6)
+    assert stats["conversions"] <= 2
+
+
+def test_random_ops_in_a_loop_with_a_data_dependent_trip_count():
+    def make(jit):
+        @jit
+        def f(x, n):
+            total = tf.zeros([2])
+            i = tf.constant(0)
+            while i < n:
+                total += tf.random.normal([2], mean=x)
+                if tf.reduce_sum(total) > 1.0:
+                    total -= tf.random.uniform([2], -1, 1)
+                i += 1
+            return total
+
+        return SimpleNamespace(fn=f)
+
+    trips = [3, 0, 5, 2, 9, 1, 4, 40, 7, 3]  # 40 draws twice as many seeds as the first graph reserved
+    calls = [(tf.constant(float(i)), tf.constant(n)) for i, n in enumerate(trips)]
+    calls.insert(5, eager_draw)
+    stats = check_seeded(make, calls, seed=5, min_graph_calls=6)
+    assert stats["conversions"] == 1
+
+
+def test_vae_step_reparameterization():
+    def make(jit):
+        tf.keras.utils.set_random_seed(2)
+        enc = tf.keras.layers.Dense(4)
+        dec = tf.keras.layers.Dense(6)
+        enc.build((None, 6))
+        dec.build((None, 2))
+        opt = tf.keras.optimizers.Adam(0.01)
+        variables = enc.trainable_variables + dec.trainable_variables
+        opt.build(variables)
+
+        @jit
+        def step(x):
+            with tf.GradientTape() as tape:
+                mean, logvar = tf.split(enc(x), 2, axis=1)
+                eps = tf.random.normal(shape=mean.shape)
+                z = eps * tf.exp(logvar * 0.5) + mean
+                recon = tf.reduce_mean(tf.square(dec(z) - x))
+                kl = -0.5 * tf.reduce_mean(1 + logvar - tf.square(mean) - tf.exp(logvar))
+                loss = recon + kl
+            opt.apply_gradients(zip(tape.gradient(loss, variables), variables))
+            return loss
+
+        return SimpleNamespace(fn=step, state=lambda: {"vars": [v.numpy() for v in variables]})
+
+    calls = [(rnd((8, 6), i),) for i in range(9)]
+    calls.insert(4, eager_draw)
+    stats = check_seeded(make, calls, seed=21, min_graph_calls=5)
+    assert stats["conversions"] == 1
+
+
+def test_dropout_with_noise_shape_and_rate_zero():
+    def make(jit):
+        @jit
+        def f(x):
+            a = tf.nn.dropout(x, 0.5, noise_shape=[tf.shape(x)[0], 1])
+            b = tf.nn.dropout(x, 0.0)  # eager still takes a seed here
+            return a + b + tf.random.uniform([])
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(rnd((4, 3), i),) for i in range(8)]
+    check_seeded(make, calls, seed=8, min_graph_calls=4)
+
+
+def test_guard_misses_interleave_eager_and_graph_calls_in_one_stream():
+    def make(jit):
+        @jit
+        def f(x, scale):
+            return x * scale + tf.random.normal(tf.shape(x))
+
+        return SimpleNamespace(fn=f)
+
+    calls = []
+    for i in range(12):
+        # an int scale misses the graph's guards: those calls run eagerly, in the same stream
+        calls.append((rnd((3,), i), 3 if i % 4 == 3 else 2.0))
+        if i % 5 == 2:
+            calls.append(eager_draw)
+    check_seeded(make, calls, seed=13, min_graph_calls=5)
+
+
+def test_reseeding_between_calls():
+    def make(jit):
+        @jit
+        def f(x):
+            return x + tf.random.normal([3])
+
+        return SimpleNamespace(fn=f)
+
+    def reseed(s):
+        def call(p):
+            tf.random.set_seed(s)
+            return p.fn(rnd((3,), s))
+        return call
+
+    calls = [reseed(s) for s in (1, 2, 1, 3, 3, 4, 1, 2)]
+    check_seeded(make, calls, seed=0, min_graph_calls=4)
+
+
+def test_image_augmentations_shuffle_gamma_and_integer_draws():
+    def make(jit):
+        @jit
+        def augment(images, labels):
+            images = tf.image.random_flip_left_right(images)
+            images = tf.image.random_flip_up_down(images[0])[None]
+            images = tf.image.random_brightness(images, 0.2)
+            images = tf.image.random_contrast(images, 0.8, 1.2)
+            images = tf.image.random_saturation(images, 0.5, 1.5)
+            images = tf.image.random_hue(images, 0.1)
+            crop = tf.image.random_crop(images, [1, 3, 3, 3])
+            order = tf.random.shuffle(tf.range(4))
+            g = tf.random.gamma([2], 2.0)
+            k = tf.random.uniform([3], 0, 10, dtype=tf.int64)
+            return crop, tf.gather(labels, order), g, k
+
+        return SimpleNamespace(fn=augment)
+
+    calls = [(tf.abs(rnd((2, 4, 4, 3), i)) % 1.0, tf.range(4) * i) for i in range(7)]
+    check_seeded(make, calls, seed=17, min_graph_calls=3)
+
+
+def test_generator_draws_are_all_or_nothing():
+    """A tf.random.Generator advances its state variable: only in a run that succeeds."""
+    def make(jit):
+        gen = tf.random.Generator.from_seed(4)
+        w = tf.Variable(tf.zeros([3]))
+
+        @jit
+        def f(x):
+            noise = gen.normal([3])
+            w.assign_add(noise)
+            if tf.reduce_sum(x) > 0:  # speculated from the profile; a negative x aborts the run
+                return w * 2.0
+            return w - 1.0
+
+        return SimpleNamespace(fn=f, state=lambda: {"gen": gen.state.numpy(), "w": w.numpy()})
+
+    calls = [(tf.constant([1.0, 1.0, 1.0]),)] * 6 + [(tf.constant([-1.0, -1.0, -1.0]),)] + \
+            [(tf.constant([1.0, 2.0, 3.0]),)] * 3
+    check_seeded(make, calls, seed=2, min_graph_calls=3)
+
+
+def test_an_op_seed_runs_eagerly_and_says_why():
+    def make(jit):
+        @jit
+        def f(x):
+            return x + tf.random.normal([3], seed=5)
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(rnd((3,), i),) for i in range(6)]
+    check_seeded(make, calls, seed=1, eager_only=True)
+    f = make(janus.function)
+    for i in range(6):
+        f.fn(rnd((3,), i))
+    assert "op seed" in str(janus.explain(f.fn))
+
+
+@pytest.mark.parametrize("draw", [
+    lambda x: tf.random.categorical(tf.math.log([[0.5, 0.5]]), 3),
+    lambda x: tf.compat.v1.nn.dropout(x, rate=0.5),  # draws inside library code Janus calls as it is
+    lambda x: tf.random.set_seed(3),
+])
+def test_draws_janus_cannot_reproduce_run_eagerly(draw):
+    def make(jit):
+        @jit
+        def f(x):
+            draw(x)
+            return x + tf.random.uniform([3])
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(rnd((3,), i),) for i in range(6)]
+    check_seeded(make, calls, seed=1, eager_only=True)
+
+
+def test_without_a_global_seed_draws_are_fresh_and_leave_tensorflow_alone():
+    from janus import _tf_private
+
+    @janus.function
+    def f(x):
+        return x + tf.random.normal([3])
+
+    tf.random.set_seed(None)  # no global seed, as in a program that never sets one
+    try:
+        before = _tf_private.op_seed_generator().getstate()
+        outs = [f(tf.zeros([3])).numpy() for _ in range(6)]
+        assert janus.stats(f)["graph_calls"] >= 2
+        assert len({o.tobytes() for o in outs}) == len(outs)
+        assert _tf_private.op_seed_generator().getstate() == before
+    finally:
+        tf.random.set_seed(0)
