@@ -1,6 +1,6 @@
 """Training throughput of every example: eager, Janus, tf.function and a hand-written graph version.
 
-    .venv/bin/python benchmarks/run_all.py                  # all 11 examples, writes docs/benchmarks.{md,png}
+    .venv/bin/python benchmarks/run_all.py                  # all 13 examples, writes docs/benchmarks.{md,png}
     .venv/bin/python benchmarks/run_all.py --quick          # smoke run: 4 examples, short windows, no docs
     .venv/bin/python benchmarks/run_all.py --examples lenet,lm [--rounds 2] [--json out.json]
 
@@ -48,7 +48,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 EXAMPLES_DIR = os.path.join(ROOT, "examples")
 
-EXAMPLES = ["lenet", "resnet", "inception", "lstm", "lm", "treernn", "treelstm", "a3c", "ppo", "gan", "pix2pix"]
+EXAMPLES = ["lenet", "resnet", "inception", "lstm", "lm", "treernn", "treelstm", "a3c", "ppo", "gan", "pix2pix",
+            "dcgan", "vae"]
 QUICK_EXAMPLES = ["lenet", "lstm", "lm", "gan"]
 MODES = ["eager", "janus", "tf.function", "handwritten"]
 MODE_LABELS = {"eager": "eager", "janus": "Janus", "tf.function": "tf.function", "handwritten": "hand-written"}
@@ -394,6 +395,7 @@ BATCH_DESC = {
     "lenet": "32 images", "resnet": "32 images", "inception": "32 images", "lstm": "16 sequences",
     "lm": "16 sequences", "treernn": "4 trees", "treelstm": "4 trees", "a3c": "≤20 transitions",
     "ppo": "64 transitions", "gan": "64 images", "pix2pix": "16 image pairs",
+    "dcgan": "64 images", "vae": "≤64 images",
 }
 
 
