@@ -42,7 +42,7 @@ def test_global_writes():
                                               "BUF": list(mod.BUF)})
 
     calls = [(rnd((3,), i), n) for i, n in enumerate([1, 1, 1, 1, 2, 1, 3, 1, 1])]
-    check(make, calls, min_graph_calls=0)
+    check(make, calls, min_graph_calls=2)  # BUF[COUNT % 2] specializes on COUNT's parity
 
 
 def test_self_attribute_writes():
@@ -337,7 +337,7 @@ def test_global_write_inside_helper_called_from_janus_function():
         return SimpleNamespace(fn=mod.f, state=lambda: {"CALLS": mod.CALLS})
 
     calls = [(rnd((2,), i), k) for i, k in enumerate([1, 1, 1, 1, 2, 1, 1, 3, 1])]
-    check(make, calls, min_graph_calls=0)
+    check(make, calls, min_graph_calls=4)
 
 
 def test_attribute_written_repeatedly_inside_python_loop():

@@ -64,6 +64,51 @@ class SetAttr(Effect):
 
 
 @dataclass
+class SetGlobal(Effect):
+    """``name = value`` on a module's globals (under a ``global`` statement)."""
+
+    module: str  # the guard-namespace name of the module's globals dict
+    name: str
+    value: Any
+    namespace: dict | None = None
+
+    def pack(self, ctx: TraceContext, packer: Packer) -> "SetGlobal":
+        return dataclasses.replace(self, value=packer.pack(self.value, f"the value written to global {self.name}"),
+                                   namespace=ctx.guard_set.namespace[self.module])
+
+    def commit(self, run: Run) -> None:
+        self.namespace[self.name] = unpack(self.value, run)
+
+    def describe(self) -> str:
+        return f"set global {self.name}"
+
+    def map_values(self, fn):
+        return dataclasses.replace(self, value=fn(self.value))
+
+
+@dataclass
+class SetCell(Effect):
+    """``name = value`` on a closure cell (under a ``nonlocal`` statement)."""
+
+    target: Source  # the cell's contents (a ``Cell`` source)
+    value: Any
+    cell: Any = None
+
+    def pack(self, ctx: TraceContext, packer: Packer) -> "SetCell":
+        return dataclasses.replace(self, value=packer.pack(self.value, f"the value written to {self.target.label}"),
+                                   cell=ctx.guard_set.namespace[self.target.cell])
+
+    def commit(self, run: Run) -> None:
+        self.cell.cell_contents = unpack(self.value, run)
+
+    def describe(self) -> str:
+        return f"set closure variable {self.target.label}"
+
+    def map_values(self, fn):
+        return dataclasses.replace(self, value=fn(self.value))
+
+
+@dataclass
 class SetItem(Effect):
     """``container[key] = value`` on a list or dict of Python state."""
 
@@ -191,4 +236,4 @@ def describe(effects: list[Effect]) -> list[str]:
     return [e.describe() for e in effects]
 
 
-__all__ = ["Effect", "SetAttr", "SetItem", "CallMethod", "Print", "When", "ConsumeSeeds", "pack_effects", "commit", "describe"]
+__all__ = ["Effect", "SetAttr", "SetGlobal", "SetCell", "SetItem", "CallMethod", "Print", "When", "ConsumeSeeds", "pack_effects", "commit", "describe"]

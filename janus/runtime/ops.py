@@ -5,14 +5,15 @@ PySetAttr and friends), control flow decided at trace time, calls, assertions.
 """
 from janus.runtime.calls import call, mod, mutate_attr, mutate_cell, mutate_global
 from janus.runtime.control_flow import (
-    and_, assert_, for_stmt, if_stmt, ifexp, not_, or_, test_and, test_or, while_stmt,
+    and_, assert_, caught, for_stmt, if_stmt, ifexp, not_, or_, test_and, test_or, while_stmt,
 )
 from janus.runtime.fstrings import field, fstring
-from janus.runtime.state import ld_attr, ld_cell, ld_global, st_attr, st_subscr
+from janus.runtime.state import aug_operand, ld_attr, ld_cell, ld_global, st_attr, st_cell, st_global, st_subscr
 from janus.trace.values import UNDEF
 
 __all__ = [
     "call", "mod", "field", "fstring",
-    "UNDEF", "and_", "assert_", "for_stmt", "if_stmt", "ifexp", "not_", "or_", "test_and", "test_or", "while_stmt",
+    "UNDEF", "and_", "assert_", "caught", "for_stmt", "if_stmt", "ifexp", "not_", "or_", "test_and", "test_or", "while_stmt",
     "ld_attr", "ld_cell", "ld_global", "mutate_attr", "mutate_cell", "mutate_global", "st_attr", "st_subscr",
+    "aug_operand", "st_global", "st_cell",
 ]

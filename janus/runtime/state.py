@@ -14,7 +14,7 @@ import inspect
 import types
 from typing import Any
 
-from janus.commit.effects import SetAttr, SetItem
+from janus.commit.effects import SetAttr, SetCell, SetGlobal, SetItem
 from janus.errors import ConversionError
 from janus.trace.active import current
 from janus.trace.guards import GuardKind
@@ -22,6 +22,7 @@ from janus.trace.sources import Cell, ClassAttr, Global
 from janus.trace.values import SymbolicShape, is_framework_object, is_symbolic, is_user_class
 
 _MISSING = object()
+_CELL = "<cell contents>"  # the overlay key of a closure cell's rebound value
 
 
 def active_trace():
@@ -32,8 +33,11 @@ def active_trace():
 
 
 def ld_global(g: dict, name: str) -> Any:
-    """Read global ``name`` of the module whose globals are ``g``."""
+    """Read global ``name`` of the module whose globals are ``g`` (as this call last set it)."""
     ctx = active_trace()
+    rebound = ctx.heap.overlay.get((id(g), name), _MISSING)
+    if rebound is not _MISSING:
+        return rebound
     gname = ctx.const(g, "g")
     if name in g:
         return ctx.read(g[name], Global(gname, name))
@@ -49,6 +53,9 @@ def ld_cell(cells: tuple, index: int, name: str) -> Any:
     """Read free variable ``name`` from closure cell ``index`` of the converted function."""
     ctx = active_trace()
     cell = cells[index]
+    rebound = ctx.heap.overlay.get((id(cell), _CELL), _MISSING)
+    if rebound is not _MISSING:
+        return rebound
     try:
         value = cell.cell_contents
     except ValueError:
@@ -151,6 +158,38 @@ def st_attr(obj: Any, name: str, value: Any) -> None:
         raise ConversionError(f"{cls.__qualname__} instances have no __dict__")
     ctx.effect(SetAttr(source, name, value), f"write of {source.label}.{name}")
     ctx.heap.overlay[(id(obj), name)] = value
+
+
+def st_global(g: dict, name: str, value: Any) -> None:
+    """``name = value`` under a ``global name`` statement: deferred like an attribute write."""
+    ctx = active_trace()
+    no_mutation_in_dynamic_flow(ctx, f"write of global {name}")
+    ctx.effect(SetGlobal(ctx.const(g, "g"), name, value), f"write of global {name}")
+    ctx.heap.overlay[(id(g), name)] = value
+
+
+def st_cell(cells: tuple, index: int, name: str, value: Any) -> None:
+    """``name = value`` under a ``nonlocal name`` statement: deferred like an attribute write."""
+    ctx = active_trace()
+    no_mutation_in_dynamic_flow(ctx, f"write of closure variable {name}")
+    cell = cells[index]
+    ctx.effect(SetCell(Cell(ctx.const(cell, "c"), name), value), f"write of closure variable {name}")
+    ctx.heap.overlay[(id(cell), _CELL)] = value
+
+
+def is_rebound(g_or_cell: Any, name: str | None = None) -> bool:
+    """Whether this trace wrote a global (``name`` of globals ``g_or_cell``) or a closure cell."""
+    return (id(g_or_cell), name if name is not None else _CELL) in active_trace().heap.overlay
+
+
+def aug_operand(value: Any, name: str) -> Any:
+    """The current value of a global or closure variable in ``name op= v``: a value whose
+    in-place operator rebinds (a number, string, tuple, tensor), never a container it would
+    mutate in place."""
+    if isinstance(value, (list, dict, set, bytearray)) or (hasattr(value, "__dict__") and not is_symbolic(value)
+                                                            and not is_framework_object(value)):
+        raise ConversionError(f"augmented assignment to {name}, a {type(value).__name__} it would change in place")
+    return value
 
 
 def st_subscr(obj: Any, key: Any, value: Any) -> None:

@@ -7,6 +7,6 @@
 """
 from janus.convert.analysis.definedness import possibly_unbound
 from janus.convert.analysis.liveness import annotate_liveness
-from janus.convert.analysis.scopes import assigned, cell_vars, local_names, params, used
+from janus.convert.analysis.scopes import assigned, cell_vars, declared, local_names, params, scope_nodes, used
 
-__all__ = ["assigned", "used", "params", "local_names", "cell_vars", "annotate_liveness", "possibly_unbound"]
+__all__ = ["assigned", "used", "params", "local_names", "declared", "scope_nodes", "cell_vars", "annotate_liveness", "possibly_unbound"]

@@ -85,6 +85,25 @@ def cell_vars(fn: gast.FunctionDef) -> set[str]:
 
 
 def local_names(fn: gast.FunctionDef | gast.Lambda) -> set[str]:
-    """Names local to a function scope: parameters and everything it assigns."""
+    """Names local to a function scope: parameters and everything it assigns, except
+    names it declares ``global`` or ``nonlocal``."""
     body = fn.body if isinstance(fn.body, list) else [fn.body]
-    return set(params(fn.args)) | assigned(body)
+    return (set(params(fn.args)) | assigned(body)) - set().union(*declared(fn).values())
+
+
+def declared(fn: gast.FunctionDef | gast.Lambda) -> dict[str, set[str]]:
+    """Names ``fn``'s own body declares ``global`` and ``nonlocal``."""
+    out: dict[str, set[str]] = {"global": set(), "nonlocal": set()}
+    body = fn.body if isinstance(fn.body, list) else [fn.body]
+    for node in scope_nodes(body):
+        if isinstance(node, gast.Global):
+            out["global"].update(node.names)
+        elif isinstance(node, gast.Nonlocal):
+            out["nonlocal"].update(node.names)
+    return out
+
+
+def scope_nodes(nodes: Iterable[gast.AST]):
+    """The nodes of one scope: ``nodes`` and their descendants, not entering nested
+    functions, lambdas, classes or comprehensions (whose own node is included)."""
+    return _walk_scope(nodes)

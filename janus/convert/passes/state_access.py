@@ -24,6 +24,8 @@ class LowerStateAccess(gast.NodeTransformer):
         self.freevars = {n: i for i, n in enumerate(freevars)}
         self.scopes: list[set[str]] = []
         self.tmp = 0
+        self.globals: set[str] = set()  # declared ``global`` / ``nonlocal`` by the converted function
+        self.nonlocals: set[str] = set()
 
     # -- scopes ---------------------------------------------------------------------
     def _scoped(self, node, names: set[str]):
@@ -38,10 +40,14 @@ class LowerStateAccess(gast.NodeTransformer):
         node.decorator_list = [self.visit(d) for d in node.decorator_list]
         node.args.defaults = [self.visit(d) for d in node.args.defaults]
         node.args.kw_defaults = [d if d is None else self.visit(d) for d in node.args.kw_defaults]
+        if not self.scopes:  # the converted function: its global/nonlocal statements become state writes
+            names = analysis.declared(node)
+            self.globals, self.nonlocals = names["global"], names["nonlocal"]
         self.scopes.append(analysis.local_names(node))
         try:
             node.body = [self.visit(s) for s in node.body]
-            node.body = [s for item in node.body for s in (item if isinstance(item, list) else [item])]
+            node.body = [s for item in node.body if item is not None
+                         for s in (item if isinstance(item, list) else [item])]
         finally:
             self.scopes.pop()
         return node
@@ -111,7 +117,37 @@ class LowerStateAccess(gast.NodeTransformer):
         node.targets = [self._target(t, writes) for t in node.targets]
         return [node] + [T.located(w, node) for w in writes]
 
+    def visit_Global(self, node):
+        return None  # the writes go through _jn.st_global
+
+    def visit_Nonlocal(self, node):
+        return None  # the writes go through _jn.st_cell
+
+    def visit_AugAssign(self, node: gast.AugAssign):
+        if isinstance(node.target, gast.Name) and self._declared(node.target.id):
+            name = node.target.id
+            current = T.expr(f"_jn.aug_operand(CURRENT, {name!r})", CURRENT=self.visit(gast.Name(
+                id=name, ctx=gast.Load(), annotation=None, type_comment=None)))
+            value = gast.BinOp(left=current, op=node.op, right=self.visit(node.value))
+            return T.located(self._rebind(name, value), node)
+        self.generic_visit(node)
+        return node
+
+    def _declared(self, name: str) -> bool:
+        """A name the converted function declared global or nonlocal (and no nested scope rebinds)."""
+        return (name in self.globals or name in self.nonlocals) and not any(name in s for s in self.scopes)
+
+    def _rebind(self, name: str, value) -> gast.stmt:
+        if name in self.nonlocals:
+            return T.stmts(f"_jn.st_cell(_jn_c, {self.freevars[name]}, {name!r}, VALUE)", VALUE=value)[0]
+        return T.stmts(f"_jn.st_global(_jn_g, {name!r}, VALUE)", VALUE=value)[0]
+
     def _target(self, target, writes: list):
+        if isinstance(target, gast.Name) and self._declared(target.id):
+            self.tmp += 1
+            tmp = f"_jn_tmp_{self.tmp}"
+            writes.append(self._rebind(target.id, T.name(tmp)))
+            return T.name(tmp, store=True)
         if isinstance(target, (gast.Attribute, gast.Subscript)):
             self.tmp += 1
             tmp = f"_jn_tmp_{self.tmp}"
