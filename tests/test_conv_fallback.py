@@ -1,6 +1,6 @@
 """Programs Janus must not run as graphs: they fall back to eager and still match it.
 
-(generators, coroutines, try/except that catches, file I/O, unknown C extensions,
+(generators, coroutines, file I/O, unknown C extensions,
 materialising tensors with .numpy(), custom __setattr__).
 """
 import asyncio
@@ -71,7 +71,9 @@ def test_coroutine_function_falls_back():
     check(make, calls, eager_only=True)
 
 
-def test_try_except_that_catches_falls_back():
+def test_try_except_converts_where_it_catches_python_errors():
+    """The KeyError is caught while tracing, as eager catches it; the shape error of the matmul
+    would be TensorFlow's graph-construction error, so those calls run eagerly."""
     def make(jit):
         @jit
         def f(x, w, table, key):
@@ -93,7 +95,7 @@ def test_try_except_that_catches_falls_back():
              (rnd((2, 3), 2), w, table, "a"), (rnd((2, 3), 3), w, table, "a"),
              (rnd((2, 3), 4), rnd((4, 2), 5), table, "a"), (rnd((2, 3), 6), w, table, "zz"),
              (rnd((2, 3), 7), w, table, "a"), (rnd((2, 3), 8), rnd((5, 2), 9), table, "q")]
-    check(make, calls, eager_only=True)
+    check(make, calls, min_graph_calls=3)
 
 
 def test_with_open_reading_a_file_rewritten_between_calls():
@@ -203,10 +205,10 @@ def test_property_getter_gets_the_support_check():
 
             @property
             def total(self):
-                try:
-                    return sum(self.values)
-                finally:
-                    self.values.append(0.0)
+                rest = list(self.values)
+                del rest[0]
+                self.values.append(0.0)
+                return sum(rest)
 
             @jit
             def step(self, x):

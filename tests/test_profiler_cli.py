@@ -47,7 +47,7 @@ def test_demo_report_content(demo):
     assert "verdict: convertible" in call
     # known non-convertible functions, with their reasons
     assert "verdict: not convertible: generator" in section(rep, "__main__.batches")
-    assert "verdict: not convertible: try/except" in section(rep, "__main__.load_learning_rate")
+    assert "verdict: not convertible: calls open()" in section(rep, "__main__.load_learning_rate")
     step = section(rep, "__main__.train_step")
     assert "if model.clip is not None:" in step and "True 0 / False 8" in step
     # a data-dependent loop stays dynamic

@@ -8,8 +8,10 @@ The passes run in this order, each needing what the earlier ones produced:
 4. ``LowerExpressions``   — and/or/not, conditional expressions, assert, formatting
 5. ``LowerCalls``         — every call through ``_jn.call``
 6. ``LowerStateAccess``   — globals, closure cells, attributes, stores
-7. ``LowerControlFlow``   — if/while/for become operations on block functions
-8. ``BindUndefined``      — possibly-unassigned variables start as ``UNDEF``
+7. ``GuardHandlers``      — ``except`` handlers let Janus's errors (and library errors
+                             raised while building the graph) pass through
+8. ``LowerControlFlow``   — if/while/for become operations on block functions
+9. ``BindUndefined``      — possibly-unassigned variables start as ``UNDEF``
 
 The result is ordinary Python (``janus.explain`` shows it) that is traced into a
 graph with AutoGraph off.
@@ -30,6 +32,7 @@ from janus.convert.anno import Anno, setanno
 from janus.convert.passes.break_continue import LowerBreakContinue
 from janus.convert.passes.calls import LowerCalls
 from janus.convert.passes.control_flow import LowerControlFlow
+from janus.convert.passes.exceptions import GuardHandlers
 from janus.convert.passes.desugar import Desugar
 from janus.convert.passes.expressions import LowerExpressions
 from janus.convert.passes.returns import LowerReturns
@@ -133,6 +136,7 @@ def _compiled(fn: types.FunctionType) -> tuple[str, types.CodeType, tuple]:
         LowerExpressions(sites),
         LowerCalls(),
         LowerStateAccess(code.co_freevars),
+        GuardHandlers(),
         LowerControlFlow(sites),
         BindUndefined(),
     ]

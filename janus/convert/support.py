@@ -6,11 +6,21 @@ function runs eagerly.
 """
 from __future__ import annotations
 
+import builtins
 import types
 
 import gast
 
+from janus.convert import analysis
 from janus.errors import ConversionError
+
+# Builtins converted code calls (the runtime, ``janus.runtime.calls``, runs them on the
+# trace's values); a call of any other builtin (``open``, ``input``, ``eval``) fails.
+ALLOWED_BUILTINS = frozenset({
+    abs, all, any, bool, callable, chr, dict, divmod, enumerate, filter, float, frozenset, getattr,
+    hasattr, int, isinstance, issubclass, iter, len, list, map, max, min, next, ord, pow, range,
+    reversed, round, set, slice, sorted, sum, tuple, zip, str, repr, format, type, setattr, super,
+})
 
 _REASONS = {
     gast.Yield: "generator (yield)",
@@ -19,29 +29,46 @@ _REASONS = {
     gast.AsyncFunctionDef: "coroutine (async def)",
     gast.AsyncFor: "async for",
     gast.AsyncWith: "async with",
-    gast.Global: "global statement (writes a module global)",
-    gast.Nonlocal: "nonlocal statement (writes a closure variable)",
     gast.ClassDef: "class definition inside the function",
     gast.Delete: "del statement",
     gast.Import: "import inside the function",
     gast.ImportFrom: "import inside the function",
     gast.NamedExpr: "assignment expression (:=)",
     gast.Match: "match statement",
+    gast.TryStar: "try/except* (exception groups)",
 }
 
 
 def unsupported_in(node: gast.FunctionDef) -> str | None:
     """The first construct in ``node`` the converter does not handle, or None (a property
     getter's body is checked like any function's)."""
+    reason = _declarations(node)
+    if reason is not None:
+        return reason
     for child in gast.walk(node):
         if child is not node and type(child) in _REASONS:
             return _REASONS[type(child)]
         if type(child) is gast.AsyncFunctionDef:
             return _REASONS[gast.AsyncFunctionDef]
-        if isinstance(child, gast.Try):
-            if child.handlers:
-                return "try/except catches"
-            return "try/finally"
+    return None
+
+
+def _declarations(node: gast.FunctionDef) -> str | None:
+    """``global`` / ``nonlocal`` are converted in the function's own body, for names it
+    rebinds only by assignment (``X = ...``, ``X += ...``, tuple targets)."""
+    own = [n for n in analysis.scope_nodes(node.body) if isinstance(n, (gast.Global, gast.Nonlocal))]
+    if any(isinstance(n, (gast.Global, gast.Nonlocal)) and n not in own for n in gast.walk(node)):
+        return "global or nonlocal statement in a nested function"
+    declared = {name for n in own for name in n.names}
+    targets = set()
+    for n in analysis.scope_nodes(node.body):
+        for target in n.targets if isinstance(n, gast.Assign) else [n.target] if isinstance(n, gast.AugAssign) else []:
+            targets |= {id(t) for t in gast.walk(target) if isinstance(t, gast.Name)}
+    for n in analysis.scope_nodes(node.body):
+        if isinstance(n, gast.Name) and n.id in declared and isinstance(n.ctx, gast.Store) and id(n) not in targets:
+            return f"{n.id}, declared global or nonlocal, is bound other than by an assignment"
+        if isinstance(n, (gast.FunctionDef, gast.ClassDef)) and n.name in declared:
+            return f"{n.name}, declared global or nonlocal, is bound by a definition"
     return None
 
 
@@ -61,4 +88,21 @@ def unsupported_reason(fn: types.FunctionType) -> str | None:
         node, *_ = function_ast(fn)
     except ConversionError as e:
         return str(e)
-    return unsupported_in(node)
+    return unsupported_in(node) or _builtin_calls(node, fn.__globals__)
+
+
+def _builtin_calls(node: gast.FunctionDef, module_globals: dict) -> str | None:
+    """A call of a builtin Janus never calls in a graph (``open(path)``), by name, where the
+    name is not rebound locally or by the module."""
+    local = analysis.local_names(node)
+    for child in gast.walk(node):
+        if not (isinstance(child, gast.Call) and isinstance(child.func, gast.Name)):
+            continue
+        name = child.func.id
+        value = getattr(builtins, name, None)
+        if value is None or name in local or name in module_globals or value is print:
+            continue
+        if value in ALLOWED_BUILTINS or isinstance(value, type) and issubclass(value, BaseException):
+            continue
+        return f"calls {name}(), a builtin Janus does not run in a graph"
+    return None

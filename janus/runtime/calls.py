@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from janus.commit.effects import CallMethod, Print
 from janus.convert.pipeline import is_converted_code as is_converted
+from janus.convert.support import ALLOWED_BUILTINS
 from janus.errors import ConversionError
 from janus.runtime import control_flow, random, state
 from janus.trace.active import current
@@ -29,11 +30,6 @@ from janus.trace.sources import Cell, Global, Source
 from janus.trace.values import PyScalar, SymbolicShape, is_symbolic, is_user_class
 from janus_profiler import usercode
 
-ALLOWED_BUILTINS = {
-    abs, all, any, bool, callable, chr, dict, divmod, enumerate, filter, float, frozenset, getattr,
-    hasattr, int, isinstance, issubclass, iter, len, list, map, max, min, next, ord, pow, range,
-    reversed, round, set, slice, sorted, sum, tuple, zip, str, repr, format, type, setattr, super,
-}
 ALLOWED_MODULE_ROOTS = {"tensorflow", "keras", "tf_keras", "numpy", "math", "_operator", "operator"}
 DENIED_MODULES = ("numpy.random",)
 _IMMUTABLE = (str, bytes, int, float, bool, tuple, frozenset, complex)
@@ -378,7 +374,7 @@ def mutate_attr(obj: Any, name: str, method: str, *args: Any) -> Any:
 def mutate_global(g: dict, name: str, method: str, *args: Any) -> Any:
     """``name.method(*args)`` on a module global container: like :func:`mutate_attr`."""
     ctx = state.active_trace()
-    if name not in g:
+    if name not in g or state.is_rebound(g, name):
         return _ordinary_mutation(state.ld_global(g, name), method, args)
     return _mutate(ctx, g[name], Global(ctx.const(g, "g"), name), method, args, lambda: state.ld_global(g, name))
 
@@ -386,6 +382,8 @@ def mutate_global(g: dict, name: str, method: str, *args: Any) -> Any:
 def mutate_cell(cells: tuple, index: int, name: str, method: str, *args: Any) -> Any:
     """``name.method(*args)`` on a closure variable's container: like :func:`mutate_attr`."""
     ctx = state.active_trace()
+    if state.is_rebound(cells[index]):
+        return _ordinary_mutation(state.ld_cell(cells, index, name), method, args)
     try:
         target = cells[index].cell_contents
     except ValueError:

@@ -19,6 +19,7 @@ that a raising side is not taken), except the user's own ``assert``.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -27,11 +28,13 @@ import tensorflow as tf
 from janus import _tf_private
 from janus.commit import atomicity, branch_effects
 from janus.commit.effects import When
+from janus.convert.pipeline import is_converted_code
 from janus.convert.sites import SiteInfo
 from janus.errors import ConversionError, UndefinedValueError
 from janus.trace.active import current
 from janus.trace.seeds import DrawInLoop
 from janus.trace.values import PY_SCALARS, UNDEF, PyScalar, is_symbolic
+from janus_profiler import usercode
 
 
 def _is_tensor(x: Any) -> bool:
@@ -486,6 +489,30 @@ def assert_(cond: Any, message: Callable[[], Any] | None = None) -> None:
             raise AssertionError(message()) if message is not None else AssertionError
         return
     assertion(to_bool(cond), USER_ASSERT_MESSAGE)
+
+
+# -- exceptions -----------------------------------------------------------------------
+_JANUS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def caught(error: BaseException) -> None:
+    """At the top of every ``except`` handler of converted code: re-raise what it must not catch.
+
+    Janus's own errors pass through (the conversion fails or retraces, as it would without
+    the ``try``).  An exception raised inside library code while tracing (a shape error of a
+    TF op, a Keras check) is a graph-construction error: eager raises another one, or
+    none, at run time, so the conversion fails and the call runs eagerly.
+    """
+    if isinstance(error, ConversionError):
+        raise error
+    tb = error.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if not (is_converted_code(tb.tb_frame.f_code) or usercode.is_user_file(filename)
+                or os.path.realpath(filename).startswith(_JANUS_DIR + os.sep)):
+            raise ConversionError(f"an except clause catches {type(error).__name__} raised by library code while "
+                                  f"the graph was built ({os.path.basename(filename)}); eager may raise another error")
+        tb = tb.tb_next
 
 
 # -- loops --------------------------------------------------------------------------

@@ -5,7 +5,7 @@ function) is straight-line code: ``if``/``while``/``for`` became calls of ``_jn`
 operations that take the block's variables as a tuple.  A variable passed to such a
 call must exist in Python; eager code may legitimately leave it unbound on the path
 taken (it is first assigned inside the block).  This analysis walks a function's
-statements in order (through ``with`` bodies) and reports, for the variables the
+statements in order (through ``with`` bodies and ``try`` blocks) and reports, for the variables the
 function itself binds, those passed before they are definitely bound.  A variable the
 function does not bind is read from an enclosing function and is never reported:
 binding it here would shadow the enclosing one.
@@ -36,6 +36,12 @@ def _scan(stmts: Iterable[gast.stmt], defined: set[str], local: set[str], missin
         if isinstance(stmt, gast.With):
             defined |= assigned([i.optional_vars for i in stmt.items if i.optional_vars is not None])
             _scan(stmt.body, defined, local, missing)
+            continue
+        if isinstance(stmt, gast.Try):
+            # Any statement of the body may raise: only the finally block surely runs to its end.
+            for block in [stmt.body, stmt.orelse] + [h.body for h in stmt.handlers]:
+                _scan(block, set(defined), local, missing)
+            _scan(stmt.finalbody, defined, local, missing)
             continue
         passed = _passed(getattr(stmt, "value", None))
         missing |= (passed & local) - defined

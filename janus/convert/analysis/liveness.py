@@ -22,10 +22,23 @@ def annotate_liveness(fn: gast.FunctionDef) -> None:
     _block(fn.body, set())
 
 
-def _block(stmts: list[gast.stmt], live: set[str]) -> set[str]:
+def _block(stmts: list[gast.stmt], live: set[str], raising: set[str] = frozenset()) -> set[str]:
+    """Live before ``stmts``; ``raising``: live wherever an exception may leave them (a handler's
+    or ``finally``'s reads), so live after every statement."""
     for stmt in reversed(stmts):
-        live = _stmt(stmt, live)
+        live = _stmt(stmt, live | raising)
     return live
+
+
+def _try(node: gast.Try, live: set[str]) -> set[str]:
+    """``try``: an exception anywhere in the body may go to a handler or the ``finally`` block."""
+    final = _block(node.finalbody, set(live))
+    handlers: set[str] = set()
+    for handler in node.handlers:
+        names = assigned([handler.name]) if handler.name is not None else set()
+        handlers |= (_block(handler.body, set(final), final) - names) | used(handler.type)
+    orelse = _block(node.orelse, set(final), final)
+    return _block(node.body, orelse | handlers, handlers | final)
 
 
 def _stmt(node: gast.stmt, live: set[str]) -> set[str]:
@@ -60,6 +73,8 @@ def _stmt(node: gast.stmt, live: set[str]) -> set[str]:
         inner = _block(node.body, set(live))
         defs = assigned([i.optional_vars for i in node.items if i.optional_vars is not None])
         return (inner - defs) | used([i.context_expr for i in node.items])
+    if isinstance(node, gast.Try):
+        return _try(node, live)
     if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
         return (live - {node.name}) | used(node)
     if isinstance(node, gast.AugAssign):

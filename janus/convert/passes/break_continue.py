@@ -87,6 +87,12 @@ class LowerBreakContinue(gast.NodeTransformer):
                 s.orelse = self._block(s.orelse, brk, cont, flags)
             elif isinstance(s, gast.With):
                 s.body = self._block(s.body, brk, cont, flags)
+            elif isinstance(s, gast.Try):
+                s.body = self._block(s.body, brk, cont, flags)
+                for handler in s.handlers:
+                    handler.body = self._block(handler.body, brk, cont, flags)
+                s.orelse = self._block(s.orelse, brk, cont, flags)
+                s.finalbody = self._block(s.finalbody, brk, cont, flags)
             out.append(s)
             rest = stmts[i + 1:]
             if rest:

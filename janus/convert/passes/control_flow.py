@@ -32,7 +32,10 @@ _GENERATED = ("_jn_if_", "_jn_else_", "_jn_while_", "_jn_for_")
 
 
 def _modified(stmts) -> set[str]:
-    return {n for n in analysis.assigned(stmts) if not n.startswith(_GENERATED)}
+    """Variables a block rebinds (not the name of an ``except ... as e``, unbound after its handler)."""
+    caught = {n.name.id for s in stmts for n in gast.walk(s)
+              if isinstance(n, gast.ExceptHandler) and isinstance(n.name, gast.Name)}
+    return {n for n in analysis.assigned(stmts) if not n.startswith(_GENERATED) and n not in caught}
 
 
 def _with_return(stmts: list, outs: list[str]) -> list:

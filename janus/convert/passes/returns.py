@@ -93,4 +93,10 @@ class LowerReturns(gast.NodeTransformer):
             s.orelse = self._block(s.orelse, in_loop)
         elif isinstance(s, gast.With):
             s.body = self._block(s.body, in_loop)
+        elif isinstance(s, gast.Try):
+            s.body = self._block(s.body, in_loop)
+            for handler in s.handlers:
+                handler.body = self._block(handler.body, in_loop)
+            s.orelse = self._block(s.orelse, in_loop)
+            s.finalbody = self._block(s.finalbody, in_loop)
         return s
