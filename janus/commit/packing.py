@@ -18,7 +18,7 @@ import tensorflow as tf
 from janus.errors import ConversionError
 from janus.trace.context import TraceContext
 from janus.trace.values import (
-    SCALARS, DeferredStr, PyScalar, Undefined, is_framework_object, is_symbolic, to_python,
+    SCALARS, DeferredStr, PyOrTensor, PyScalar, Undefined, is_framework_object, is_symbolic, to_python,
 )
 
 Recipe = tuple
@@ -42,6 +42,10 @@ class Packer:
         if isinstance(value, PyScalar):
             self.tensors.append(value.tensor)
             return ("t", len(self.tensors) - 1, value.kind)
+        if isinstance(value, PyOrTensor):
+            first = len(self.tensors)
+            self.tensors += value.parts()
+            return ("union", first, value.kind)
         if isinstance(value, DeferredStr):
             fields = [p.value for p in value.parts if not isinstance(p, str)]
             return ("fstr", value, [self.pack(v, what) for v in fields])
@@ -126,6 +130,10 @@ def unpack(recipe: Recipe, run: Run) -> Any:
         return value if recipe[2] is None else to_python(value, recipe[2])
     if kind == "c":
         return recipe[1]
+    if kind == "union":  # the Python number or the tensor, as the run went
+        _, first, number_kind = recipe
+        number, tensor, is_number = run.outputs[first:first + 3]
+        return to_python(number, number_kind) if bool(is_number) else tensor
     if kind == "composite":
         _, spec, first, n = recipe
         return tf.nest.pack_sequence_as(spec, run.outputs[first:first + n], expand_composites=True)

@@ -27,7 +27,7 @@ from janus.runtime import control_flow, random, state
 from janus.trace.active import current
 from janus.trace.guards import GuardKind
 from janus.trace.sources import Cell, Global, Source
-from janus.trace.values import PyScalar, SymbolicShape, is_symbolic, is_user_class
+from janus.trace.values import PyOrTensor, PyScalar, SymbolicShape, is_symbolic, is_user_class
 from janus_profiler import usercode
 
 ALLOWED_MODULE_ROOTS = {"tensorflow", "keras", "tf_keras", "numpy", "math", "_operator", "operator"}
@@ -282,7 +282,20 @@ def _no_symbolic(fn):
 def _type(*args: Any) -> Any:
     if len(args) == 1 and is_symbolic(args[0]):
         raise ConversionError("type() of a graph tensor differs from eager's EagerTensor")
+    if len(args) == 1 and isinstance(args[0], PyScalar):
+        return args[0].kind  # the Python number's type, as eager has it
+    if len(args) == 1 and isinstance(args[0], PyOrTensor):
+        raise ConversionError("type() of a value that is a Python number or a tensor, depending on the path")
     return type(*args)
+
+
+def _isinstance(obj: Any, classes: Any) -> bool:
+    """``isinstance`` seeing the Python number a PyScalar stands for."""
+    if isinstance(obj, PyScalar):
+        return issubclass(obj.kind, classes)
+    if isinstance(obj, PyOrTensor):
+        raise ConversionError("isinstance() of a value that is a Python number or a tensor, depending on the path")
+    return isinstance(obj, classes)
 
 
 def _getattr(obj: Any, name: str, *default: Any) -> Any:
@@ -312,6 +325,7 @@ _SPECIAL = {
     repr: _no_symbolic(repr),
     format: _no_symbolic(format),
     type: _type,
+    isinstance: _isinstance,
     getattr: _getattr,
     hasattr: _hasattr,
     setattr: state.st_attr,

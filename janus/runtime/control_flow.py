@@ -33,19 +33,22 @@ from janus.convert.sites import SiteInfo
 from janus.errors import ConversionError, UndefinedValueError
 from janus.trace.active import current
 from janus.trace.seeds import DrawInLoop
-from janus.trace.values import PY_SCALARS, UNDEF, PyScalar, is_symbolic
+from janus.trace.values import DTYPES, PY_SCALARS, UNDEF, PyOrTensor, PyScalar, is_symbolic
 from janus_profiler import usercode
 
 
 def _is_tensor(x: Any) -> bool:
-    """A value the graph computes: a graph tensor or a Python scalar derived from one."""
-    return is_symbolic(x) or isinstance(x, PyScalar)
+    """A value the graph computes: a graph tensor or a Python scalar derived from one (or either)."""
+    return is_symbolic(x) or isinstance(x, (PyScalar, PyOrTensor))
 
 
 def to_bool(cond: Any) -> tf.Tensor:
     """The truth value of a scalar tensor, as eager's ``bool(t)`` computes it."""
     if isinstance(cond, PyScalar):
         cond = cond.tensor
+    if isinstance(cond, PyOrTensor):  # the number's truth or the tensor's, as the path went
+        number = tf.not_equal(cond.number, tf.zeros([], cond.number.dtype))
+        return tf.where(cond.is_number, number, to_bool(cond.tensor))
     if cond.shape.rank is None or cond.shape.rank > 0 and cond.shape.num_elements() != 1:
         raise ConversionError("truth value of a non-scalar tensor")
     cond = tf.reshape(cond, [])
@@ -222,6 +225,8 @@ def _graph_tensors(out: tuple) -> list[tf.Tensor]:
     for leaf in tf.nest.flatten(out, expand_composites=False):
         if isinstance(leaf, PyScalar):
             found.append(leaf.tensor)
+        elif isinstance(leaf, PyOrTensor):
+            found += leaf.parts()
         elif is_symbolic(leaf):
             found.append(leaf)
     return found
@@ -354,6 +359,8 @@ def _op_of(outs: list) -> Any:
 def _kind(leaf: Any) -> Any:
     if isinstance(leaf, PyScalar):
         return leaf.kind
+    if isinstance(leaf, PyOrTensor):
+        return ("number or tensor", leaf.kind)
     if is_symbolic(leaf):
         return "tensor"
     if any(is_symbolic(t) for t in tf.nest.flatten(leaf, expand_composites=True)):
@@ -365,7 +372,12 @@ def _split(values: Any) -> tuple[list, list, list]:
     """Leaves of ``values``, their kinds, and the tensors a TF construct must carry."""
     leaves = tf.nest.flatten(values, expand_composites=False)
     kinds = [_kind(x) for x in leaves]
-    tensors = [x.tensor if isinstance(x, PyScalar) else x for x, k in zip(leaves, kinds) if k != "py"]
+    tensors = []
+    for x, k in zip(leaves, kinds):
+        if isinstance(x, PyOrTensor):
+            tensors += x.parts()
+        elif k != "py":
+            tensors.append(x.tensor if isinstance(x, PyScalar) else x)
     return leaves, kinds, tensors
 
 
@@ -377,6 +389,9 @@ def _join(structure: Any, leaves: list, kinds: list, tensors) -> Any:
             out.append(leaf)
         elif kind == "tensor":
             out.append(next(tensors))
+        elif isinstance(kind, tuple):
+            number, tensor, is_number = next(tensors), next(tensors), next(tensors)
+            out.append(PyOrTensor(number, kind[1], tensor, is_number))
         else:
             out.append(PyScalar(next(tensors), kind))
     return tf.nest.pack_sequence_as(structure, out, expand_composites=False)
@@ -401,7 +416,48 @@ def _fixes(t_out: tuple, f_out: tuple, names: Sequence[str]) -> dict[int, Any]:
         elif ka is not None and ka == kb and (type(a) in PY_SCALARS or type(b) in PY_SCALARS) \
                 and not (type(a) in PY_SCALARS and type(b) in PY_SCALARS and a == b):
             fixes[i] = ("scalar", ka)
+        elif _number_or_tensor(a) and _number_or_tensor(b) and ((ka is None) != (kb is None) or _is_union(a, b)):
+            fixes[i] = ("union",) + _union_kind(a, b, name)
     return fixes
+
+
+def _number_or_tensor(x: Any) -> bool:
+    return _scalar_kind(x) is not None or is_symbolic(x) or isinstance(x, PyOrTensor)
+
+
+def _is_union(*values: Any) -> bool:
+    return any(isinstance(x, PyOrTensor) for x in values)
+
+
+def _union_kind(a: Any, b: Any, name: str) -> tuple[type, tf.DType]:
+    """The Python kind and the tensor dtype of a variable that is a number on one side of a
+    conditional and a tensor on the other (or already either)."""
+    kinds = {k for k in (_scalar_kind(a), _scalar_kind(b)) if k is not None}
+    kinds |= {x.kind for x in (a, b) if isinstance(x, PyOrTensor)}
+    dtypes = {x.dtype for x in (a, b) if is_symbolic(x) or isinstance(x, PyOrTensor)}
+    if len(kinds) != 1 or len(dtypes) != 1:
+        raise ConversionError(f"{name} is a Python number on one side of a tensor-dependent branch and a tensor "
+                              f"on the other, of kinds that do not convert ({kinds}, {dtypes})")
+    (kind,), (dtype,) = kinds, dtypes
+    if (kind is bool) != (dtype == tf.bool) or kind is float and not dtype.is_floating \
+            or not (dtype.is_floating or dtype.is_integer or dtype == tf.bool):
+        raise ConversionError(f"{name} is a Python {kind.__name__} on one side of a tensor-dependent branch and a "
+                              f"{dtype.name} tensor on the other (eager would not convert one to the other)")
+    return kind, dtype
+
+
+def _as_union(x: Any, kind: type, dtype: tf.DType) -> PyOrTensor:
+    """``x`` (a number, a tensor or already either) as a :class:`PyOrTensor`, in the current graph."""
+    if isinstance(x, PyOrTensor):
+        return x
+    if is_symbolic(x):
+        return PyOrTensor(tf.zeros([], DTYPES[kind]), kind, x, tf.constant(False))
+    number = PyScalar.of(x, kind)
+    if kind is int and dtype == tf.int32:
+        tensor = number.__tf_tensor__()  # asserts the number fits, as eager's conversion needs
+    else:
+        tensor = tf.cast(number.tensor, dtype)
+    return PyOrTensor(number.tensor, kind, tensor, tf.constant(True))
 
 
 def _apply_fixes(out: tuple, fixes: dict[int, Any]) -> tuple:
@@ -411,6 +467,8 @@ def _apply_fixes(out: tuple, fixes: dict[int, Any]) -> tuple:
     for i, fix in fixes.items():
         if fix[0] == "scalar" and type(out[i]) in PY_SCALARS:
             out[i] = PyScalar.of(out[i], fix[1])
+        elif fix[0] == "union":
+            out[i] = _as_union(out[i], fix[1], fix[2])
         elif fix[0] == "fill" and out[i] is UNDEF:
             out[i] = tf.nest.map_structure(
                 lambda spec: tf.zeros([d or 0 for d in spec.shape.as_list()], spec.dtype)
@@ -759,7 +817,11 @@ def _while_loop(test: Callable, body: Callable, state: tuple, names: Sequence[st
     """Run the rest of a loop as ``tf.while_loop``.
 
     Carried values must be tensors or Python scalars (which become PyScalars, so a
-    counter stays an ``int`` for Python); each keeps its kind across iterations.
+    counter stays an ``int`` for Python); each keeps its kind across iterations.  A
+    Python number that the body turns into a tensor (``s = 0`` then ``s += x`` on some
+    iterations) is carried as a :class:`PyOrTensor` from the start: the loop is traced
+    again with it widened.  So is a body that draws random numbers, carrying the seeds'
+    position.
     """
     ctx = current()
     state = _undefined_result_filled(body, tuple(state), names, what)
@@ -772,6 +834,45 @@ def _while_loop(test: Callable, body: Callable, state: tuple, names: Sequence[st
                 raise ConversionError(f"{what}: {name} holds a Python {type(leaf).__name__} across a tensor loop")
         init_values.append(tf.nest.map_structure(lambda v: PyScalar.of(v) if type(v) in PY_SCALARS else v, value))
     structure = tuple(init_values)
+    start = len(ctx.checks.assertions)
+    checkpoint = ctx.checkpoint()
+    carry_seeds = False
+    for _ in range(len(tf.nest.flatten(structure)) + 2):
+        try:
+            flat, writes = _loop_attempt(test, body, structure, names, what, carry_seeds)
+            break
+        except DrawInLoop:  # the body draws random numbers: trace it again, carrying the seed position
+            if carry_seeds:
+                raise
+            ctx.rollback(checkpoint)
+            carry_seeds = True
+        except _Widen as widen:
+            ctx.rollback(checkpoint)
+            leaves = tf.nest.flatten(structure)
+            for j, dtype in widen.dtypes.items():
+                leaves[j] = _as_union(leaves[j], leaves[j].kind, dtype)
+            structure = tf.nest.pack_sequence_as(structure, leaves)
+    else:
+        raise ConversionError(f"{what}: the carried variables do not settle")
+    ctx.checks.nested_assertions(start, lambda: _op_of(flat))
+    if writes:
+        ctx.checks.writer_constructs.add(_op_of(flat))
+    leaves, kinds, _ = _split(structure)
+    return tuple(_join(structure, leaves, kinds, iter(flat)))
+
+
+class _Widen(ConversionError):
+    """A carried Python number (flat index -> the tensor's dtype) became a tensor in the body."""
+
+    def __init__(self, dtypes: dict[int, tf.DType]):
+        super().__init__("a carried Python number becomes a tensor in the loop")
+        self.dtypes = dtypes
+
+
+def _loop_attempt(test: Callable, body: Callable, structure: tuple, names: Sequence[str], what: str,
+                  carry_seeds: bool) -> tuple[list, bool]:
+    """One trace of the loop with the carried values ``structure``: its flat outputs, and
+    whether the body changes a variable."""
     leaves, kinds, init = _split(structure)
 
     def unpack(flat):
@@ -787,22 +888,20 @@ def _while_loop(test: Callable, body: Callable, state: tuple, names: Sequence[st
             tf.nest.assert_same_structure(out, structure)
         except (TypeError, ValueError):
             raise ConversionError(f"{what}: a carried variable changes structure") from None
-        _, new_kinds, tensors = _split(out)
+        new = [_as_union(o, leaf.kind, leaf.dtype) if isinstance(leaf, PyOrTensor) and _number_or_tensor(o) else o
+               for o, leaf in zip(tf.nest.flatten(out), leaves)]
+        _, new_kinds, tensors = _split(new)
         if new_kinds != kinds:
+            widen = {j: o.dtype for j, (o, k) in enumerate(zip(new, kinds))
+                     if k in PY_SCALARS and (is_symbolic(o) or isinstance(o, PyOrTensor))}
+            if widen:
+                for j in widen:
+                    _union_kind(leaves[j], new[j], what)  # only conversions eager makes
+                raise _Widen(widen)
             raise ConversionError(f"{what}: a carried variable changes kind ({', '.join(names)})")
         writes[0] |= _body_writes_state()
         return tensors
 
-    start = len(ctx.checks.assertions)
     writes = [False]
-    checkpoint = ctx.checkpoint()
-    try:
-        flat = _traced_while(cond, loop_body, init, what, carry_seeds=False)
-    except DrawInLoop:  # the body draws random numbers: trace it again, carrying the seed position
-        ctx.rollback(checkpoint)
-        writes = [False]
-        flat = _traced_while(cond, loop_body, init, what, carry_seeds=True)
-    ctx.checks.nested_assertions(start, lambda: _op_of(flat))
-    if writes[0]:
-        ctx.checks.writer_constructs.add(_op_of(flat))
-    return tuple(unpack(flat))
+    flat = _traced_while(cond, loop_body, init, what, carry_seeds=carry_seeds)
+    return flat, writes[0]

@@ -104,6 +104,78 @@ _OPS = {
 _BOOL_OPS = {"and": tf.logical_and, "or": tf.logical_or, "xor": tf.math.logical_xor}
 
 
+class PyOrTensor:
+    """A variable that is a Python number on some paths and a tensor on others.
+
+    ``total = 0`` followed by ``total += v`` under a tensor condition (a ``break`` on a
+    tensor test, a branch taken on some calls) leaves ``total`` a Python number where the
+    branch was not taken and a tensor where it was, as eager has it.  The graph carries
+    both: ``number`` (the Python value as int64/float64/bool), ``tensor`` (valid on every
+    path: on the number's paths it is the number converted to the tensor's dtype, which
+    is what eager's ``number op tensor`` converts it to) and ``is_number``.  Combined with
+    a tensor of the same dtype it is that tensor (both paths agree); leaving the graph it
+    becomes the Python number or the tensor, as the run went (``janus.commit.packing``).
+    Any other use (``bool()``, Python arithmetic, another dtype) fails the conversion.
+    """
+
+    __slots__ = ("number", "kind", "tensor", "is_number")
+
+    def __init__(self, number: tf.Tensor, kind: type, tensor: tf.Tensor, is_number: tf.Tensor):
+        self.number, self.kind, self.tensor, self.is_number = number, kind, tensor, is_number
+
+    @property
+    def dtype(self) -> tf.DType:
+        return self.tensor.dtype
+
+    def parts(self) -> list:
+        """The three tensors a TF construct carries for it."""
+        return [self.number, self.tensor, self.is_number]
+
+    def _with(self, other: Any, op: str, reflected: bool) -> Any:
+        if not is_symbolic(other) or other.dtype != self.tensor.dtype:
+            raise ConversionError(self._what(f"used with a {type(other).__name__}"))
+        a, b = (other, self.tensor) if reflected else (self.tensor, other)
+        return _OPS[op](a, b)
+
+    def _what(self, use: str) -> str:
+        return f"a value that is a Python {self.kind.__name__} or a tensor, depending on the path taken, is {use}"
+
+    def __tf_tensor__(self, dtype: tf.DType | None = None, name: str | None = None) -> tf.Tensor:
+        # A TypeError, so that ``tensor + value`` falls back to ``value.__radd__``; other uses
+        # fail the trace (and an ``except TypeError`` sees it come from library code).
+        raise TypeError(self._what("passed to TensorFlow"))
+
+    def __bool__(self) -> bool:
+        raise ConversionError(self._what("used as a truth value"))
+
+    def __getattr__(self, name: str) -> Any:
+        raise ConversionError(self._what(f"asked for .{name}"))
+
+    __hash__ = None
+
+
+def _refuse(use: str):
+    def method(self, *args):
+        raise ConversionError(self._what(use))
+    return method
+
+
+def _combine(op: str, reflected: bool = False):
+    def method(self, other):
+        return self._with(other, op, reflected)
+    return method
+
+
+for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow"):
+    setattr(PyOrTensor, f"__{_op}__", _combine(_op))
+    setattr(PyOrTensor, f"__r{_op}__", _combine(_op, reflected=True))
+for _op in ("lt", "le", "gt", "ge", "eq", "ne"):
+    setattr(PyOrTensor, f"__{_op}__", _combine(_op))
+for _dunder in ("neg", "pos", "abs", "invert", "int", "float", "index", "len", "iter", "getitem", "round",
+                "and", "or", "xor", "rand", "ror", "rxor", "matmul", "rmatmul"):
+    setattr(PyOrTensor, f"__{_dunder}__", _refuse(f"used with {_dunder}"))
+
+
 class PyScalar:
     """A Python ``bool``/``int``/``float`` held in the graph as a tensor."""
 

@@ -1,0 +1,148 @@
+"""A variable that stays a Python number on some paths and becomes a tensor on others
+(``total = 0`` then ``total += v`` after a ``break`` on a tensor test): one graph, and
+the result is the number or the tensor, as eager's run went."""
+from types import SimpleNamespace
+
+import numpy as np
+import tensorflow as tf
+
+from harness import check
+
+
+def ints(values):
+    return tf.constant(values, tf.int32)
+
+
+def test_break_on_a_tensor_test_in_a_for_loop():
+    def make(jit):
+        @jit
+        def f(values):
+            total = 0
+            for v in values:
+                if v % 2 > 0:
+                    break
+                total += v
+            return total
+
+        return SimpleNamespace(fn=f)
+
+    rows = [[2, 4, 5, 6], [1, 2, 3, 4], [2, 2, 2, 2], [3, 4, 4, 4], [2, 4, 6, 7], [1, 1, 1, 1], [8, 4, 5, 6]]
+    stats = check(make, [(ints(r),) for r in rows], min_graph_calls=4)
+    assert stats["conversions"] == 1, stats
+
+
+def test_break_in_a_tensor_while_loop():
+    def make(jit):
+        @jit
+        def f(x):
+            s = 0
+            while x > 0:
+                x -= 1
+                if x % 2 > 0:
+                    break
+                s += x
+            return s, x
+
+        return SimpleNamespace(fn=f)
+
+    stats = check(make, [(tf.constant(n),) for n in [7, 4, 0, 6, 8, 1, 2, 10, 3]], min_graph_calls=6)
+    assert stats["conversions"] == 1, stats
+
+
+def test_continue_with_a_float_accumulator_and_state():
+    def make(jit):
+        class Stats:
+            def __init__(self):
+                self.last = None
+                self.log = []
+
+            @jit
+            def add(self, values, floor):
+                total = 0.0
+                for v in values:
+                    if v < floor:
+                        continue
+                    total += v
+                self.last = total
+                self.log.append(total)
+                print("total:", total)
+                return total
+
+        s = Stats()
+        return SimpleNamespace(fn=s.add, state=lambda: {"last": s.last, "log": list(s.log)})
+
+    rng = np.random.RandomState(0)
+    calls = [(tf.constant(rng.randn(3).astype(np.float32)), tf.constant(f)) for f in
+             [0.0, 5.0, -5.0, 0.5, 5.0, 0.0, -1.0, 9.0]]
+    check(make, calls, min_graph_calls=4)
+
+
+def test_converging_loop_that_breaks_when_the_error_is_small():
+    def make(jit):
+        @jit
+        def solve(target, tol):
+            x = tf.zeros([2])
+            steps = 0
+            for i in range(12):
+                x = x + 0.5 * (target - x)
+                err = tf.reduce_max(tf.abs(target - x))
+                if err < tol:
+                    break
+                steps = i
+            return x, steps
+
+        return SimpleNamespace(fn=solve)
+
+    calls = [(tf.constant([1.0, -2.0]) * k, tf.constant(t)) for k, t in
+             [(1, 0.1), (2, 0.01), (1, 10.0), (3, 0.001), (1, 0.1), (0, 0.5), (2, 1.0)]]
+    check(make, calls, min_graph_calls=4)
+
+
+def test_isinstance_and_type_see_the_python_number_a_fed_value_stands_for():
+    def make(jit):
+        class Counter:
+            def __init__(self):
+                self.n = 0
+
+            @jit
+            def step(self, x):
+                self.n += 1
+                k = self.n
+                if isinstance(k, int) and type(k) is int:
+                    return x * 2.0
+                return x
+
+        c = Counter()
+        return SimpleNamespace(fn=c.step, state=lambda: {"n": c.n})
+
+    stats = check(make, [(tf.constant(float(i)),) for i in range(10)], min_graph_calls=5)
+    assert stats["conversions"] <= 2, stats
+
+
+def test_uses_that_depend_on_the_path_run_eagerly_and_match():
+    """``total`` is then passed to TensorFlow, and asked its type: eager's behaviour differs
+    by path (a Python int or a tensor), so Janus does not convert it."""
+    def make(jit):
+        @jit
+        def f(values):
+            total = 0
+            for v in values:
+                if v % 2 > 0:
+                    break
+                total += v
+            return tf.cast(total, tf.float32) + 1.0
+
+        @jit
+        def g(values):
+            total = 0
+            for v in values:
+                if v % 2 > 0:
+                    break
+                total += v
+            return 1 if isinstance(total, int) else 2
+
+        return SimpleNamespace(fn=f, g=g, janus_fns=[f, g])
+
+    rows = [[2, 4, 5, 6], [1, 2, 3, 4], [2, 2, 2, 2], [3, 4, 4, 4]]
+    calls = [(ints(r),) for r in rows] + [lambda p, r=r: p.g(ints(r)) for r in rows]
+    check(make, calls, eager_only=True)
