@@ -146,3 +146,44 @@ def test_uses_that_depend_on_the_path_run_eagerly_and_match():
     rows = [[2, 4, 5, 6], [1, 2, 3, 4], [2, 2, 2, 2], [3, 4, 4, 4]]
     calls = [(ints(r),) for r in rows] + [lambda p, r=r: p.g(ints(r)) for r in rows]
     check(make, calls, eager_only=True)
+
+
+def test_arithmetic_on_the_number_or_the_tensor_follows_the_path():
+    """``total / count`` after a loop that may not add anything: Python arithmetic where
+    ``total`` stayed a number (raising ZeroDivisionError when the loop never ran, as
+    Python does), tensor arithmetic where it became a tensor."""
+    def make(jit):
+        @jit
+        def mean_until_odd(values, scale):
+            total, count = 0.0, 0
+            for v in values:
+                if v % 2 > 0:
+                    break
+                total += tf.cast(v, tf.float32)
+                count += 1
+            return total / count, total * scale - 1, total < 3.0
+
+        return SimpleNamespace(fn=mean_until_odd)
+
+    rows = [[2, 4, 5, 6], [1, 2, 3, 4], [2, 2, 2, 2], [3, 4, 4, 4], [6, 4, 1, 1], [8, 8, 8, 7]]
+    stats = check(make, [(ints(r), 0.5 * i) for i, r in enumerate(rows)], min_graph_calls=2)
+    assert stats["conversions"] <= 2, stats
+
+
+def test_python_division_by_a_computed_zero_raises_as_python_does():
+    """A Python number the graph computes, divided by zero: Python raises where TensorFlow
+    would give inf (this was a wrong answer); the graph checks it and the eager re-run raises."""
+    def make(jit):
+        @jit
+        def ratios(values, numerator):
+            n = 0
+            for v in values:
+                if v > 0:
+                    n += 1
+            return numerator / n, numerator % (n + 1), numerator ** (n - 1)
+
+        return SimpleNamespace(fn=ratios)
+
+    rows = [[1, 2, -1], [-1, -2, -3], [3, 0, 1], [0, 0, 0], [5, 5, 5], [-4, 2, 2], [-1, -1, -1]]
+    stats = check(make, [(ints(r), 3.0 if i % 2 else 0.0) for i, r in enumerate(rows)], min_graph_calls=2)
+    assert stats["conversions"] <= 2, stats

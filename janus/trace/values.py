@@ -132,10 +132,30 @@ class PyOrTensor:
         return [self.number, self.tensor, self.is_number]
 
     def _with(self, other: Any, op: str, reflected: bool) -> Any:
+        if _kind_of(other) is not None:
+            return self._with_number(other, op, reflected)
         if not is_symbolic(other) or other.dtype != self.tensor.dtype:
             raise ConversionError(self._what(f"used with a {type(other).__name__}"))
         a, b = (other, self.tensor) if reflected else (self.tensor, other)
         return _OPS[op](a, b)
+
+    def _with_number(self, other: Any, op: str, reflected: bool) -> "PyOrTensor":
+        """``self op n`` for a Python number ``n`` (or one the graph computes): Python
+        arithmetic where ``self`` is the number, tensor arithmetic where it is the tensor
+        (``n`` converted to the tensor's dtype, as eager converts it); still either."""
+        number = PyScalar(self.number, self.kind)
+        result = getattr(number, f"__{'r' if reflected else ''}{op}__")(other)
+        if not isinstance(other, PyScalar):
+            theirs = tf.convert_to_tensor(other, self.tensor.dtype)
+        elif other.kind is float and not self.tensor.dtype.is_floating:
+            raise ConversionError(self._what("used with a float"))
+        else:
+            theirs = tf.cast(other.tensor, self.tensor.dtype)
+        a, b = (theirs, self.tensor) if reflected else (self.tensor, theirs)
+        tensor = _OPS[op](a, b)
+        # On the number's paths the tensor is the number's result converted, as eager would.
+        tensor = tf.where(self.is_number, tf.cast(result.tensor, tensor.dtype), tensor)
+        return PyOrTensor(result.tensor, result.kind, tensor, self.is_number)
 
     def _what(self, use: str) -> str:
         return f"a value that is a Python {self.kind.__name__} or a tensor, depending on the path taken, is {use}"
@@ -244,6 +264,8 @@ class PyScalar:
             a, b = tf.cast(a, tf.int64), tf.cast(b, tf.int64)
         if op == "truediv":
             a, b = tf.cast(a, tf.float64), tf.cast(b, tf.float64)
+        if op in _PARTIAL:
+            _python_defines(op, a, b)
         return PyScalar.of(fn(a, b), result)
 
     def __add__(self, o): return self._binary(o, "add")
@@ -297,6 +319,28 @@ class PyScalar:
 
     def __repr__(self) -> str:
         return f"<PyScalar {self.kind.__name__} {self.tensor!r}>"
+
+
+_PARTIAL = ("truediv", "floordiv", "mod", "pow")
+
+
+def _python_defines(op: str, a: tf.Tensor, b: tf.Tensor) -> None:
+    """Assert that Python computes ``a op b`` as a number of the same kind: it raises
+    ZeroDivisionError for ``x / 0``, ``x // 0``, ``x % 0`` and ``0.0 ** -1``, and gives a
+    float or a complex number for ``2 ** -1`` and ``(-8.0) ** 0.5``, where TensorFlow gives
+    inf, nan or an error.  A failed assertion makes the call re-run eagerly, which does
+    what Python does."""
+    zero = tf.zeros([], b.dtype)
+    if op == "pow":
+        if b.dtype.is_integer:
+            ok = b >= zero
+        else:
+            ok = tf.logical_and(tf.logical_or(tf.not_equal(a, zero), b >= zero),
+                                tf.logical_or(a >= zero, tf.equal(b, tf.floor(b))))
+        message = "Python computes this power as another kind of number, or raises"
+    else:
+        ok, message = tf.not_equal(b, zero), "division by zero"
+    current().assert_that(ok, message)
 
 
 def _converted_line() -> tuple[str, int, str]:
