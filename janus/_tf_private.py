@@ -171,3 +171,21 @@ def random_flip(image: Any, flip_index: int, random_func: Callable, scope_name: 
     """``tf.image.random_flip_*`` with the uniform sampler given."""
     from tensorflow.python.ops import image_ops_impl
     return image_ops_impl._random_flip(image, flip_index, random_func, scope_name)  # noqa: SLF001
+
+
+def dataset_op_types(dataset: tf.data.Dataset) -> set[str]:
+    """The op types of an eager dataset's pipeline, including those in its functions.
+
+    Why: whether iterating a dataset draws random numbers (a reshuffling ``shuffle``, a
+    ``map`` that draws) is only visible in the dataset's graph; ``_as_serialized_graph`` is
+    the ``DatasetV2`` method that serializes it (the one ``tf.data`` snapshots use).
+    """
+    from tensorflow.python.data.ops import options as options_lib
+
+    with tf.init_scope():  # eagerly, also while a graph is traced
+        serialized = dataset._as_serialized_graph(  # noqa: SLF001
+            external_state_policy=options_lib.ExternalStatePolicy.IGNORE)
+    graph_def = tf.compat.v1.GraphDef.FromString(serialized.numpy())
+    nodes = list(graph_def.node) + [n for f in graph_def.library.function for n in f.node_def]
+    return {n.op for n in nodes if not (n.op.startswith("Shuffle") and not n.attr["reshuffle_each_iteration"].b
+                                        and "reshuffle_each_iteration" in n.attr)}

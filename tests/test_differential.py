@@ -1,7 +1,7 @@
 """Differential testing: random small programs, eagerly and through Janus, must agree.
 
 Each program is generated from a seed: closures over variables the body rebinds, loops
-over Python lists, ranges and tensors, ``while`` loops, asymmetric branches on Python
+over Python lists, ranges, tensors and datasets, ``while`` loops, asymmetric branches on Python
 and tensor conditions, ``break``/``continue`` and early ``return``.  The harness runs
 the same changing call sequence eagerly and through Janus and compares results,
 exceptions, printed output and state after every call.  A program Janus does not
@@ -73,7 +73,7 @@ class _Gen:
         self.loops += 1
         var = f"v{self.loops}"
         if kind == "for":
-            source = self.r.choice(["xs", "range(n)", "x", "range(len(xs))"])
+            source = self.r.choice(["xs", "range(n)", "x", "range(len(xs))", "ds"])
             return [f"{indent}for {var} in {source}:"] + self.block(depth + 1, var, True, inner)
         counter = f"c{self.loops}"
         return ([f"{indent}{counter} = 0", f"{indent}while {counter} < n:", f"{inner}{counter} = {counter} + 1"]
@@ -87,19 +87,20 @@ class _Gen:
             body += ["    def g():", f"        return float(k) + {self.const()}"]
         body += self.block(0, None, False, "    ")
         body.append("    return acc, k")
-        return "import tensorflow as tf\n\n\ndef f(x, xs, n):\n" + "\n".join(body) + "\n"
+        return "import tensorflow as tf\n\n\ndef f(x, xs, n, ds):\n" + "\n".join(body) + "\n"
 
 
 def _calls(seed: int) -> list[tuple]:
-    """Eight calls: a fresh tensor every call; the list and the count from a pool of two,
-    so that graphs are reused and also missed."""
+    """Eight calls: a fresh tensor and dataset every call; the list and the count from a
+    pool of two, so that graphs are reused and also missed."""
     r = np.random.RandomState(seed)
     pool = [([int(v) for v in r.randint(0, 4, size=2 + i)], int(r.randint(0, 4))) for i in range(2)]
     calls = []
     for i in range(8):
         x = tf.constant(r.uniform(-1.0, 1.0, size=3).astype(np.float32))
         xs, n = pool[0] if i < 5 else pool[i % 2]
-        calls.append((x, list(xs), n))
+        ds = tf.data.Dataset.from_tensor_slices(tf.constant(r.uniform(-1.0, 2.0, size=1 + i % 4).astype(np.float32)))
+        calls.append((x, list(xs), n, ds))
     return calls
 
 

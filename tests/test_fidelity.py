@@ -4,6 +4,7 @@ Closures that read a variable the function rebinds (cells), composite values lea
 a graph, traces that must not touch real Python objects (iterators, sets), and
 library calls that print from Python.
 """
+import collections
 import copy
 from types import SimpleNamespace
 
@@ -336,3 +337,47 @@ def test_returned_object_is_a_fresh_object_every_call():
     assert [float(o.scale[0]) for o in objs] == [float(i) for i in range(6)]
     assert janus.stats(jf)["graph_calls"] == 3
     check(make, [(tf.constant([float(i)]),) for i in range(6)], min_graph_calls=3)
+
+
+Pair = collections.namedtuple("Pair", ["low", "high"])
+
+
+def test_named_tuples_built_inside_the_step():
+    def make(jit):
+        class Tracker:
+            def __init__(self):
+                self.best = None
+
+            @jit
+            def step(self, x, margin):
+                Bounds = collections.namedtuple("Bounds", "low high")  # a new class at every call
+                b = Bounds(tf.reduce_min(x) - margin, tf.reduce_max(x) + margin)
+                width = b.high - b.low
+                low, high = b
+                self.best = Pair(low, high)  # a module-level named tuple leaves the step
+                return Pair(width, b._replace(low=low * 2.0).low), len(b), b._fields
+
+        t = Tracker()
+        return SimpleNamespace(fn=t.step, state=lambda: {"best": t.best})
+
+    calls = [(tf.constant([1.0, float(i), -2.0]), 0.5 * i) for i in range(6)]
+    total = check(make, calls, min_graph_calls=3)
+    assert total["conversions"] == 1, total  # the margin, a Python float that changed while profiling, is fed
+
+
+def test_an_instance_of_a_class_made_inside_the_step_does_not_leave_a_graph():
+    def make(jit):
+        @jit
+        def f(x):
+            Point = collections.namedtuple("Point", "x y")
+            return Point(x, x + 1.0)
+
+        return SimpleNamespace(fn=f)
+
+    janus.reset()
+    jf = make(janus.function).fn
+    results = [jf(tf.constant(float(i))) for i in range(5)]
+    assert len({type(r) for r in results}) == 5  # eager's: a new class at every call
+    assert [(float(r.x), float(r.y)) for r in results] == [(float(i), i + 1.0) for i in range(5)]
+    assert janus.stats(jf)["graph_calls"] == 0
+    assert "made inside the function" in str(janus.explain(jf))

@@ -54,6 +54,10 @@ class Packer:
         source = self.ctx.source_of(value)
         if source is not None:
             return ("p", self.ctx.getter(source))
+        made_here = self.ctx.heap.created_classes
+        if type(value) in made_here or isinstance(value, type) and value in made_here:
+            raise ConversionError(f"{what} is a class made inside the function, or an instance of one "
+                                  "(eager makes a new class at every call)")
         if self.ctx.heap.is_created(value):
             return self._created(value, what)
         if type(value) is list:

@@ -24,11 +24,10 @@ from janus.commit.packing import Packer, Recipe, Run, unpack
 from janus.convert.pipeline import converted_function
 from janus.errors import ConversionError
 from janus.runtime import ops
-from janus.runtime.random import STATEFUL_RANDOM_OPS
 from janus.trace import guards
 from janus.trace.active import CALL
 from janus.trace.context import TraceContext
-from janus.trace.seeds import SeedReservation
+from janus.trace.seeds import DATASET_RANDOM_OPS, STATEFUL_RANDOM_OPS, SeedReservation
 from janus.trace.guards import Guard, guard_namespace_base
 from janus.trace.sources import Arg, Default, KwArg, Source
 from janus.trace.values import DTYPES, is_eager_tensor
@@ -184,6 +183,9 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
             packer = Packer(ctx)
             state["output"] = packer.pack(result)
             state["effects"] = effects.pack_effects(ctx, packer)
+        if ctx.heap.random_datasets and ctx.checks.assertions:
+            raise ConversionError(f"iterates {ctx.heap.random_datasets[0]}, whose order or elements are random, in a "
+                                  "graph with assertions: a run that fails one would have advanced its random state")
         atomicity.gate_state_on_assertions(ctx.heap.outer_graph, ctx.checks.assertions, ctx.checks.writer_constructs)
         return packer.tensors
 
@@ -211,10 +213,11 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
 
 def _refuse_stateful_random(concrete: Any) -> None:
     """A stateful random kernel in the graph (reached through library code Janus called as
-    it is) would draw other numbers than eager: the function runs eagerly instead."""
+    it is, or a shuffling dataset built inside the step) would draw other numbers than
+    eager: the function runs eagerly instead."""
     graph_def = concrete.graph.as_graph_def()
     nodes = list(graph_def.node) + [n for f in graph_def.library.function for n in f.node_def]
-    found = sorted({n.op for n in nodes if n.op in STATEFUL_RANDOM_OPS})
+    found = sorted({n.op for n in nodes if n.op in STATEFUL_RANDOM_OPS or n.op in DATASET_RANDOM_OPS})
     if found:
         raise ConversionError(f"library code draws random numbers with {', '.join(found)}, which a graph "
                               f"would draw differently from eager", permanent=True)

@@ -10,6 +10,7 @@ constructor of a user class) makes the conversion fail, and the call runs eagerl
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 import operator
@@ -104,7 +105,7 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
             return f(*args, **kwargs)
         if is_user_function(f.__func__):
             return converted(f.__func__)(f.__self__, *args, **kwargs)
-        if _allowed_library(f.__func__) or _allowed_library(f.__self__):
+        if _allowed_library(f.__func__) or _allowed_library(f.__self__) or _named_tuple_method(f):
             return f(*_shapes(args), **_wrap_kw(_shapes(kwargs)))
         raise ConversionError(f"callee not allow-listed: {_name(f)}", permanent=True)
     if isinstance(f, types.BuiltinMethodType) and type(f.__self__) in (list, dict, set):
@@ -113,6 +114,8 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
         return _no_symbolic(f)(*args, **kwargs)
     if f in _SPECIAL:
         return _SPECIAL[f](*args, **kwargs)
+    if f is collections.namedtuple:
+        return _namedtuple(*args, **kwargs)
     if isinstance(f, type):
         if issubclass(f, BaseException) or not is_user_class(f) and f in ALLOWED_BUILTINS:
             return f(*_wrap(args), **_wrap_kw(kwargs))
@@ -166,6 +169,23 @@ def _construct(cls: type, args: tuple, kwargs: dict) -> Any:
     else:
         converted(init)(obj, *args, **kwargs)
     return obj
+
+
+def _named_tuple_method(f: types.MethodType) -> bool:
+    """``p._replace(...)``, ``P._make(...)``, ``p._asdict()``: the pure methods every named tuple has."""
+    owner = f.__self__ if isinstance(f.__self__, type) else type(f.__self__)
+    return issubclass(owner, tuple) and hasattr(owner, "_fields") and f.__func__.__module__ == "collections"
+
+
+def _namedtuple(*args: Any, **kwargs: Any) -> type:
+    """``collections.namedtuple(...)`` inside the step: the class is made while tracing.
+
+    Its instances convert like any named tuple's, but neither they nor the class may leave
+    the graph (packing refuses them): eager makes a new class at every call.
+    """
+    cls = collections.namedtuple(*args, **kwargs)
+    current().heap.created_classes.add(cls)
+    return cls
 
 
 def _shapes(args: Any) -> Any:
@@ -245,7 +265,15 @@ def _len(x: Any) -> Any:
     return len(x)
 
 
+def _enumerate(x: Any, start: int = 0) -> Any:
+    if isinstance(x, tf.data.Dataset) and type(start) is int:
+        return control_flow.EnumeratedDataset(x, start)
+    return enumerate(_iterable(x), start)
+
+
 def _iterable(x: Any) -> Any:
+    if isinstance(x, (tf.data.Dataset, tf.data.Iterator)):
+        raise ConversionError("a dataset iterated other than by a for loop (list(), zip(), ...)")
     if is_symbolic(x):
         if x.shape.rank is None or x.shape.rank == 0 or x.shape[0] is None:
             raise ConversionError("iteration over a tensor whose length the graph does not know")
@@ -329,11 +357,11 @@ _SPECIAL = {
     getattr: _getattr,
     hasattr: _hasattr,
     setattr: state.st_attr,
-    enumerate: lambda x, *a, **k: enumerate(_iterable(x), *a, **k),
+    enumerate: _enumerate,
     zip: lambda *xs, **k: zip(*(_iterable(x) for x in xs), **k),
     list: lambda *x: list(_iterable(x[0])) if x else [],
     tuple: lambda *x: tuple(_iterable(x[0])) if x else (),
-    iter: lambda x, *a: iter(_iterable(x), *a),
+    iter: lambda x, *a: iter(x) if isinstance(x, tf.data.Dataset) and not a else iter(_iterable(x), *a),
     reversed: lambda x: reversed(_iterable(x)),
     id: _no_symbolic(id),
 }

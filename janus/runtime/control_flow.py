@@ -659,6 +659,9 @@ def for_stmt(iterable: Any, extra_test: Callable | None, body: Callable, args: t
     if isinstance(iterable, TensorRange) or _is_tensor(iterable):
         _no_cells(cells, "for loop")
         return _tensor_for(iterable, extra_test, body, tuple(args), names)
+    if isinstance(iterable, (tf.data.Dataset, tf.data.Iterator, EnumeratedDataset)):
+        _no_cells(cells, "for loop over a dataset")
+        return _dataset_for(iterable, extra_test, body, tuple(args), names)
     state = tuple(args)
     for item in iterable:
         if extra_test is not None:
@@ -698,6 +701,50 @@ def _tensor_for(iterable, extra_test, body, state, names):
 
     out = _while_loop(test, step_body, (start,) + state, ("<index>",) + tuple(names), "for loop")
     return out[1:]
+
+
+class EnumeratedDataset:
+    """``enumerate(dataset, start)`` in converted code: the index stays a Python int."""
+
+    def __init__(self, dataset: Any, start: int = 0):
+        self.dataset, self.start = dataset, start
+
+    def __iter__(self):
+        raise ConversionError("a dataset iterated other than by a for loop")
+
+
+def _dataset_for(iterable, extra_test, body, state, names):
+    """``for item in dataset`` as the dataset's own loop: one iterator, a ``tf.while_loop``
+    that takes the next element while there is one and the loop did not break.
+
+    As in eager, a new iterator is made for a dataset (an iterator made in the function is
+    continued), and no element is taken after a ``break`` or ``return``.
+    """
+    enumerated = isinstance(iterable, EnumeratedDataset)
+    start = iterable.start if enumerated else 0
+    if enumerated:
+        iterable = iterable.dataset
+    iterator = iterable if isinstance(iterable, tf.data.Iterator) else iter(iterable)
+
+    def test(more, index, *s):
+        if extra_test is None:
+            return more
+        return tf.logical_and(more, _as_bool_tensor(extra_test(*s)))
+
+    def step(more, index, *s):
+        element = iterator.get_next_as_optional()
+        present = element.has_value()
+
+        def run(*v):
+            value = element.get_value()
+            return tuple(body((index, value) if enumerated else value, *v))
+
+        out = if_stmt(present, run, lambda *v: v, s, names)
+        return (present, index + 1) + tuple(out)
+
+    out = _while_loop(test, step, (tf.constant(True), start) + state, ("<more>", "<index>") + tuple(names),
+                      "for loop over a dataset")
+    return out[2:]
 
 
 def _as_bool_tensor(x: Any) -> tf.Tensor:

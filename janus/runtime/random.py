@@ -232,12 +232,3 @@ REPLACEMENTS: dict[Any, Callable] = {
     tf.keras.utils.set_random_seed: _refused("tf.keras.utils.set_random_seed", "inside the step resets "
                                                                                "random state while it runs"),
 }
-
-# Kernels that draw from TensorFlow's stateful generators (seeded by attributes at graph
-# construction): a graph holding one, reached through library code Janus does not see,
-# would draw other numbers than eager.
-STATEFUL_RANDOM_OPS = frozenset({
-    "RandomStandardNormal", "RandomUniform", "RandomUniformInt", "TruncatedNormal", "RandomShuffle",
-    "Multinomial", "RandomGamma", "RandomPoisson", "RandomPoissonV2", "ParameterizedTruncatedNormal",
-    "RandomCrop",
-})

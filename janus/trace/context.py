@@ -13,7 +13,7 @@ While converted code runs inside a ``FuncGraph``, every value it reads from outs
 records the *guard* that makes the decision safe to reuse:
 
 * an eager tensor becomes a graph input fed at every call (never a stale constant),
-  guarded on dtype and shape;
+  guarded on dtype and shape; so does a ``tf.data.Dataset``, guarded on its element spec;
 * a Python scalar, string or ``None`` is specialized as a constant, guarded by value;
 * functions, modules, classes, variables and framework objects (Keras layers,
   optimizers, ``tf.Module``) are used as they are, guarded by identity;
@@ -40,7 +40,7 @@ from janus.errors import ConversionError
 from janus.trace import active
 from janus.trace.active import CALL
 from janus.trace.guards import Guard, GuardKind
-from janus.trace.seeds import SeedStream
+from janus.trace.seeds import DATASET_RANDOM_OPS, STATEFUL_RANDOM_OPS, SeedStream
 from janus.trace.sources import Arg, KwArg, Source
 from janus.trace.speculation import Speculator
 from janus.trace.values import (
@@ -50,10 +50,10 @@ from janus.trace.values import (
 
 @dataclass
 class HeapInput:
-    """A tensor (or a fed Python number) read from Python state, fed into the graph at every call."""
+    """A tensor, a fed Python number or a dataset read from Python state, fed into the graph at every call."""
 
     source: Source
-    spec: tf.TensorSpec
+    spec: tf.TypeSpec
     placeholder: Any = None
 
 
@@ -108,6 +108,8 @@ class HeapModel:
     _read_from: dict[int, Source] = field(default_factory=dict)
     _distinct: list[tuple] = field(default_factory=list)
     _created: set[int] = field(default_factory=set)
+    created_classes: set[type] = field(default_factory=set)
+    random_datasets: list[str] = field(default_factory=list)
     _keep: list[Any] = field(default_factory=list)
 
     def const(self, obj: Any, hint: str = "o") -> str:
@@ -197,6 +199,8 @@ class HeapModel:
             return self._dict(value, source)
         if type(value) in (set, frozenset):
             return self._set(value, source)
+        if isinstance(value, tf.data.Dataset):
+            return self._dataset_input(value, source)
         if hasattr(type(value), "__next__"):
             # Iterating it while tracing would consume the caller's iterator (or generator)
             # before the run is known to succeed.
@@ -307,6 +311,25 @@ class HeapModel:
                    f"{source.what} is a {value.dtype.name} tensor of shape {dims}", GuardKind.TENSOR, source)
         if source in self.arg_inputs:
             return self.arg_inputs[source]
+        existing = self.heap_inputs.get(source)
+        if existing is not None:
+            return existing.placeholder
+        hi = HeapInput(source, spec)
+        hi.placeholder = _capture_at_call_time(self, hi)
+        self.heap_inputs[source] = hi
+        return hi.placeholder
+
+    def _dataset_input(self, value: tf.data.Dataset, source: Source):
+        """A dataset: fed to the graph through its ``DatasetSpec`` at every call, so any
+        dataset with the same element structure runs the same graph (iterating it in the
+        graph starts a new iterator, as eager's ``for`` does)."""
+        spec = tf.data.DatasetSpec(value.element_spec)
+        if _tf_private.dataset_op_types(value) & (DATASET_RANDOM_OPS | STATEFUL_RANDOM_OPS):
+            self.random_datasets.append(source.label)
+        path = source.expr
+        name = self.const(value.element_spec, "es")
+        self.guard(f"isinstance({path}, _Dataset) and {path}.element_spec == {name}",
+                   f"{source.what} is a dataset of {_short(value.element_spec)}", GuardKind.SPEC, source)
         existing = self.heap_inputs.get(source)
         if existing is not None:
             return existing.placeholder

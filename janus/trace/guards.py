@@ -22,6 +22,7 @@ class GuardKind(enum.Enum):
     """What a guard pins; ``janus.explain`` groups guards by kind."""
 
     TENSOR = "tensor dtype and shape"
+    SPEC = "dataset element spec"
     VALUE = "Python value"
     TYPE = "type"
     STRUCTURE = "container structure"
@@ -75,7 +76,7 @@ def _scalar(value: Any, kind: type) -> Any:
 
 def guard_namespace_base() -> dict[str, Any]:
     """Helpers every generated guard function may use."""
-    return {"_EagerTensor": EAGER_TENSOR, "_np_equal": _np_equal, "_shape_ok": _shape_ok}
+    return {"_EagerTensor": EAGER_TENSOR, "_Dataset": tf.data.Dataset, "_np_equal": _np_equal, "_shape_ok": _shape_ok}
 
 
 def _shape_ok(shape, dims: tuple) -> bool:

@@ -151,3 +151,22 @@ class DrawInLoop(ConversionError):
 
     def __init__(self) -> None:
         super().__init__("a random draw inside a tensor-dependent loop")
+
+
+# Kernels that draw from TensorFlow's stateful generators (seeded by attributes at graph
+# construction): a graph holding one, reached through library code Janus does not see,
+# would draw other numbers than eager.
+STATEFUL_RANDOM_OPS = frozenset({
+    "RandomStandardNormal", "RandomUniform", "RandomUniformInt", "TruncatedNormal", "RandomShuffle",
+    "Multinomial", "RandomGamma", "RandomPoisson", "RandomPoissonV2", "ParameterizedTruncatedNormal",
+    "RandomCrop",
+})
+
+# tf.data kernels whose order or elements are random: a dataset holding one, iterated in a
+# graph, draws from state that eager draws from too (and a graph built inside the step
+# would seed it differently).
+DATASET_RANDOM_OPS = frozenset({
+    "ShuffleDataset", "ShuffleDatasetV2", "ShuffleDatasetV3", "ShuffleAndRepeatDataset",
+    "ShuffleAndRepeatDatasetV2", "RandomDataset", "RandomDatasetV2", "ExperimentalRandomDataset",
+    "SamplingDataset", "DataServiceDataset",
+})
