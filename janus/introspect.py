@@ -53,7 +53,7 @@ class Explanation:
                          f"{' (relaxed shapes)' if entry.relaxed else ''}")
             lines.append(f"    inputs: {shapes or 'none'}")
             if entry.heap_inputs:
-                lines.append(f"    fed from Python state: {', '.join(entry.heap_inputs)}")
+                lines.append(f"    fed at each call: {', '.join(entry.heap_inputs)}")
             lines.append(f"    assertions in graph: {entry.assertions}")
             for title, group in (("assumptions", [a for a in entry.assumptions if a.speculative]),
                                  ("run-time checks", [a for a in entry.assumptions if not a.speculative])):

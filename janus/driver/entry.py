@@ -30,7 +30,7 @@ from janus.trace.context import TraceContext
 from janus.trace.seeds import DATASET_RANDOM_OPS, STATEFUL_RANDOM_OPS, SeedReservation
 from janus.trace.guards import Guard, guard_namespace_base
 from janus.trace.sources import Arg, Default, KwArg, Source
-from janus.trace.values import DTYPES, is_eager_tensor
+from janus.trace.values import DTYPES, is_eager_composite, is_eager_tensor
 
 
 @dataclass
@@ -97,12 +97,18 @@ def convert(fn: types.FunctionType) -> types.FunctionType:
 
 def tensor_leaves(args: tuple, kwargs: dict) -> list[tuple[Source, Any]]:
     """Sources of the eager tensors among the arguments (inside tuples, lists, dicts)."""
+    return [(s, v) for s, v in input_leaves(args, kwargs) if is_eager_tensor(v)]
+
+
+def input_leaves(args: tuple, kwargs: dict) -> list[tuple[Source, Any]]:
+    """Sources of the eager tensors and composite tensors among the arguments."""
     found: list[tuple[Source, Any]] = []
 
     def walk(value: Any, source: Source, depth: int) -> None:
-        if is_eager_tensor(value):
+        if is_eager_tensor(value) or is_eager_composite(value):
             found.append((source, value))
-        elif depth < 4 and type(value) in (tuple, list) and len(value) <= 256:
+        elif depth < 4 and (type(value) in (tuple, list) or isinstance(value, tuple) and hasattr(value, "_fields")) \
+                and len(value) <= 256:
             for i, v in enumerate(value):
                 walk(v, source.item(i), depth + 1)
         elif depth < 4 and type(value) is dict and len(value) <= 256:
@@ -146,7 +152,7 @@ def _defaults(ctx: TraceContext, fn: types.FunctionType, args: tuple, kwargs: di
 
 
 def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple, kwargs: dict,
-                relaxed_shapes: dict[Source, tf.TensorShape] | None = None, speculator: Any = None,
+                relaxed_shapes: dict[Source, tf.TensorShape | tf.TypeSpec] | None = None, speculator: Any = None,
                 fed_scalars: dict[Source, type] | None = None) -> CacheEntry:
     """Trace ``converted`` on these arguments into a cache entry (raises on failure).
 
@@ -155,6 +161,8 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
     """
     leaves = tensor_leaves(args, kwargs)
     relaxed_shapes = relaxed_shapes or {}
+    composite_specs = {p: s for p, s in relaxed_shapes.items() if isinstance(s, tf.TypeSpec)}
+    relaxed_shapes = {p: s for p, s in relaxed_shapes.items() if p not in composite_specs}
     fed_scalars = fed_scalars or {}
     specs = [(p, tf.TensorSpec(relaxed_shapes.get(p, v.shape), v.dtype)) for p, v in leaves]
     heap_shapes = {p: s for p, s in relaxed_shapes.items() if not p.is_argument}
@@ -164,6 +172,7 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
     ctx = TraceContext(relaxed=bool(relaxed_shapes), speculator=speculator, fed_scalars=dict(fed_scalars),
                        heap_shapes=heap_shapes, convert=convert)
     ctx.guard_set.namespace.update(guard_namespace_base())
+    ctx.heap.composite_specs = composite_specs
     names = _param_names(python_fn)
     state: dict[str, Any] = {}
 

@@ -24,7 +24,7 @@ from janus import config
 from janus.commit.atomicity import StateBeforeAssertion
 from janus.convert import support
 from janus.convert.pipeline import convert_source
-from janus.driver.entry import CacheEntry, build_entry, convert, tensor_leaves
+from janus.driver.entry import CacheEntry, build_entry, convert, input_leaves
 from janus.driver.policy import ConversionPolicy
 from janus.errors import ConversionError
 from janus.convert.pipeline import is_converted_code
@@ -150,8 +150,8 @@ class JanusFunction:
         if policy.gave_up:
             return self.python_function(*args, **kwargs)
         policy.eager_since_attempt += 1
-        for source, value in tensor_leaves(args, kwargs):
-            policy.observe_shape(source, value.shape)
+        for source, value in input_leaves(args, kwargs):
+            policy.observe(source, value)
         if config.profiling() and not policy.budget_exhausted():
             return self.profiler.call(self.python_function, *args, **kwargs)
         return self.python_function(*args, **kwargs)
@@ -184,8 +184,8 @@ class JanusFunction:
             self._note(f"cannot convert: {reason}")
             policy.give_up(reason, "It contains a construct Janus does not convert; see janus.explain(f).")
             return None
-        for source, value in tensor_leaves(args, kwargs):
-            policy.observe_shape(source, value.shape)
+        for source, value in input_leaves(args, kwargs):
+            policy.observe(source, value)
         relaxed = policy.relaxed_shapes()
         history = self.profiler.data.arg_history(fn) if self.speculate else []
         fed = policy.fed_scalars(fn, history, self.speculate, args, kwargs)

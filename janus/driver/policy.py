@@ -23,6 +23,7 @@ import tensorflow as tf
 from janus import config
 from janus.trace.guards import GuardKind
 from janus.trace.sources import Arg, KwArg, Source
+from janus.trace.values import is_eager_composite, is_eager_tensor
 
 log = logging.getLogger("janus")
 
@@ -45,6 +46,7 @@ class ConversionPolicy:
         self.last_attempt_failed = False
         self.permanent_reason: str | None = None
         self.shapes: dict[Source, tf.TensorShape] = {}
+        self.specs: dict[Source, tf.TypeSpec] = {}  # composite tensors: the spec widened over calls
         self.varying: dict[Source, type] = {}
         self.banned_sites: set = set()
         self.assumptions: dict = {}
@@ -100,8 +102,23 @@ class ConversionPolicy:
         seen = self.shapes.get(source, before)
         self.shapes[source] = shape if seen is None else _common_shape(seen, shape)
 
-    def relaxed_shapes(self) -> dict[Source, tf.TensorShape]:
-        return {s: shape for s, shape in self.shapes.items() if shape.is_fully_defined() is False}
+    def observe(self, source: Source, value: Any, before: Any = None) -> None:
+        """Widen what is known at ``source`` by ``value``: a tensor's shape, or a composite
+        tensor's ``TypeSpec`` (``before``: what the failed graph assumed there)."""
+        if is_eager_tensor(value):
+            self.observe_shape(source, value.shape, before)
+            return
+        spec = tf.type_spec_from_value(value)
+        seen = self.specs.get(source, before)
+        if seen is not None and seen != spec:
+            spec = seen.most_specific_common_supertype([spec]) or spec
+        self.specs[source] = spec
+
+    def relaxed_shapes(self) -> dict[Source, tf.TensorShape | tf.TypeSpec]:
+        """What to trace with at each source that varied: a relaxed shape for a tensor, a
+        widened ``TypeSpec`` for a composite tensor."""
+        relaxed: dict = {s: shape for s, shape in self.shapes.items() if shape.is_fully_defined() is False}
+        return relaxed | self.specs
 
     def learn_from_miss(self, entry: Any, args: tuple, kwargs: dict) -> str:
         """The first guard of ``entry`` that fails on this call; every Python int/float a
@@ -117,6 +134,8 @@ class ConversionPolicy:
                 self.varying[source] = type(value)
             elif guard.kind is GuardKind.TENSOR and tf.is_tensor(value) and not source.is_argument:
                 self.observe_shape(source, value.shape, entry.value_shape(source))
+            elif guard.kind is GuardKind.SPEC and is_eager_composite(value):
+                self.observe(source, value, entry.heap_specs.get(source))
         first = first or "argument structure"
         self.misses[first] += 1
         return first

@@ -121,6 +121,9 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
             return f(*_wrap(args), **_wrap_kw(kwargs))
         if issubclass(f, tuple) and hasattr(f, "_fields"):
             return f(*args, **kwargs)
+        if issubclass(f, tf.experimental.ExtensionType) \
+                and not any("__validate__" in vars(k) for k in f.__mro__ if is_user_class(k)):
+            return f(*args, **kwargs)  # its generated __init__ only checks and stores the fields
         if not is_user_class(f) and _allowed_library(f):
             return f(*args, **kwargs)
         if not is_user_class(f):

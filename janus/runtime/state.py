@@ -19,7 +19,7 @@ from janus.errors import ConversionError
 from janus.trace.active import current
 from janus.trace.guards import GuardKind
 from janus.trace.sources import Cell, ClassAttr, Global
-from janus.trace.values import SymbolicShape, is_framework_object, is_symbolic, is_user_class
+from janus.trace.values import SymbolicShape, is_framework_object, is_graph_composite, is_symbolic, is_user_class
 
 _MISSING = object()
 _CELL = "<cell contents>"  # the overlay key of a closure cell's rebound value
@@ -65,7 +65,7 @@ def ld_cell(cells: tuple, index: int, name: str) -> Any:
 
 def ld_attr(obj: Any, name: str) -> Any:
     """``obj.name`` as converted code sees it."""
-    if is_symbolic(obj):
+    if is_symbolic(obj) or is_graph_composite(obj):
         value = getattr(obj, name)
         if name == "shape" and not value.is_fully_defined():
             return SymbolicShape.of(obj)

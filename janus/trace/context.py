@@ -13,7 +13,8 @@ While converted code runs inside a ``FuncGraph``, every value it reads from outs
 records the *guard* that makes the decision safe to reuse:
 
 * an eager tensor becomes a graph input fed at every call (never a stale constant),
-  guarded on dtype and shape; so does a ``tf.data.Dataset``, guarded on its element spec;
+  guarded on dtype and shape; so do a ``tf.data.Dataset`` (guarded on its element spec)
+  and a ``RaggedTensor``, ``SparseTensor`` or ``ExtensionType`` (on its ``TypeSpec``);
 * a Python scalar, string or ``None`` is specialized as a constant, guarded by value;
 * functions, modules, classes, variables and framework objects (Keras layers,
   optimizers, ``tf.Module``) are used as they are, guarded by identity;
@@ -39,12 +40,13 @@ from janus import _tf_private
 from janus.errors import ConversionError
 from janus.trace import active
 from janus.trace.active import CALL
-from janus.trace.guards import Guard, GuardKind
+from janus.trace.guards import Guard, GuardKind, fits_spec
 from janus.trace.seeds import DATASET_RANDOM_OPS, STATEFUL_RANDOM_OPS, SeedStream
 from janus.trace.sources import Arg, KwArg, Source
 from janus.trace.speculation import Speculator
 from janus.trace.values import (
-    DTYPES, SCALARS, PyScalar, is_eager_tensor, is_framework_object, is_plain_callable, is_user_class,
+    DTYPES, SCALARS, PyScalar, is_eager_composite, is_eager_tensor, is_framework_object, is_plain_callable,
+    is_user_class,
 )
 
 
@@ -101,6 +103,7 @@ class HeapModel:
     arg_inputs: dict[Source, Any] = field(default_factory=dict)
     arg_specs: dict[Source, tf.TensorSpec] = field(default_factory=dict)
     heap_inputs: dict[Source, HeapInput] = field(default_factory=dict)
+    composite_specs: dict[Source, tf.TypeSpec] = field(default_factory=dict)
     overlay: dict[tuple, Any] = field(default_factory=dict)
     mutated_unread: set = field(default_factory=set)
     _sources: dict[int, Source] = field(default_factory=dict)
@@ -184,6 +187,8 @@ class HeapModel:
         path, what = source.expr, source.what
         if is_eager_tensor(value):
             return self._tensor_input(value, source)
+        if is_eager_composite(value):
+            return self._composite_input(value, source)
         if source in self.fed_scalars and type(value) is self.fed_scalars[source]:
             return self._fed_scalar(source)
         if isinstance(value, bool) or value is None:
@@ -193,7 +198,7 @@ class HeapModel:
             self.guard(f"type({path}) is {type(value).__name__} and {path} == {self._literal(value)}",
                        f"{what} == {value!r}", GuardKind.VALUE, source)
             return value
-        if type(value) in (tuple, list):
+        if type(value) in (tuple, list) or isinstance(value, tuple) and hasattr(type(value), "_fields"):
             return self._sequence(value, source)
         if type(value) is dict:
             return self._dict(value, source)
@@ -255,19 +260,22 @@ class HeapModel:
         return repr(value)
 
     def _sequence(self, value, source: Source):
+        """A tuple, list or named tuple, read item by item."""
         kind, path, what = type(value).__name__, source.expr, source.what
+        named = type(value) not in (tuple, list)
+        cls = self.const(type(value), "t") if named else kind
         if len(value) > 256:
             raise ConversionError(f"{what} is a {kind} of {len(value)} items: too long to specialize")
         if _only_scalars(value):
             name = self.const(_frozen_copy(value), "v")
-            self.guard(f"type({path}) is {kind} and {path} == {name}", f"{what} == {_short(value)}",
+            self.guard(f"type({path}) is {cls} and {path} == {name}", f"{what} == {_short(value)}",
                        GuardKind.VALUE, source)
             out = value if isinstance(value, tuple) else list(value)
         else:
-            self.guard(f"type({path}) is {kind} and len({path}) == {len(value)}", f"{what} is a {kind} of {len(value)}",
+            self.guard(f"type({path}) is {cls} and len({path}) == {len(value)}", f"{what} is a {kind} of {len(value)}",
                        GuardKind.STRUCTURE, source)
             items = [self.read(v, source.item(i)) for i, v in enumerate(value)]
-            out = tuple(items) if isinstance(value, tuple) else items
+            out = type(value)(*items) if named else tuple(items) if isinstance(value, tuple) else items
         if isinstance(out, list):
             self.track(out, source)
         return out
@@ -319,6 +327,27 @@ class HeapModel:
         self.heap_inputs[source] = hi
         return hi.placeholder
 
+    def _composite_input(self, value: Any, source: Source):
+        """A ``RaggedTensor``, ``SparseTensor`` or ``ExtensionType``: fed through its
+        ``TypeSpec`` at every call (the spec widened where sizes changed, as a tensor's
+        shape is relaxed), never captured as a constant."""
+        spec = self.composite_specs.get(source)
+        if spec is None or not fits_spec(value, spec):
+            spec = tf.type_spec_from_value(value)
+        name = self.const(spec, "ts")
+        self.guard(f"_fits({source.expr}, {name})", f"{source.what} is a {type(value).__name__} of {_short(spec)}",
+                   GuardKind.SPEC, source)
+        return self._call_time_input(source, spec)
+
+    def _call_time_input(self, source: Source, spec: tf.TypeSpec):
+        existing = self.heap_inputs.get(source)
+        if existing is not None:
+            return existing.placeholder
+        hi = HeapInput(source, spec)
+        hi.placeholder = _capture_at_call_time(self, hi)
+        self.heap_inputs[source] = hi
+        return hi.placeholder
+
     def _dataset_input(self, value: tf.data.Dataset, source: Source):
         """A dataset: fed to the graph through its ``DatasetSpec`` at every call, so any
         dataset with the same element structure runs the same graph (iterating it in the
@@ -330,13 +359,7 @@ class HeapModel:
         name = self.const(value.element_spec, "es")
         self.guard(f"isinstance({path}, _Dataset) and {path}.element_spec == {name}",
                    f"{source.what} is a dataset of {_short(value.element_spec)}", GuardKind.SPEC, source)
-        existing = self.heap_inputs.get(source)
-        if existing is not None:
-            return existing.placeholder
-        hi = HeapInput(source, spec)
-        hi.placeholder = _capture_at_call_time(self, hi)
-        self.heap_inputs[source] = hi
-        return hi.placeholder
+        return self._call_time_input(source, spec)
 
     # -- one side of a tensor conditional ---------------------------------------------
     def snapshot(self) -> tuple:

@@ -22,7 +22,7 @@ class GuardKind(enum.Enum):
     """What a guard pins; ``janus.explain`` groups guards by kind."""
 
     TENSOR = "tensor dtype and shape"
-    SPEC = "dataset element spec"
+    SPEC = "type spec (datasets, composite tensors)"
     VALUE = "Python value"
     TYPE = "type"
     STRUCTURE = "container structure"
@@ -76,12 +76,18 @@ def _scalar(value: Any, kind: type) -> Any:
 
 def guard_namespace_base() -> dict[str, Any]:
     """Helpers every generated guard function may use."""
-    return {"_EagerTensor": EAGER_TENSOR, "_Dataset": tf.data.Dataset, "_np_equal": _np_equal, "_shape_ok": _shape_ok}
+    return {"_EagerTensor": EAGER_TENSOR, "_Dataset": tf.data.Dataset, "_fits": fits_spec, "_np_equal": _np_equal,
+            "_shape_ok": _shape_ok}
 
 
 def _shape_ok(shape, dims: tuple) -> bool:
     actual = shape.as_list()
     return len(actual) == len(dims) and all(d is None or d == s for d, s in zip(dims, actual))
+
+
+def fits_spec(value: Any, spec: tf.TypeSpec) -> bool:
+    """``value`` is a composite tensor of ``spec`` (whose sizes may be relaxed)."""
+    return type(value) is spec.value_type and spec.is_compatible_with(value)
 
 
 def _np_equal(a, b) -> bool:

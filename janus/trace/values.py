@@ -56,6 +56,22 @@ def is_framework_object(x: Any) -> bool:
     return mod.split(".")[0] in FRAMEWORK_PREFIXES
 
 
+COMPOSITES = (tf.RaggedTensor, tf.SparseTensor, tf.experimental.ExtensionType)
+
+
+def is_eager_composite(x: Any) -> bool:
+    """A ``RaggedTensor``, ``SparseTensor`` or ``ExtensionType`` made of eager tensors (an
+    input fed to the graph through its ``TypeSpec``)."""
+    if not isinstance(x, COMPOSITES):
+        return False
+    parts = tf.nest.flatten(x, expand_composites=True)
+    return bool(parts) and all(is_eager_tensor(t) for t in parts)
+
+
+def is_graph_composite(x: Any) -> bool:
+    return isinstance(x, (tf.RaggedTensor, tf.SparseTensor)) and not is_eager_composite(x)
+
+
 def is_user_class(cls: type) -> bool:
     """A class of the user's program: defined in user code (``janus_profiler.usercode``)."""
     mod = cls.__module__ or ""
@@ -343,6 +359,14 @@ def _python_defines(op: str, a: tf.Tensor, b: tf.Tensor) -> None:
     current().assert_that(ok, message)
 
 
+def _partitions(ragged: tf.RaggedTensor) -> list:
+    out = []
+    while isinstance(ragged, tf.RaggedTensor):
+        out.append(ragged)
+        ragged = ragged.values
+    return out
+
+
 def _converted_line() -> tuple[str, int, str]:
     """Where converted code makes TensorFlow convert a value: ``file.py:LINE`` of the user's
     line, that line number, and its text ("" when unknown).
@@ -435,12 +459,33 @@ class SymbolicShape:
         self.dims = dims
 
     @classmethod
-    def of(cls, tensor: tf.Tensor) -> "SymbolicShape":
+    def of(cls, tensor: Any) -> "SymbolicShape":
+        """The shape eager would report for ``tensor`` (a graph tensor, ``RaggedTensor`` or
+        ``SparseTensor``): a ragged dimension is None, as in eager; every other dimension
+        is known to eager, so one the graph does not know is computed."""
         static = tensor.shape
         if static.rank is None:
             raise ConversionError("reads the shape of a tensor whose rank the graph does not know")
+        dims = static.as_list()
+        if isinstance(tensor, tf.SparseTensor):
+            dynamic = tensor.dense_shape
+            return cls([d if d is not None else PyScalar(dynamic[i], int) for i, d in enumerate(dims)])
+        if isinstance(tensor, tf.RaggedTensor):
+            if any(p.uniform_row_length is not None for p in _partitions(tensor)):
+                raise ConversionError("reads the shape of a ragged tensor with uniform row lengths")
+            ragged = tensor.ragged_rank
+            inner = tf.shape(tensor.flat_values, out_type=tf.int64)
+
+            def dim(i: int, d: int | None) -> Any:
+                if d is not None or 0 < i <= ragged:  # known, or ragged (None in eager too)
+                    return d
+                if i == 0:
+                    return PyScalar(tensor.nrows(out_type=tf.int64), int)
+                return PyScalar(inner[i - ragged], int)
+
+            return cls([dim(i, d) for i, d in enumerate(dims)])
         dynamic = tf.shape(tensor, out_type=tf.int64)
-        return cls([d if d is not None else PyScalar(dynamic[i], int) for i, d in enumerate(static.as_list())])
+        return cls([d if d is not None else PyScalar(dynamic[i], int) for i, d in enumerate(dims)])
 
     @property
     def rank(self) -> int:
