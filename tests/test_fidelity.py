@@ -381,3 +381,55 @@ def test_an_instance_of_a_class_made_inside_the_step_does_not_leave_a_graph():
     assert [(float(r.x), float(r.y)) for r in results] == [(float(i), i + 1.0) for i in range(5)]
     assert janus.stats(jf)["graph_calls"] == 0
     assert "made inside the function" in str(janus.explain(jf))
+
+
+# -- the user's functions called by library code ----------------------------------------
+class Tally:
+    def __init__(self):
+        self.calls = 0
+
+    def double(self, x):
+        self.calls += 1  # eager: once per element
+        return x * 2.0
+
+
+def scaled(x):
+    return x * 3.0 + 1.0
+
+
+def test_a_function_passed_to_the_library_keeps_its_effects_eager():
+    """``tf.map_fn(tally.double, xs)``: the library calls the function in a graph of its
+    own, as often as the graph decides; its state change must not happen once, at trace
+    time (a wrong answer before). Such calls run eagerly; pure functions convert."""
+    def make(jit):
+        tally = Tally()
+
+        @jit
+        def counted(xs):
+            return tf.map_fn(tally.double, xs)
+
+        @jit
+        def pure(xs, flag):
+            ys = tf.map_fn(scaled, xs)
+            return tf.cond(flag, lambda: ys * 2.0, lambda: ys - 1.0)
+
+        return SimpleNamespace(fn=counted, pure=pure, janus_fns=[counted, pure], state=lambda: {"calls": tally.calls})
+
+    counted_calls = [(tf.ones([n]) * n,) for n in range(1, 7)]
+    check(make, counted_calls, eager_only=True)
+    pure_calls = [lambda p, n=n: p.pure(tf.ones([n]) * n, tf.constant(n % 2 == 0)) for n in range(1, 8)]
+    stats = check(make, pure_calls, min_graph_calls=3)
+    assert stats["conversions"] <= 2, stats
+
+
+def test_effects_inside_an_explicit_tf_cond_branch_run_eagerly():
+    def make(jit):
+        log = []
+
+        @jit
+        def f(x):
+            return tf.cond(x > 0, lambda: log.append(1) or x, lambda: -x)
+
+        return SimpleNamespace(fn=f, state=lambda: {"log": list(log)})
+
+    check(make, [(tf.constant(v),) for v in [1.0, -2.0, 3.0, -1.0, 2.0]], eager_only=True)

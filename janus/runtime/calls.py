@@ -20,6 +20,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from janus.commit import atomicity
 from janus.commit.effects import CallMethod, Print
 from janus.convert.pipeline import is_converted_code as is_converted
 from janus.convert.support import ALLOWED_BUILTINS
@@ -106,7 +107,7 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
         if is_user_function(f.__func__):
             return converted(f.__func__)(f.__self__, *args, **kwargs)
         if _allowed_library(f.__func__) or _allowed_library(f.__self__) or _named_tuple_method(f):
-            return f(*_shapes(args), **_wrap_kw(_shapes(kwargs)))
+            return f(*_callbacks(_shapes(args), f), **_callbacks(_shapes(kwargs), f))
         raise ConversionError(f"callee not allow-listed: {_name(f)}", permanent=True)
     if isinstance(f, types.BuiltinMethodType) and type(f.__self__) in (list, dict, set):
         return container_method(f.__self__, f.__name__, args, kwargs)
@@ -139,7 +140,10 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
     if f in ALLOWED_BUILTINS:
         return f(*_wrap(args), **_wrap_kw(kwargs))
     if _allowed_library(f):
-        return f(*_shapes(args), **_wrap_kw(_shapes(kwargs)))
+        if f in _RUN_TIME_PYTHON:
+            raise ConversionError(f"{_name(f)} runs Python while the graph runs: an aborted run could not take "
+                                  "its effects back", permanent=True)
+        return f(*_callbacks(_shapes(args), f), **_callbacks(_shapes(kwargs), f))
     if f in vars(operator).values() or f in vars(math).values():
         return f(*args, **_wrap_kw(kwargs))
     raise ConversionError(f"callee not allow-listed: {_name(f)}", permanent=True)
@@ -205,6 +209,49 @@ def _shapes(args: Any) -> Any:
     if isinstance(args, dict):
         return {k: fix(v) for k, v in args.items()} if args else args
     return tuple(fix(v) for v in args)
+
+
+_RUN_TIME_PYTHON = (tf.py_function, tf.numpy_function, tf.compat.v1.py_func)
+
+
+def _callbacks(args: Any, library: Any) -> Any:
+    """Arguments of a library call, with the user's functions (and functions of converted
+    code, such as a lambda in the step) made callbacks that run converted.
+
+    Where the library calls one in a graph of its own (the body of ``tf.map_fn``, a branch
+    of ``tf.cond``, a ``Dataset.map`` function), it runs a number of times only the graph
+    knows: Python effects, random draws and variable writes there make the conversion
+    fail rather than happen once at trace time.
+    """
+    def wrap(a: Any) -> Any:
+        if not (is_user_function(a) or isinstance(a, types.MethodType) and is_user_function(a.__func__)
+                or is_converted_code(a)):
+            return a
+        site = tf.compat.v1.get_default_graph()
+        return lambda *x, **kw: _callback(a, site, library, x, kw)
+
+    if isinstance(args, dict):
+        return {k: wrap(v) for k, v in args.items()} if args else args
+    return tuple(wrap(a) for a in args)
+
+
+def _callback(fn: Any, site: Any, library: Any, args: tuple, kwargs: dict) -> Any:
+    graph = tf.compat.v1.get_default_graph()
+    if graph is site:  # called while the library builds the caller's graph: as often as it runs
+        return call(fn, *args, **kwargs)
+    ctx = current()
+    what = f"a function passed to {_name(library)}"
+    ctx.log.dynamic_depth += 1
+    ctx.log.sinks.append(None)
+    try:
+        with ctx.seeds.forbidden(f"{what} draws random numbers"):
+            out = call(fn, *args, **kwargs)
+    finally:
+        ctx.log.dynamic_depth -= 1
+        ctx.log.sinks.pop()
+    if atomicity.graph_writes_state(graph, ctx.checks.writer_constructs):
+        raise ConversionError(f"{what} changes a variable in a graph of its own")
+    return out
 
 
 def _wrap(args: tuple) -> tuple:
