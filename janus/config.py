@@ -25,3 +25,22 @@ def profile_calls() -> int:
 def profiling() -> bool:
     """Eager calls run under the bytecode profiler unless ``JANUS_PROFILE=0``."""
     return os.environ.get("JANUS_PROFILE", "1") not in ("0", "false", "False")
+
+
+DEFAULT_TAKEOVER_SAMPLE_MS = 10.0
+
+
+def takeover_sample_seconds() -> float:
+    """How often the hook looks for running training steps on Python 3.11:
+    ``JANUS_TAKEOVER_SAMPLE_MS`` (milliseconds, default 10; shorter finds short steps
+    sooner and costs more)."""
+    value = os.environ.get("JANUS_TAKEOVER_SAMPLE_MS")
+    if value is None or value == "":
+        return DEFAULT_TAKEOVER_SAMPLE_MS / 1000
+    try:
+        ms = float(value)
+    except ValueError:
+        raise ValueError(f"JANUS_TAKEOVER_SAMPLE_MS must be a number of milliseconds, got {value!r}") from None
+    if ms <= 0:
+        raise ValueError(f"JANUS_TAKEOVER_SAMPLE_MS must be positive, got {value!r}")
+    return ms / 1000

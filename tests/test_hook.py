@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 import janus
-from janus.takeover import hook
+from janus.takeover import hook, redirect
 from janus.driver.function import JanusFunction
 
 from harness import assert_same
@@ -201,6 +201,137 @@ def test_tf_is_not_patched(user_dir):
     with janus.enabled():
         assert dict(vars(tf.GradientTape)) == tape_attrs
         assert tf.GradientTape.__module__.startswith("tensorflow")
+
+
+LATE_MODULE = """
+import tensorflow as tf
+
+
+def make_step(w, lr):
+    def step(x):                       # a closure: no namespace holds it
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(w * x) ** 2
+        w.assign_sub(lr * tape.gradient(loss, w))
+        return loss
+    return step
+
+
+def make_trainer():
+    class Trainer:                      # a class created at run time
+        def __init__(self):
+            self.v = tf.Variable([0.5, -0.5])
+            self.steps = 0
+
+        def train(self, x):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(self.v * x * x)
+            self.v.assign_sub(0.05 * tape.gradient(loss, self.v))
+            self.steps += 1
+            return loss
+    return Trainer()
+"""
+
+
+def _xs(n):
+    return [tf.constant([1.0, 0.1 * i]) for i in range(n)]
+
+
+def _oracle(mod, n):
+    """Losses and final values of the steps run eagerly, with the hook off."""
+    w = tf.Variable([1.0, 2.0])
+    step, trainer = mod.make_step(w, 0.01), mod.make_trainer()
+    return [(float(step(x)), float(trainer.train(x))) for x in _xs(n)]
+
+
+@pytest.fixture
+def fast_sampling(monkeypatch):
+    """On 3.11 the hook samples stacks (every 10 ms by default): sample every millisecond,
+    so that the tests' short steps are found within their first calls."""
+    monkeypatch.setenv("JANUS_TAKEOVER_SAMPLE_MS", "1")
+
+
+def _until_taken(call, names, limit=40):
+    """Call ``call()`` until every function named in ``names`` is redirected to Janus (or
+    ``limit`` calls)."""
+    results = []
+    while len(results) < limit and not set(names) <= {f.__qualname__ for f in redirect.redirected()}:
+        results.append(call())
+    return results
+
+
+def test_closures_classes_and_early_references_are_taken_over_when_they_record_a_tape(user_dir, fast_sampling):
+    mod = importlib.import_module(user_dir("hook_late", LATE_MODULE))
+    expected = _oracle(mod, 60)
+    early_reference = mod.make_step          # taken before enable(): holds no tape itself
+    names = ["make_step.<locals>.step", "make_trainer.<locals>.Trainer.train"]
+    with janus.enabled():
+        w = tf.Variable([1.0, 2.0])
+        step, trainer = early_reference(w, 0.01), mod.make_trainer()
+        xs = iter(_xs(60))
+
+        def call():
+            x = next(xs)
+            return float(step(x)), float(trainer.train(x))
+
+        got = _until_taken(call, names)
+        assert set(names) <= set(hook.taken_over()), f"not found in {len(got)} calls"
+        assert len(got) < 40
+        got += [call() for _ in range(10)]
+        np.testing.assert_allclose(got, expected[:len(got)], rtol=1e-5)
+        stats = [janus.stats(f) for f in (step.__wrapped__, type(trainer).train.__wrapped__)]
+        assert all(s["graph_calls"] >= 6 and s["conversions"] <= 2 for s in stats), stats
+        import inspect
+        assert list(inspect.signature(step).parameters) == ["x"]
+    assert step.__code__.co_name == "step" and "__wrapped__" not in vars(step)
+    assert hook.taken_over() == []
+    plain = mod.make_step(tf.Variable(w.numpy()), 0.01)
+    assert abs(float(step(_xs(1)[0])) - float(plain(_xs(1)[0]))) < 1e-6   # the restored code runs as written
+
+
+def test_a_reference_taken_before_enable_reaches_the_scans_janus_function(user_dir, fast_sampling):
+    mod = importlib.import_module(user_dir("hook_early", USER_MODULE))
+    early = mod.step
+    with janus.enabled():
+        scanned = mod.step
+        assert isinstance(scanned, JanusFunction)
+        calls = iter(range(100))
+        _until_taken(lambda: early(*_data(next(calls))), ["step"])
+        before = janus.stats(scanned)["calls"]
+        for i in range(6):
+            early(*_data(i))                  # redirected to the scan's Janus function
+        assert janus.stats(scanned)["calls"] == before + 6 and janus.stats(scanned)["graph_calls"] >= 3
+        assert hook.taken_over().count("step") == 1   # the same Janus function, not a second one
+    assert mod.step is early and early.__code__.co_name == "step"
+    assert scanned.python_function is early
+
+
+def test_functions_defined_after_enable_are_taken_over(user_dir, tmp_path, fast_sampling):
+    path = tmp_path / "late_defs.py"
+    path.write_text(textwrap.dedent("""
+        import tensorflow as tf
+        v = tf.Variable(3.0)
+
+        def fit(x):
+            with tf.GradientTape() as tape:
+                loss = (v * x - 1.0) ** 2
+            v.assign_sub(0.01 * tape.gradient(loss, v))
+            return loss
+    """))
+    with janus.enabled():
+        namespace = {"__name__": "late_defs"}
+        exec(compile(path.read_text(), str(path), "exec"), namespace)   # defined after enable()
+        xs = iter([tf.constant(0.1 * i) for i in range(60)])
+        losses = _until_taken(lambda: float(namespace["fit"](next(xs))), ["fit"])
+        losses += [float(namespace["fit"](next(xs))) for _ in range(8)]
+        assert janus.stats(hook.taken_over_functions()[0])["graph_calls"] >= 4
+    v = tf.Variable(3.0)
+    expected = []
+    for i in range(len(losses)):
+        with tf.GradientTape() as tape:
+            loss = (v * tf.constant(0.1 * i) - 1.0) ** 2
+        v.assign_sub(0.01 * tape.gradient(loss, v))
+        expected.append(float(loss))
+    np.testing.assert_allclose(losses, expected, rtol=1e-5)
 
 
 # ------------------------------------------------------------------ script rewrite, in process

@@ -42,12 +42,22 @@ log = logging.getLogger("janus")
 _REGISTRY: "weakref.WeakSet[JanusFunction]" = weakref.WeakSet()
 
 
+_WRAPPERS: "weakref.WeakValueDictionary[int, JanusFunction]" = weakref.WeakValueDictionary()
+
+
+def wrapping(fn: types.FunctionType) -> "JanusFunction | None":
+    """The Janus function made of ``fn`` (by the decorator or the hook), if any."""
+    jf = _WRAPPERS.get(id(fn))
+    return jf if jf is not None and jf.python_function is fn else None
+
+
 class JanusFunction:
     """A Python function that Janus runs as specialized graphs whenever it safely can."""
 
     def __init__(self, fn: types.FunctionType, profile_calls: int | None = None, speculate: bool = True):
         functools.update_wrapper(self, fn)
         self.python_function = fn
+        _WRAPPERS[id(fn)] = self
         self._profile_calls = profile_calls
         self.speculate = speculate
         self.entries: list[CacheEntry] = []

@@ -7,7 +7,8 @@ its next call on it runs through Janus (profiled, converted, cached graphs, eage
 fallback).  A ``JanusFunction`` is a descriptor, so methods stay methods and all
 instances share one cache.
 
-TensorFlow is not patched.  The hook is a static scan, done once per module:
+TensorFlow is not patched.  The hook is a static scan, done once per module, and a
+watcher for the steps a scan cannot see:
 
 * ``enable()`` scans the user's already-imported modules: ``__main__`` and modules
   whose file lies under the main script's directory or the current directory (never
@@ -17,8 +18,12 @@ TensorFlow is not patched.  The hook is a static scan, done once per module:
   nested functions have their own code objects and are not counted).
 * A meta-path finder gives modules imported later the same treatment right after
   they executed (the module keeps its original loader).
-* ``disable()`` removes the finder and puts every original function back (unless
-  the user rebound the name meanwhile).  ``taken_over()`` lists what is wrapped.
+* Steps defined as closures, in classes made at run time, after ``enable()``, or
+  called through references taken before it are found when they run and redirected
+  to Janus by a trampoline code object (``redirect.py``).
+* ``disable()`` removes the finder and the watcher and puts every original function
+  and code object back (unless the user rebound the name meanwhile).  ``taken_over()``
+  lists what is wrapped.
 
 ``python -m janus script.py`` (``janus.__main__``) cannot scan the script after it ran,
 so it rewrites the script's AST in memory before executing it as ``__main__``
@@ -38,7 +43,7 @@ import sys
 from typing import Any, Iterator
 
 from janus.driver.function import function as janus_function
-from janus.takeover import registry
+from janus.takeover import redirect, registry
 from janus.takeover.detect import TAPE_NAME, records_tape
 from janus.takeover.importer import HookFinder, is_user_file, scan_module, scan_user_modules
 from janus.takeover.script import loop_body, prepare_script
@@ -68,6 +73,7 @@ def enable() -> None:
             _finder = HookFinder()
             sys.meta_path.insert(0, _finder)
         scan_user_modules()
+        redirect.start()
 
 
 def disable() -> None:
@@ -75,6 +81,7 @@ def disable() -> None:
     global _finder
     with registry.lock:
         registry.state.enabled = False
+        redirect.stop()
         if _finder is not None:
             with contextlib.suppress(ValueError):
                 sys.meta_path.remove(_finder)

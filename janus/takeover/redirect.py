@@ -1,0 +1,235 @@
+"""Catch every training step: the function whose frame creates a ``tf.GradientTape`` is
+taken over from its next call, wherever it lives.
+
+The namespace scan (``janus/takeover/importer.py``) misses steps defined as closures,
+defined after ``enable()``, or called through a reference taken before it.  This module
+finds them when they run: a watcher sees ``GradientTape.__init__`` start (or a running
+frame of code that records a tape), and that code object is the step's.  Every function object with that code then gets a
+trampoline as its ``__code__``: a small code object that calls ``janus.function`` of a
+copy of the original function (or the Janus function the scan already made of it).
+References, bound methods and closures holding the function object all go through
+Janus from their next call.  TensorFlow is not patched.
+
+The watcher is ``sys.monitoring`` limited to ``GradientTape.__init__`` on Python 3.12+
+(exact, and no cost anywhere else).  On 3.11, where the only exact watchers are per-call
+hooks that slow every Python call of the program, a thread samples the stacks every
+10 ms and takes over a function that records a tape (the namespace scan's static
+test) when it finds one running (``benchmarks/takeover_overhead.py`` measures both).
+:func:`stop` gives every function its own code back.
+"""
+from __future__ import annotations
+
+import gc
+import logging
+import sys
+import threading
+import types
+import warnings
+import weakref
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import tensorflow as tf
+
+from janus import config
+from janus.convert.pipeline import is_converted_code
+from janus.driver.function import BoundJanusFunction, JanusFunction, wrapping
+from janus.driver.function import function as janus_function
+from janus.takeover import registry
+from janus.takeover.detect import TAPE_NAME
+from janus.takeover.importer import is_user_file
+
+log = logging.getLogger("janus")
+
+_TARGET = "__janus_target__"
+_NOT_PLAIN = 0x20 | 0x80 | 0x100 | 0x200  # generator, coroutine, iterable coroutine, async generator
+_JANUS_CALLS = frozenset({JanusFunction.__call__.__code__, BoundJanusFunction.__call__.__code__})
+
+
+@dataclass
+class _Swap:
+    """A function object whose ``__code__`` was replaced, and how to undo it."""
+
+    fn: types.FunctionType
+    code: types.CodeType
+    target: Any
+    set_wrapped: bool
+    rewrapped: Any = None  # the scan's Janus function, whose python_function became a copy
+
+
+_lock = threading.RLock()
+_swaps: list[_Swap] = []
+_templates: dict[int, types.CodeType] = {}
+_copies: "weakref.WeakSet[types.FunctionType]" = weakref.WeakSet()  # the functions Janus runs: never redirected
+_watch: dict[str, Any] = {"on": False, "tool": None, "sampler": None}
+
+
+# -- the trampoline --------------------------------------------------------------------
+def _template(n_free: int) -> types.CodeType:
+    """Code of ``(*args, **kwargs) -> TARGET(*args, **kwargs)`` with ``n_free`` free
+    variables (a function's new ``__code__`` must keep its number of closure cells)."""
+    if n_free not in _templates:
+        names = [f"_jn_free{i}" for i in range(n_free)]
+        lines = ["def outer():"] + [f"    {name} = None" for name in names]
+        lines += ["    def trampoline(*args, **kwargs):"]
+        lines += [f"        if False:\n            {name}" for name in names]
+        lines += [f"        return {_TARGET!r}(*args, **kwargs)", "    return trampoline"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)  # "'str' object is not callable": replaced below
+            module = compile("\n".join(lines) + "\n", "<janus trampoline>", "exec")
+        outer = next(c for c in module.co_consts if isinstance(c, types.CodeType))
+        _templates[n_free] = next(c for c in outer.co_consts if isinstance(c, types.CodeType))
+    return _templates[n_free]
+
+
+def trampoline_code(original: types.CodeType, target: Callable) -> types.CodeType:
+    """``original``'s stand-in: same name, file, line and number of free variables; calls ``target``."""
+    template = _template(len(original.co_freevars))
+    consts = tuple(target if type(c) is str and c == _TARGET else c for c in template.co_consts)
+    return template.replace(co_consts=consts, co_name=original.co_name, co_qualname=original.co_qualname,
+                            co_filename=original.co_filename, co_firstlineno=original.co_firstlineno)
+
+
+def copy_of(fn: types.FunctionType) -> types.FunctionType:
+    """A new function object with ``fn``'s code, globals, defaults, closure and attributes."""
+    copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    copy.__kwdefaults__ = fn.__kwdefaults__
+    copy.__qualname__, copy.__module__, copy.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
+    copy.__dict__.update(vars(fn))
+    return copy
+
+
+def take_over_function(fn: types.FunctionType) -> None:
+    """Route every later call of ``fn`` through Janus: through the Janus function that
+    already wraps it (the namespace scan's), or a new one wrapping a copy of it."""
+    with _lock:
+        if fn in _copies:
+            return
+        existing = wrapping(fn)
+        copy = copy_of(fn)
+        _copies.add(copy)
+        target = existing if existing is not None else janus_function(copy)
+        if existing is not None:
+            existing.python_function = existing.__wrapped__ = copy
+        set_wrapped = "__wrapped__" not in vars(fn)
+        _swaps.append(_Swap(fn, fn.__code__, target, set_wrapped, existing))
+        fn.__code__ = trampoline_code(fn.__code__, target)
+        if set_wrapped:
+            fn.__wrapped__ = target  # inspect.signature(fn) still shows the user's parameters
+        if existing is None:
+            registry.record(fn.__qualname__, target)
+
+
+# -- the watcher -----------------------------------------------------------------------
+def _candidate(code: types.CodeType) -> bool:
+    """A user function's code that records a tape itself (the namespace scan's test)."""
+    known = _candidates.get(code)
+    if known is None:
+        known = _candidates[code] = (
+            TAPE_NAME in code.co_names and not code.co_flags & _NOT_PLAIN and code.co_name != "<module>"
+            and not is_converted_code(code) and is_user_file(code.co_filename))
+    return known
+
+
+_candidates: dict[types.CodeType, bool] = {}
+
+
+def take_over_stack(frame: Any) -> None:
+    """Take over the functions running in ``frame`` and its callers that record a tape,
+    except those running inside a Janus function (its eager run, or a trace)."""
+    found = []
+    while frame is not None:
+        code = frame.f_code
+        if code in _JANUS_CALLS:
+            found.clear()
+        elif _candidate(code):
+            found.append(code)
+        frame = frame.f_back
+    for code in found:
+        with _lock:
+            for owner in gc.get_referrers(code):
+                if isinstance(owner, types.FunctionType) and owner.__code__ is code:
+                    take_over_function(owner)
+
+
+def _on_start(code: types.CodeType, offset: int) -> None:
+    take_over_stack(sys._getframe(1).f_back)
+
+
+class _Sampler(threading.Thread):
+    """Python 3.11: look at every thread's stack every ``interval`` seconds
+    (``JANUS_TAKEOVER_SAMPLE_MS``, default 10 ms).
+
+    A per-call hook (``sys.setprofile``) would cost every Python call of the program
+    (measured 1.8x on eager inference, 8x on plain Python calls); sampling costs a
+    stack walk per interval.  A step is taken over once a sample finds it running: at
+    its first call if it takes longer than the interval eagerly, a few calls later if
+    it is shorter.
+    """
+
+    def __init__(self, interval: float):
+        super().__init__(name="janus takeover", daemon=True)
+        self.interval = interval
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        me = threading.get_ident()
+        while not self.stopped.wait(self.interval):
+            for ident, frame in sys._current_frames().items():
+                if ident != me:
+                    take_over_stack(frame)
+
+
+def start() -> bool:
+    """Watch for steps recording tapes; False if the watcher cannot be installed."""
+    with _lock:
+        if _watch["on"]:
+            return True
+        if hasattr(sys, "monitoring"):
+            mon = sys.monitoring
+            tool = next((i for i in range(6) if mon.get_tool(i) is None), None)
+            if tool is None:
+                log.warning("janus: no free sys.monitoring tool id: steps the namespace scan misses are not taken over")
+                return False
+            mon.use_tool_id(tool, "janus takeover")
+            mon.register_callback(tool, mon.events.PY_START, _on_start)
+            mon.set_local_events(tool, tf.GradientTape.__init__.__code__, mon.events.PY_START)
+            _watch["tool"] = tool
+        else:
+            sampler = _Sampler(config.takeover_sample_seconds())
+            sampler.start()
+            _watch["sampler"] = sampler
+        _watch["on"] = True
+        return True
+
+
+def stop() -> None:
+    """Stop watching, and give every function its own code back."""
+    with _lock:
+        tool, sampler = _watch["tool"], _watch["sampler"]
+        if tool is not None:
+            mon = sys.monitoring
+            mon.set_local_events(tool, tf.GradientTape.__init__.__code__, 0)
+            mon.register_callback(tool, mon.events.PY_START, None)
+            mon.free_tool_id(tool)
+        if sampler is not None:
+            sampler.stopped.set()
+        _watch.update(on=False, tool=None, sampler=None)
+        targets = set()
+        for swap in reversed(_swaps):
+            swap.fn.__code__ = swap.code
+            if swap.set_wrapped:
+                vars(swap.fn).pop("__wrapped__", None)
+            if swap.rewrapped is not None:
+                swap.rewrapped.python_function = swap.rewrapped.__wrapped__ = swap.fn
+            targets.add(id(swap.target))
+        _swaps.clear()
+        registry.taken[:] = [t for t in registry.taken if id(t[1]) not in targets]
+    if sampler is not None:
+        sampler.join()
+
+
+def redirected() -> list[types.FunctionType]:
+    """The function objects whose code currently calls Janus."""
+    with _lock:
+        return [s.fn for s in _swaps]
