@@ -93,6 +93,8 @@ class JanusFunction:
         if ctx is not None:  # reached from library code while another function is traced: inline
             return ctx.convert(self.python_function)(*args, **kwargs)
         self.counts["calls"] += 1
+        if tf.distribute.has_strategy() and not tf.distribute.in_cross_replica_context():
+            return self._in_replica(args, kwargs)
         for entry in self.entries:
             if entry.check(args, kwargs):
                 return self._run(entry, args, kwargs)
@@ -107,6 +109,16 @@ class JanusFunction:
         elif miss is not None:
             self._note(f"no cached graph's guards held ({miss})")
         return self._eager(args, kwargs)
+
+    def _in_replica(self, args: tuple, kwargs: dict) -> Any:
+        """A call inside ``strategy.run`` (one per replica, on the strategy's threads): run as
+        written.  A graph traced there cannot hold the step's synchronization points (an
+        optimizer's gradient all-reduce), and replicas must all take the same path; the
+        function that calls ``strategy.run`` is the one to convert."""
+        self.counts["eager_calls"] += 1
+        self._note("called inside strategy.run (a replica context): runs as written; "
+                   "convert the function that calls strategy.run instead")
+        return self.python_function(*args, **kwargs)
 
     def _run(self, entry: CacheEntry, args: tuple, kwargs: dict) -> Any:
         """Run a graph; if it aborts (an assertion failed), nothing was committed: run eagerly."""

@@ -26,6 +26,7 @@ from janus.convert.pipeline import is_converted_code as is_converted
 from janus.convert.support import ALLOWED_BUILTINS
 from janus.errors import ConversionError
 from janus.runtime import control_flow, random, state
+from janus.trace import active
 from janus.trace.active import current
 from janus.trace.guards import GuardKind
 from janus.trace.sources import Cell, Global, Source
@@ -106,6 +107,10 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
             return f(*args, **kwargs)
         if is_user_function(f.__func__):
             return converted(f.__func__)(f.__self__, *args, **kwargs)
+        if isinstance(f.__self__, _MULTI_WORKER):
+            raise ConversionError(f"uses a multi-worker strategy ({type(f.__self__).__name__}): every worker must take "
+                                  "the same path (graph or eager) at every step, and Janus does not agree on it across "
+                                  "workers yet", permanent=True)
         if _allowed_library(f.__func__) or _allowed_library(f.__self__) or _named_tuple_method(f):
             return f(*_callbacks(_shapes(args), f), **_callbacks(_shapes(kwargs), f))
         raise ConversionError(f"callee not allow-listed: {_name(f)}", permanent=True)
@@ -212,6 +217,7 @@ def _shapes(args: Any) -> Any:
 
 
 _RUN_TIME_PYTHON = (tf.py_function, tf.numpy_function, tf.compat.v1.py_func)
+_MULTI_WORKER = (tf.distribute.MultiWorkerMirroredStrategy, tf.distribute.experimental.ParameterServerStrategy)
 
 
 def _callbacks(args: Any, library: Any) -> Any:
@@ -227,19 +233,24 @@ def _callbacks(args: Any, library: Any) -> Any:
         if not (is_user_function(a) or isinstance(a, types.MethodType) and is_user_function(a.__func__)
                 or is_converted_code(a)):
             return a
-        site = tf.compat.v1.get_default_graph()
-        return lambda *x, **kw: _callback(a, site, library, x, kw)
+        site, ctx = tf.compat.v1.get_default_graph(), current()
+        return lambda *x, **kw: _callback(a, site, ctx, library, x, kw)
 
     if isinstance(args, dict):
         return {k: wrap(v) for k, v in args.items()} if args else args
     return tuple(wrap(a) for a in args)
 
 
-def _callback(fn: Any, site: Any, library: Any, args: tuple, kwargs: dict) -> Any:
+def _callback(fn: Any, site: Any, ctx: Any, library: Any, args: tuple, kwargs: dict) -> Any:
+    if current() is not ctx:  # a thread of the library's (tf.distribute runs a replica per thread)
+        previous = active.swap(ctx)
+        try:
+            return _callback(fn, site, ctx, library, args, kwargs)
+        finally:
+            active.swap(previous)
     graph = tf.compat.v1.get_default_graph()
     if graph is site:  # called while the library builds the caller's graph: as often as it runs
         return call(fn, *args, **kwargs)
-    ctx = current()
     what = f"a function passed to {_name(library)}"
     ctx.log.dynamic_depth += 1
     ctx.log.sinks.append(None)

@@ -56,13 +56,14 @@ def is_framework_object(x: Any) -> bool:
     return mod.split(".")[0] in FRAMEWORK_PREFIXES
 
 
-COMPOSITES = (tf.RaggedTensor, tf.SparseTensor, tf.experimental.ExtensionType)
+COMPOSITES = (tf.RaggedTensor, tf.SparseTensor, tf.experimental.ExtensionType, tf.distribute.DistributedValues)
 
 
 def is_eager_composite(x: Any) -> bool:
-    """A ``RaggedTensor``, ``SparseTensor`` or ``ExtensionType`` made of eager tensors (an
-    input fed to the graph through its ``TypeSpec``)."""
-    if not isinstance(x, COMPOSITES):
+    """A ``RaggedTensor``, ``SparseTensor``, ``ExtensionType`` or ``tf.distribute`` value
+    (``PerReplica``) made of eager tensors: an input fed to the graph through its
+    ``TypeSpec`` (distributed variables are variables, used as they are)."""
+    if not isinstance(x, COMPOSITES) or isinstance(x, tf.Variable):
         return False
     parts = tf.nest.flatten(x, expand_composites=True)
     return bool(parts) and all(is_eager_tensor(t) for t in parts)
