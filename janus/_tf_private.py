@@ -187,5 +187,8 @@ def dataset_op_types(dataset: tf.data.Dataset) -> set[str]:
             external_state_policy=options_lib.ExternalStatePolicy.IGNORE)
     graph_def = tf.compat.v1.GraphDef.FromString(serialized.numpy())
     nodes = list(graph_def.node) + [n for f in graph_def.library.function for n in f.node_def]
-    return {n.op for n in nodes if not (n.op.startswith("Shuffle") and not n.attr["reshuffle_each_iteration"].b
-                                        and "reshuffle_each_iteration" in n.attr)}
+
+    def same_order_every_time(node: Any) -> bool:  # shuffle(..., reshuffle_each_iteration=False)
+        return "reshuffle_each_iteration" in node.attr and not node.attr["reshuffle_each_iteration"].b
+
+    return {n.op for n in nodes if not same_order_every_time(n)}

@@ -255,3 +255,22 @@ def test_a_shuffled_dataset_built_inside_the_step_runs_eagerly():
         return SimpleNamespace(fn=first)
 
     check_seeded(make, [(tf.range(float(n)),) for n in [4, 5, 6, 7, 8]], seed=4, eager_only=True)
+
+
+def test_a_shuffle_in_the_same_order_every_epoch_converts_with_assertions():
+    def make(jit):
+        data = tf.data.Dataset.from_tensor_slices(rows(9)).shuffle(9, seed=5, reshuffle_each_iteration=False).batch(4)
+
+        @jit
+        def checked(limit):
+            digits = tf.constant(0.0)
+            for x in data:
+                digits = digits * 10.0 + x[0, 0]
+            assert digits < limit, "too large"
+            return digits
+
+        return SimpleNamespace(fn=checked)
+
+    calls = [(tf.constant(v),) for v in [1e9, 1e9, 1e9, 5.0, 1e9, 1e9, 1e9]]
+    stats = check(make, calls, min_graph_calls=3)  # the failing assert aborts one run: eager raises
+    assert stats["conversions"] == 1 and stats["assertion_failures"] == 1, stats

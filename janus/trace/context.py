@@ -319,13 +319,7 @@ class HeapModel:
                    f"{source.what} is a {value.dtype.name} tensor of shape {dims}", GuardKind.TENSOR, source)
         if source in self.arg_inputs:
             return self.arg_inputs[source]
-        existing = self.heap_inputs.get(source)
-        if existing is not None:
-            return existing.placeholder
-        hi = HeapInput(source, spec)
-        hi.placeholder = _capture_at_call_time(self, hi)
-        self.heap_inputs[source] = hi
-        return hi.placeholder
+        return self._call_time_input(source, spec)
 
     def _composite_input(self, value: Any, source: Source):
         """A ``RaggedTensor``, ``SparseTensor`` or ``ExtensionType``: fed through its
@@ -340,6 +334,7 @@ class HeapModel:
         return self._call_time_input(source, spec)
 
     def _call_time_input(self, source: Source, spec: tf.TypeSpec):
+        """The graph's placeholder for the value at ``source``, fed at every call."""
         existing = self.heap_inputs.get(source)
         if existing is not None:
             return existing.placeholder
