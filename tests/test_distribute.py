@@ -52,3 +52,44 @@ def test_multi_worker_strategies_run_eagerly_with_the_reason():
     _same_as_eager(result)
     assert result["stats"]["graph_calls"] == 0, result["stats"]
     assert "multi-worker strategy" in result["explain"]
+
+
+def _free_ports(n: int) -> list[int]:
+    import socket
+
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def test_two_workers_on_this_machine_agree_and_match_eager():
+    """MultiWorkerMirroredStrategy with two worker processes on loopback: Janus must not
+    let the workers take different paths (a hang); today it runs the step eagerly on both."""
+    script = os.path.join(os.path.dirname(SCRIPT), "multiworker_train.py")
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in _free_ports(2)]}
+    procs = []
+    for index in range(2):
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3",
+                   TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}))
+        procs.append(subprocess.Popen([sys.executable, script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True, env=env))
+    outputs = []
+    try:
+        for p in procs:
+            out, err = p.communicate(timeout=150)
+            assert p.returncode == 0, err[-3000:]
+            outputs.append(json.loads(out.strip().splitlines()[-1]))
+    finally:
+        for p in procs:
+            p.kill()
+    for out in outputs:
+        np.testing.assert_allclose(out["janus"], out["eager"], rtol=1e-5)
+        for we, wj in zip(out["eager_weights"], out["janus_weights"]):
+            np.testing.assert_allclose(wj, we, rtol=1e-5, atol=1e-6)
+        assert out["history"] == len(out["janus"])
+        assert out["stats"]["graph_calls"] == 0 and "multi-worker strategy" in out["explain"]
+    np.testing.assert_allclose(outputs[0]["janus"], outputs[1]["janus"], rtol=1e-6)  # the workers agree
