@@ -139,3 +139,28 @@ def test_a_ragged_tensor_in_state_is_fed_and_written_back():
 
     stats = check(make, [(ragged_ids(s, rows=1 + s % 2),) for s in range(1, 11)], min_graph_calls=5)
     assert stats["conversions"] <= 3, stats
+
+
+@__import__("dataclasses").dataclass
+class Features:
+    ids: tf.RaggedTensor
+    weights: tf.Tensor
+    note: str = "batch"
+
+
+def test_a_dataclass_of_composites_and_tensors_as_argument():
+    def make(jit):
+        @jit
+        def pooled(features, bias):
+            vectors = tf.cast(features.ids, tf.float32) * 0.5 + bias
+            return tf.reduce_sum(vectors, axis=1) * features.weights, features.note
+
+        return SimpleNamespace(fn=pooled)
+
+    def call(s):
+        ids = ragged_ids(s)
+        weights = tf.constant(np.random.RandomState(s).uniform(size=int(ids.nrows())).astype(np.float32))
+        return Features(ids, weights), tf.constant(0.1 * s)
+
+    stats = check(make, [call(s) for s in range(10)], min_graph_calls=5)
+    assert stats["conversions"] <= 3, stats

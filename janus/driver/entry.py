@@ -153,7 +153,8 @@ def _defaults(ctx: TraceContext, fn: types.FunctionType, args: tuple, kwargs: di
 
 def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple, kwargs: dict,
                 relaxed_shapes: dict[Source, tf.TensorShape | tf.TypeSpec] | None = None, speculator: Any = None,
-                fed_scalars: dict[Source, type] | None = None) -> CacheEntry:
+                fed_scalars: dict[Source, type] | None = None,
+                on_collective: Callable[[Any], None] | None = None) -> CacheEntry:
     """Trace ``converted`` on these arguments into a cache entry (raises on failure).
 
     Raises :class:`janus.commit.atomicity.StateBeforeAssertion` when an assumption is checked
@@ -173,6 +174,7 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
                        heap_shapes=heap_shapes, convert=convert)
     ctx.guard_set.namespace.update(guard_namespace_base())
     ctx.heap.composite_specs = composite_specs
+    ctx.on_collective = on_collective
     names = _param_names(python_fn)
     state: dict[str, Any] = {}
 
@@ -192,6 +194,9 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
             packer = Packer(ctx)
             state["output"] = packer.pack(result)
             state["effects"] = effects.pack_effects(ctx, packer)
+        if ctx.collective is not None and ctx.checks.assertions:
+            raise ConversionError("a graph of a multi-worker step may not carry assertions: a worker whose run "
+                                  "aborted would re-run the step eagerly while the others went on")
         if ctx.heap.random_datasets and ctx.checks.assertions:
             raise ConversionError(f"iterates {ctx.heap.random_datasets[0]}, whose order or elements are random, in a "
                                   "graph with assertions: a run that fails one would have advanced its random state")

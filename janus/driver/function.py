@@ -58,6 +58,7 @@ class JanusFunction:
         functools.update_wrapper(self, fn)
         self.python_function = fn
         _WRAPPERS[id(fn)] = self
+        self.collective: Any = None  # the multi-worker strategy its graphs use, if any
         self._profile_calls = profile_calls
         self.speculate = speculate
         self.entries: list[CacheEntry] = []
@@ -95,20 +96,37 @@ class JanusFunction:
         self.counts["calls"] += 1
         if tf.distribute.has_strategy() and not tf.distribute.in_cross_replica_context():
             return self._in_replica(args, kwargs)
-        for entry in self.entries:
-            if entry.check(args, kwargs):
-                return self._run(entry, args, kwargs)
-        if self.policy.gave_up:
-            return self._eager(args, kwargs)
-        miss = self.policy.learn_from_miss(self.entries[0], args, kwargs) if self.entries else None
-        entry = self._maybe_convert(args, kwargs)
-        if entry is not None:
-            if entry.check(args, kwargs):
-                return self._run(entry, args, kwargs)
-            self._note("a new graph's guards did not hold on the call that built it")
-        elif miss is not None:
-            self._note(f"no cached graph's guards held ({miss})")
-        return self._eager(args, kwargs)
+        entry = next((e for e in self.entries if e.check(args, kwargs)), None)
+        if entry is None and not self.policy.gave_up:
+            miss = self.policy.learn_from_miss(self.entries[0], args, kwargs) if self.entries else None
+            entry = self._maybe_convert(args, kwargs)
+            if entry is not None and not entry.check(args, kwargs):
+                self._note("a new graph's guards did not hold on the call that built it")
+                entry = None
+            elif entry is None and miss is not None:
+                self._note(f"no cached graph's guards held ({miss})")
+        if self.collective is not None and not self._every_worker_runs_a_graph(entry is not None):
+            if entry is not None:
+                self._note("another worker could not run a graph at this step: every worker runs it eagerly")
+            entry = None
+        return self._run(entry, args, kwargs) if entry is not None else self._eager(args, kwargs)
+
+    def _every_worker_runs_a_graph(self, mine: bool) -> bool:
+        """Agree with the other workers of a multi-worker strategy: a graph's collectives are
+        not the eager step's (gradients are packed differently), so either every worker
+        runs its graph at this step or every worker runs the step eagerly.  One eager
+        all-reduce of a vote per step."""
+        strategy = self.collective
+        votes = strategy.experimental_distribute_values_from_function(lambda _: tf.constant(int(mine)))
+        return int(strategy.reduce(tf.distribute.ReduceOp.SUM, votes, axis=None)) == strategy.num_replicas_in_sync
+
+    def _collective_seen(self, strategy: Any) -> None:
+        """A trace used a multi-worker strategy: from now on every call agrees with the other
+        workers, and conversions make no assumption (an aborted run on one worker would
+        desynchronize the workers' collectives)."""
+        if self.collective is None:
+            self.collective = strategy
+            self.speculate = False
 
     def _in_replica(self, args: tuple, kwargs: dict) -> Any:
         """A call inside ``strategy.run`` (one per replica, on the strategy's threads): run as
@@ -230,7 +248,8 @@ class JanusFunction:
             speculator = Speculator(self.profiler.data if self.speculate else None, policy.banned_sites,
                                     policy.assumptions)
             try:
-                return build_entry(self.python_function, converted, args, kwargs, relaxed, speculator, fed)
+                return build_entry(self.python_function, converted, args, kwargs, relaxed, speculator, fed,
+                                   on_collective=self._collective_seen)
             except StateBeforeAssertion as e:
                 if not e.assumptions:
                     self._note(f"trace failed: {e} (an assert in the code)")

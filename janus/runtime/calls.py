@@ -107,10 +107,11 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
             return f(*args, **kwargs)
         if is_user_function(f.__func__):
             return converted(f.__func__)(f.__self__, *args, **kwargs)
-        if isinstance(f.__self__, _MULTI_WORKER):
-            raise ConversionError(f"uses a multi-worker strategy ({type(f.__self__).__name__}): every worker must take "
-                                  "the same path (graph or eager) at every step, and Janus does not agree on it across "
-                                  "workers yet", permanent=True)
+        if isinstance(f.__self__, tf.distribute.MultiWorkerMirroredStrategy):
+            current().uses_collective(f.__self__)
+        if isinstance(f.__self__, tf.distribute.experimental.ParameterServerStrategy):
+            raise ConversionError("uses a ParameterServerStrategy, whose coordinator schedules tf.functions of "
+                                  "its own", permanent=True)
         if _allowed_library(f.__func__) or _allowed_library(f.__self__) or _named_tuple_method(f):
             return f(*_callbacks(_shapes(args), f), **_callbacks(_shapes(kwargs), f))
         raise ConversionError(f"callee not allow-listed: {_name(f)}", permanent=True)
@@ -217,7 +218,6 @@ def _shapes(args: Any) -> Any:
 
 
 _RUN_TIME_PYTHON = (tf.py_function, tf.numpy_function, tf.compat.v1.py_func)
-_MULTI_WORKER = (tf.distribute.MultiWorkerMirroredStrategy, tf.distribute.experimental.ParameterServerStrategy)
 
 
 def _callbacks(args: Any, library: Any) -> Any:

@@ -463,6 +463,15 @@ class TraceContext:
         self.log = EffectLog()
         self.seeds = SeedStream()
         self.convert = convert  # user function -> its converted code (the runtime's inliner)
+        self.on_collective: Callable[[Any], None] | None = None  # told when a multi-worker strategy is used
+        self.collective: Any = None
+
+    def uses_collective(self, strategy: Any) -> None:
+        """The trace calls a multi-worker ``tf.distribute`` strategy: its graphs run only when
+        every worker runs its own (``janus.driver.function``), and may carry no assertion."""
+        self.collective = strategy
+        if self.on_collective is not None:
+            self.on_collective(strategy)
 
     # -- activation -------------------------------------------------------------
     def __enter__(self) -> "TraceContext":
