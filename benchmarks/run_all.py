@@ -4,9 +4,13 @@
     .venv/bin/python benchmarks/run_all.py --quick          # smoke run: 4 examples, short windows, no docs
     .venv/bin/python benchmarks/run_all.py --examples lenet,lm [--rounds 2] [--json out.json]
 
-One worker process per mode runs every chosen example in that mode (``--worker``,
-internal); the parent collects their JSON results, checks each mode's losses against
-eager's, prints the table and writes ``docs/benchmarks.md`` and ``docs/benchmarks.png``.
+Every (example, mode) runs in a worker process of its own (``--worker``, internal), so
+that its peak resident memory is that mode's; the modes of an example run one after the
+other (eager, Janus, tf.function, hand-written), and the whole suite is repeated for
+``--rounds`` rounds, so that drift of the shared machine spreads over all modes.  The
+parent collects the JSON results, checks each mode's losses against eager's, reports the
+median and the spread (min-max over rounds) of every ratio, prints the table and writes
+``docs/benchmarks.md`` and ``docs/benchmarks.png``.
 
 What is measured, per (example, mode), on a trainer built by the example's
 ``build(SEED)`` (the hand-written ones build the example's trainer and reuse its model,
@@ -17,7 +21,10 @@ optimizer and data iterator):
   result).  Examples/s of a window = examples in its batches / summed step time (an
   example is a batch row: an image, a sequence, a tree, a rollout transition).  After
   warm-up, ``--windows`` windows of at least ``--window`` seconds of step time each; the
-  median window is reported.
+  median window is a round's number, the median over rounds is reported, and ratios are
+  taken round by round (a mode against the modes that ran next to it).
+* **Peak memory**: ``ru_maxrss`` of the worker process, which ran only that example in
+  that mode; for Janus also the graphs its cache holds and the bytes of their constants.
 * **Correctness**: the first ``--check-steps`` losses of every mode, compared with
   eager's (rtol 1e-4), and the Python-side effects after those steps (lengths of list
   attributes, graph tensors leaked into Python state), compared with eager's.
@@ -38,6 +45,7 @@ import json
 import os
 import platform
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -227,6 +235,7 @@ def worker(args):
     cfg = {"check_steps": args.check_steps, "windows": args.windows, "window": args.window}
     for name in args.examples.split(","):
         res = run_example(name, args.worker, cfg)
+        res["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
         with open(args.out, "a") as f:
             f.write(json.dumps(res) + "\n")
         speed = f"{res['throughput']:9.1f} ex/s" if res.get("throughput") else "     --     "
@@ -262,6 +271,22 @@ def run_mode(mode, examples, args, log):
         elif todo:
             break
     return results
+
+
+def _add_round(per_mode, example, res):
+    """Record one round of one (example, mode): round 1 keeps its checks and warm-up
+    numbers; every round adds its throughput and peak memory."""
+    first = per_mode.setdefault(example, res)
+    first.setdefault("round_throughputs", []).append(res.get("throughput"))
+    first.setdefault("round_peak_rss_mb", []).append(res.get("peak_rss_mb"))
+
+
+def round_ratios(row, mode, ref):
+    """``mode``'s throughput over ``ref``'s, round by round (rounds where both ran)."""
+    a, b = row["modes"].get(mode), row["modes"].get(ref)
+    if not (a and b and a["valid"] and b["valid"]):
+        return []
+    return [x / y for x, y in zip(a["raw"]["round_throughputs"], b["raw"]["round_throughputs"]) if x and y]
 
 
 def check(res, ref):
@@ -391,6 +416,43 @@ def table(rows, modes):
     return "\n".join(lines)
 
 
+RATIOS = [("janus", "eager"), ("janus", "handwritten"), ("tf.function", "handwritten")]
+
+
+def ratio_table(rows):
+    """Median and spread over rounds of the ratios that matter; ~ where the spread crosses 1.0."""
+    head = [f"{MODE_LABELS[a]} / {MODE_LABELS[b]}" for a, b in RATIOS]
+    lines = ["| example | " + " | ".join(head) + " |", "|" + "---|" * (len(head) + 1)]
+    for row in rows:
+        cells = []
+        for a, b in RATIOS:
+            r = round_ratios(row, a, b)
+            if not r:
+                cells.append("--")
+                continue
+            flag = " ~" if b != "eager" and min(r) < 1.0 < max(r) else ""
+            cells.append(f"{statistics.median(r):.2f} ({min(r):.2f}-{max(r):.2f}){flag}")
+        lines.append(f"| {row['example']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def memory_table(rows, modes):
+    """Peak resident memory of each (example, mode) process, and what Janus's cache holds."""
+    head = [MODE_LABELS[m] + " (MB)" for m in modes] + ["Janus cache: graphs, constants"]
+    lines = ["| example | " + " | ".join(head) + " |", "|" + "---|" * (len(head) + 1)]
+    for row in rows:
+        cells = []
+        for m in modes:
+            got = [v for v in (row["modes"][m]["raw"].get("round_peak_rss_mb") or [])
+                   if v] if m in row["modes"] else []
+            cells.append(f"{max(got):,.0f}" if got else "--")
+        stats = row["modes"].get("janus", {}).get("raw", {}).get("stats")
+        cells.append(f"{stats['cache_entries']}, {stats.get('cache_constant_bytes', 0) / 1024:,.1f} KB"
+                     if stats else "--")
+        lines.append(f"| {row['example']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 BATCH_DESC = {
     "lenet": "32 images", "resnet": "32 images", "inception": "32 images", "lstm": "16 sequences",
     "lm": "16 sequences", "treernn": "4 trees", "treelstm": "4 trees", "a3c": "≤20 transitions",
@@ -507,13 +569,13 @@ Generated by `benchmarks/run_all.py` — do not edit by hand; rerun the command.
 - **Software**: Python {info.get('python')}, TensorFlow {info.get('tensorflow', '?')} (CPU), \
 Keras {info.get('keras', '?')}, numpy {info.get('numpy', '?')}; Janus at commit `{info.get('commit', '?')}` \
 (plus any uncommitted work in the tree).
-- **Settings**: {args.windows} timed windows of ≥ {args.window:g} s of step time per example and mode, \
-{args.rounds} round(s); correctness over the first {args.check_steps} steps.
+- **Settings**: {args.windows} timed windows of ≥ {args.window:g} s of step time per example, mode and \
+round, {args.rounds} interleaved round(s); correctness over the first {args.check_steps} steps.
 
 ## Training throughput
 
-Examples per second of `train_step` (median of the timed windows; × = speedup over eager in
-the same run). "✗" marks a mode whose results differ from eager's (see below): its speed is
+Examples per second of `train_step` (median over rounds of each round's median window; × =
+speedup over eager in the same run). "✗" marks a mode whose results differ from eager's (see below): its speed is
 not a valid comparison and is not shown.
 
 {table(rows, modes)}
@@ -522,15 +584,34 @@ not a valid comparison and is not shown.
 
 ![Speedup over eager per example]({rel_png})
 
+## Ratios across rounds
+
+Each ratio is taken round by round between modes that ran one after the other on the
+same example; the median and the spread (min-max over the {args.rounds} rounds) are shown.
+"~" marks a comparison with the hand-written graph whose spread crosses 1.0: within noise,
+neither is shown to be faster.
+
+{ratio_table(rows)}
+
+## Peak memory
+
+Peak resident memory (`ru_maxrss`, the maximum over rounds) of the worker process that ran
+only that example in that mode: TensorFlow, the example's model and data, and the mode's
+own machinery. The last column is what Janus's cache held at the end of the run: how many
+graphs, and the bytes of the constants they captured (`janus.stats(f)["cache_constant_bytes"]`).
+
+{memory_table(rows, modes)}
+
 ## What is measured
 
 - **Modes.** *eager*: the example's trainer as written. *Janus*: `common.maybe_janus(trainer, True)`,
   i.e. `trainer.train_step = janus.function(trainer.train_step)`. *tf.function*:
   `trainer.train_step = tf.function(trainer.train_step)` on the same unmodified trainer
   (AutoGraph on, the default). *hand-written*: `benchmarks/handwritten/<example>.py`, the same
-  model and loss written by hand in graph style (below). One worker process per mode runs all
-  examples of that mode, one after the other; modes run one after the other, so compare numbers
-  only within one run.
+  model and loss written by hand in graph style (below). Every (example, mode) runs in a worker
+  process of its own; an example's modes run one after the other, and the suite is repeated
+  {args.rounds} times, so that the shared machine's drift spreads over all modes. Compare
+  numbers only within one run.
 - **Timer.** Only `train_step` is timed: `next_batch()` (data, and in the RL examples the
   environment rollouts) runs outside the timer, then `float(train_step(*batch))` is timed (the
   `float` waits for the result). Examples/s of a window = batch rows in the window / summed step
@@ -589,8 +670,8 @@ def main(argv=None):
     parser.add_argument("--window", type=float, default=None, help="seconds of step time per window (default 0.5, --quick 0.2)")
     parser.add_argument("--check-steps", type=int, default=6, help="steps compared with eager (default %(default)s)")
     parser.add_argument("--rounds", type=int, default=None,
-                        help="run the modes this many times, interleaved (eager, Janus, ..., eager, ...); "
-                             "windows pooled, checks from round 1 (default 2, --quick 1)")
+                        help="repeat the suite this many times, the modes of each example one after the other; "
+                             "medians and spreads over rounds, checks from round 1 (default 3, --quick 1)")
     parser.add_argument("--docs", default=None, help="write the markdown here (default docs/benchmarks.md; none with --quick)")
     parser.add_argument("--no-docs", action="store_true", help="print the table only")
     parser.add_argument("--json", help="also write all raw results to this file")
@@ -603,7 +684,7 @@ def main(argv=None):
     if args.window is None:
         args.window = 0.2 if args.quick else 0.5
     if args.rounds is None:
-        args.rounds = 1 if args.quick else 2
+        args.rounds = 1 if args.quick else 3
     if args.worker:
         return worker(args)
 
@@ -629,20 +710,23 @@ def main(argv=None):
     print(f"{len(examples)} examples x {len(modes)} modes, {args.rounds} round(s); worker stderr in {log_path}", flush=True)
     results = {m: {} for m in modes}
     with open(log_path, "w") as log:
-        for r in range(args.rounds):
-            for mode in modes:
-                got = run_mode(mode, examples, args, log)
-                for ex, res in got.items():
-                    prev = results[mode].get(ex)
-                    if prev is None:
-                        results[mode][ex] = res
-                    elif res.get("windows"):  # pool the windows of later rounds; keep round 1's checks
-                        prev.setdefault("windows", []).extend(res["windows"])
-                        prev["throughput"] = statistics.median(prev["windows"])
+        for _ in range(args.rounds):
+            for ex in examples:
+                for mode in modes:
+                    for res in run_mode(mode, [ex], args, log).values():
+                        _add_round(results[mode], ex, res)
+    for per_mode in results.values():
+        for res in per_mode.values():
+            done = [t for t in res["round_throughputs"] if t is not None]
+            res["throughput"] = statistics.median(done) if done else None
     elapsed = time.perf_counter() - t0
     rows = summarize(results, examples)
     print()
     print(table(rows, modes))
+    print()
+    print(ratio_table(rows))
+    print()
+    print(memory_table(rows, modes))
     print(findings(rows, modes))
     print(f"\n{elapsed / 60:.1f} minutes")
     if args.json:

@@ -192,3 +192,17 @@ def dataset_op_types(dataset: tf.data.Dataset) -> set[str]:
         return "reshuffle_each_iteration" in node.attr and not node.attr["reshuffle_each_iteration"].b
 
     return {n.op for n in nodes if not same_order_every_time(n)}
+
+
+def captured_constant_bytes(concrete: Any) -> int:
+    """Bytes of the constants a concrete function holds: the eager tensors it captured by
+    value and its ``Const`` ops (a NumPy array read while tracing, say).
+
+    Why: ``FuncGraph.captures`` lists the by-value captures without evaluating the call-time
+    ones (``ConcreteFunction.captured_inputs`` would call their closures); ``FuncGraph`` is
+    TensorFlow's internal graph class.
+    """
+    tensors = [external for external, _ in concrete.graph.captures if hasattr(external, "numpy")]
+    tensors += [op.outputs[0] for op in concrete.graph.get_operations() if op.type == "Const"]
+    return sum(t.shape.num_elements() * t.dtype.size for t in tensors
+               if t.dtype not in (tf.resource, tf.variant, tf.string) and t.shape.is_fully_defined())

@@ -57,6 +57,21 @@ def test_stats_keys_and_counting_with_identical_calls():
     assert s["cache_entries"] == 1, s
 
 
+def test_stats_report_the_bytes_of_constants_the_cache_holds():
+    janus.reset()
+    weights = np.linspace(0.0, 1.0, 500).astype(np.float32)  # read while tracing: a constant
+
+    @janus.function
+    def f(x):
+        return x * tf.reduce_sum(tf.constant(weights))
+
+    assert janus.stats(f)["cache_constant_bytes"] == 0
+    for i in range(5):
+        close(f(tf.constant(float(i))), float(i) * weights.sum())
+    s = janus.stats(f)
+    assert s["cache_entries"] == 1 and weights.nbytes <= s["cache_constant_bytes"] < weights.nbytes + 256, s
+
+
 def test_stats_count_guard_misses_as_eager_calls():
     janus.reset()
 
