@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from janus import _tf_private
 from janus.commit import effects as _effects
 from janus.driver.function import BoundJanusFunction, JanusFunction, registry
 from janus.trace.guards import GuardKind
@@ -25,7 +24,7 @@ def stats(f: Any) -> dict[str, int]:
     jf = _resolve(f)
     out = {k: jf.counts.get(k, 0) for k in STAT_KEYS}
     out["cache_entries"] = len(jf.entries)
-    out["cache_constant_bytes"] = sum(_tf_private.captured_constant_bytes(e.concrete) for e in jf.entries)
+    out["cache_constant_bytes"] = sum(e.constant_bytes for e in jf.entries)
     out["failed_conversions"] = jf.policy.failed_attempts
     out["assumptions_failed"] = sum(a.failed for a in jf.policy.assumptions.values())
     return out

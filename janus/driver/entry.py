@@ -53,6 +53,7 @@ class CacheEntry:
     relaxed: bool
     namespace: dict = field(default_factory=dict)
     seeds: SeedReservation | None = None  # the random draws' seeds, fed and consumed at each call
+    constant_bytes: int = 0  # what its constants (captured tensors, Const ops) hold
     hits: int = 0
     failures: int = 0
 
@@ -222,6 +223,7 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
         assertions=len(ctx.checks.assertions), assumptions=list(ctx.checks.assumptions),
         relaxed=ctx.heap.relaxed, namespace=ctx.guard_set.namespace,
         seeds=ctx.seeds.reservation if ctx.seeds.used else None,
+        constant_bytes=_tf_private.captured_constant_bytes(concrete),
     )
 
 

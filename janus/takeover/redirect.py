@@ -4,9 +4,10 @@ taken over from its next call, wherever it lives.
 The namespace scan (``janus/takeover/importer.py``) misses steps defined as closures,
 defined after ``enable()``, or called through a reference taken before it.  This module
 finds them when they run: a watcher sees ``GradientTape.__init__`` start (or a running
-frame of code that records a tape), and that code object is the step's.  Every function object with that code then gets a
-trampoline as its ``__code__``: a small code object that calls ``janus.function`` of a
-copy of the original function (or the Janus function the scan already made of it).
+frame of code that records a tape), and that code object is the step's.  Every function
+object with that code then gets a trampoline as its ``__code__``: a small code object
+that calls ``janus.function`` of a copy of the original function (or the Janus function
+the scan already made of it).
 References, bound methods and closures holding the function object all go through
 Janus from their next call.  TensorFlow is not patched.
 
