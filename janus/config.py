@@ -44,3 +44,13 @@ def takeover_sample_seconds() -> float:
     if ms <= 0:
         raise ValueError(f"JANUS_TAKEOVER_SAMPLE_MS must be positive, got {value!r}")
     return ms / 1000
+
+
+def subtree_reuse() -> bool:
+    """``JANUS_SUBTREE_REUSE=1``: recursion over trees computes identical subtrees of one
+    call once.  Off by default: it sums gradients in another order than eager (results
+    agree to round-off, not bitwise) and measured no faster (``docs/recursion.md``)."""
+    value = os.environ.get("JANUS_SUBTREE_REUSE", "0")
+    if value not in ("0", "1", "true", "false", "True", "False", ""):
+        raise ValueError(f"JANUS_SUBTREE_REUSE must be 0 or 1, got {value!r}")
+    return value not in ("0", "false", "False")

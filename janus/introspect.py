@@ -20,13 +20,17 @@ def _resolve(f: Any) -> JanusFunction:
 
 def stats(f: Any) -> dict[str, int]:
     """Counters of a Janus function: calls, graph_calls, eager_calls, conversions, fallbacks, cache_entries
-    (graphs held) and cache_constant_bytes (the tensors they captured as constants), ..."""
+    (graphs held) and cache_constant_bytes (the tensors they captured as constants), tree_nodes
+    and tree_nodes_computed (nodes its cached graphs' recursions over trees walked, and
+    computed: fewer with common-subtree reuse), ..."""
     jf = _resolve(f)
     out = {k: jf.counts.get(k, 0) for k in STAT_KEYS}
     out["cache_entries"] = len(jf.entries)
     out["cache_constant_bytes"] = sum(e.constant_bytes for e in jf.entries)
     out["failed_conversions"] = jf.policy.failed_attempts
     out["assumptions_failed"] = sum(a.failed for a in jf.policy.assumptions.values())
+    out["tree_nodes"] = sum(p.nodes for e in jf.entries for p in e.forests)
+    out["tree_nodes_computed"] = sum(p.unique for e in jf.entries for p in e.forests)
     return out
 
 
@@ -64,6 +68,8 @@ class Explanation:
                     lines += [f"      - #{a.id} {a.description} (held {a.held}, failed {a.failed})" for a in group]
             if entry.effects:
                 lines.append(f"    deferred effects: {', '.join(_effects.describe(entry.effects))}")
+            for plan in entry.forests:
+                lines.append("    recursion over trees: " + "\n      ".join(plan.describe()))
             lines.append("    guards:")
             lines += _guards_by_kind(entry.guards) or ["      (none)"]
         dropped = [a for a in jf.policy.assumptions.values() if a.failed and not any(a in e.assumptions for e in self.entries)]

@@ -8,9 +8,8 @@ trains a few dozen steps, and checks
   of its kernels may round differently from eager in the last bit, ``docs/random.md``),
 * the model weights and the trainer's Python-side lists (monitoring histories, episode
   returns) at the end,
-* that Janus ran most steps as graphs where it converts the example (``graph_calls``),
-  or, where a feature is missing (recursion over Python trees), that the eager fallback
-  matches and the gap is asserted explicitly, so it shows instead of hiding.
+* that Janus ran most steps as graphs (``graph_calls``); the tree models, whose every
+  batch holds new trees, run all steps after the profiled ones with one graph.
 
 Two ways of comparing, chosen per example:
 
@@ -146,33 +145,23 @@ def test_synchronized_step_matches_eager_and_runs_as_graphs(name):
     _assert_mostly_graphs(jan, steps)
 
 
-# --- recursive tree models: the eager fallback, and the gap --------------------------------------
+# --- recursive tree models: one batched graph for every batch of new trees ---------------------
 
 TREES = {"treernn": 16, "treelstm": 12}
 
 
 @pytest.mark.parametrize("name", list(TREES))
-def test_tree_model_matches_eager__recursion_not_yet_one_reusable_graph(name):
-    """Recursive models over Python trees: results match eager, but no graph is reused across calls.
-
-    Every batch holds different trees; Janus inlines the recursion for the trees it saw,
-    so a graph is specialized to one batch's tree shapes and its guards miss on the next
-    batch: each call either runs eagerly or converts a new graph used once.  Recursion
-    in graphs (one graph for any tree, then batching across nodes, Cavs) is future work
-    (DESIGN.md, "Coming later").  The last assertion pins the gap: when a graph starts
-    being reused across batches of different trees, it fails -- then turn this into a
-    free-running test like the others.
-    """
+def test_tree_model_matches_eager_as_one_batched_graph(name):
+    """Recursive models over Python trees: every batch holds new trees, and one graph,
+    which computes all trees of a batch level by level (``docs/recursion.md``), serves them
+    all after the profiled calls."""
     steps = TREES[name]
     eager, jan = _build(name)
-    tf.random.set_seed(SEED)  # dcgan and vae draw noise in the step: both runs start from the same seed
     eager_losses = [eager.step() for _ in range(steps)]
-    tf.random.set_seed(SEED)
     janus_losses = [jan.step() for _ in range(steps)]
     _assert_losses_match(eager_losses, janus_losses)
     for a, b in zip(_variables(eager), _variables(jan)):
         np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-4, atol=1e-5, err_msg=a.path)
     stats = janus.stats(jan.train_step)
     assert stats["calls"] == steps
-    assert stats["graph_calls"] <= stats["conversions"], \
-        f"a graph was reused across tree batches (recursion support landed?): {stats}"
+    assert stats["conversions"] == 1 and stats["graph_calls"] == steps - 3, stats

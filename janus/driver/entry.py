@@ -24,6 +24,7 @@ from janus.commit.packing import Packer, Recipe, Run, unpack
 from janus.convert.pipeline import converted_function
 from janus.errors import ConversionError
 from janus.runtime import ops
+from janus.runtime.recursion import Regroup, TreeRecursion
 from janus.trace import guards
 from janus.trace.active import CALL
 from janus.trace.context import TraceContext
@@ -54,6 +55,7 @@ class CacheEntry:
     namespace: dict = field(default_factory=dict)
     seeds: SeedReservation | None = None  # the random draws' seeds, fed and consumed at each call
     constant_bytes: int = 0  # what its constants (captured tensors, Const ops) hold
+    forests: list = field(default_factory=list)  # plans of recursions over trees (janus.trace.forest)
     hits: int = 0
     failures: int = 0
 
@@ -159,8 +161,24 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
     """Trace ``converted`` on these arguments into a cache entry (raises on failure).
 
     Raises :class:`janus.commit.atomicity.StateBeforeAssertion` when an assumption is checked
-    after a state update; the caller retraces without those assumptions.
+    after a state update; the caller retraces without those assumptions.  A trace that
+    found several calls of a recursive function on trees is traced once more, to compute
+    them in one batch (``janus.runtime.recursion``).
     """
+    grouping: dict | bool | None = None
+    while True:
+        try:
+            return _build_entry(python_fn, converted, args, kwargs, relaxed_shapes, speculator, fed_scalars,
+                                on_collective, grouping)
+        except Regroup as again:
+            if grouping is not None and again.grouping is not False or grouping is False:
+                raise ConversionError("recursive calls on trees changed between traces") from None
+            grouping = again.grouping
+
+
+def _build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple, kwargs: dict,
+                 relaxed_shapes: dict | None, speculator: Any, fed_scalars: dict | None,
+                 on_collective: Callable[[Any], None] | None, grouping: dict | bool | None) -> CacheEntry:
     leaves = tensor_leaves(args, kwargs)
     relaxed_shapes = relaxed_shapes or {}
     composite_specs = {p: s for p, s in relaxed_shapes.items() if isinstance(s, tf.TypeSpec)}
@@ -176,6 +194,7 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
     ctx.guard_set.namespace.update(guard_namespace_base())
     ctx.heap.composite_specs = composite_specs
     ctx.on_collective = on_collective
+    ctx.recursion = TreeRecursion(ctx, grouping, (args, kwargs))
     names = _param_names(python_fn)
     state: dict[str, Any] = {}
 
@@ -189,6 +208,7 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
             k = {n: ctx.read(v, KwArg(n)) for n, v in kwargs.items()}
             k.update(_defaults(ctx, python_fn, args, kwargs))
             result = converted(*a, **k)
+            ctx.recursion.finish()
             if ctx.seeds.used:
                 draws = ctx.seeds.finish(ctx.checks.assert_that)
                 ctx.effect(effects.ConsumeSeeds(draws, ctx.seeds.reservation), "random draws")
@@ -206,7 +226,10 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
 
     traced = tf.function(graph_fn, autograph=False)
     with contextlib.redirect_stdout(io.StringIO()) as printed:
-        concrete = traced.get_concrete_function(*(s for _, s in specs))
+        try:
+            concrete = traced.get_concrete_function(*(s for _, s in specs))
+        finally:
+            ctx.recursion.close()
     if printed.getvalue():
         # The user's prints are deferred effects; this came from library code that prints
         # from Python: in a graph it would print once, at trace time, and never again.
@@ -224,6 +247,7 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
         relaxed=ctx.heap.relaxed, namespace=ctx.guard_set.namespace,
         seeds=ctx.seeds.reservation if ctx.seeds.used else None,
         constant_bytes=_tf_private.captured_constant_bytes(concrete),
+        forests=[f.plan for f in ctx.recursion.forests],
     )
 
 

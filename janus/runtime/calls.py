@@ -25,9 +25,10 @@ from janus.commit.effects import CallMethod, Print
 from janus.convert.pipeline import is_converted_code as is_converted
 from janus.convert.support import ALLOWED_BUILTINS
 from janus.errors import ConversionError
-from janus.runtime import control_flow, random, state
+from janus.runtime import control_flow, random, recursion, state
 from janus.trace import active
 from janus.trace.active import current
+from janus.trace.forest import NodeView, is_tree_part
 from janus.trace.guards import GuardKind
 from janus.trace.sources import Cell, Global, Source
 from janus.trace.values import PyOrTensor, PyScalar, SymbolicShape, is_symbolic, is_user_class
@@ -87,6 +88,17 @@ def converted(fn: types.FunctionType):
     return current().convert(fn)
 
 
+def inline(fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:
+    """Call user function ``fn`` converted, in place; a recursion over a tree is run over
+    the whole tree at once instead (``janus.runtime.recursion``)."""
+    rec = current().recursion
+    if rec is not None:
+        out = rec.intercept(fn, args, kwargs)
+        if out is not recursion.NOT_RECURSION:
+            return out
+    return converted(fn)(*args, **kwargs)
+
+
 def call(f: Any, *args: Any, **kwargs: Any) -> Any:
     """``f(*args, **kwargs)`` in converted code."""
     if is_converted_code(f):
@@ -94,19 +106,28 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
     janus_fn = getattr(f, "__janus_function__", None)
     if janus_fn is not None:
         bound_self = getattr(f, "__self__", None)
-        target = converted(janus_fn.python_function)
-        return target(bound_self, *args, **kwargs) if bound_self is not None else target(*args, **kwargs)
+        fn = janus_fn.python_function
+        return inline(fn, (bound_self, *args) if bound_self is not None else args, kwargs)
     if f is print:
         return print_(*args, **kwargs)
     if is_user_function(f):
-        return converted(f)(*args, **kwargs)
+        return inline(f, args, kwargs)
+    rec = current().recursion
+    if rec is not None and rec.active is not None:
+        if f not in _VIEW_CALLS and any(type(v) is NodeView for v in (*args, *kwargs.values())) \
+                and not (isinstance(f, types.MethodType) and is_user_function(f.__func__)):
+            raise ConversionError(f"passes a tree node to {_name(f)} during the recursion over it")
+        # Nodes are computed in batches by TensorFlow's vectorizer, which batches a gather
+        # from a variable's value but not from the variable (ResourceGather): pass the value.
+        args = tuple(_variable_value(v) for v in args)
+        kwargs = {k: _variable_value(v) for k, v in kwargs.items()}
     if f in random.REPLACEMENTS:  # stateful random ops draw from fed seeds (janus.trace.seeds)
         return random.REPLACEMENTS[f](*_shapes(args), **_wrap_kw(_shapes(kwargs)))
     if isinstance(f, types.MethodType):
         if isinstance(f.__self__, SymbolicShape):
             return f(*args, **kwargs)
         if is_user_function(f.__func__):
-            return converted(f.__func__)(f.__self__, *args, **kwargs)
+            return inline(f.__func__, (f.__self__, *args), kwargs)
         if isinstance(f.__self__, tf.distribute.MultiWorkerMirroredStrategy):
             current().uses_collective(f.__self__)
         if isinstance(f.__self__, tf.distribute.experimental.ParameterServerStrategy):
@@ -141,7 +162,7 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
     if not isinstance(f, (types.FunctionType, types.BuiltinFunctionType)) and is_user_class(type(f)):
         method = getattr(type(f), "__call__", None)
         if is_user_function(method):
-            return converted(method)(f, *args, **kwargs)
+            return inline(method, (f, *args), kwargs)
         raise ConversionError(f"callee not allow-listed: {type(f).__qualname__} instance", permanent=True)
     if f in ALLOWED_BUILTINS:
         return f(*_wrap(args), **_wrap_kw(kwargs))
@@ -368,7 +389,56 @@ def _no_symbolic(fn):
     return check
 
 
+def _variable_value(v: Any) -> Any:
+    return v.value() if type(v) is not NodeView and isinstance(v, tf.Variable) else v
+
+
+def _constant(value: Any, dtype: Any = None, shape: Any = None, name: str = "Const") -> Any:
+    """``tf.constant`` of Python numbers some of which the graph computes (a fed number,
+    a node's field), possibly in nested lists: the tensor eager would make of them, built
+    from the graph's values (a Python int is int32 and a float float32, as eager has them)."""
+    if not _has_py_scalar(value):
+        return tf.constant(value, dtype, shape, name)
+    dtype = tf.as_dtype(dtype) if dtype is not None else _inferred_dtype(value)
+    tensor = _stacked(value, dtype)
+    if shape is None:
+        return tensor
+    return tf.fill(shape, tensor) if tensor.shape.rank == 0 else tf.reshape(tensor, shape)
+
+
+def _has_py_scalar(value: Any) -> bool:
+    if isinstance(value, PyScalar):
+        return True
+    return type(value) in (list, tuple) and any(_has_py_scalar(v) for v in value)
+
+
+def _inferred_dtype(value: Any) -> tf.DType:
+    kinds: set = set()
+
+    def walk(v: Any) -> None:
+        if type(v) in (list, tuple):
+            for x in v:
+                walk(x)
+        else:
+            kinds.add(v.kind if isinstance(v, PyScalar) else type(v))
+
+    walk(value)
+    if not kinds <= {bool, int, float}:
+        raise ConversionError(f"tf.constant of {sorted(k.__name__ for k in kinds)} the graph computes")
+    return tf.float32 if float in kinds else tf.int32 if int in kinds else tf.bool
+
+
+def _stacked(value: Any, dtype: tf.DType) -> tf.Tensor:
+    if type(value) in (list, tuple):
+        return tf.stack([_stacked(v, dtype) for v in value]) if value else tf.constant(value, dtype)
+    if isinstance(value, PyScalar):
+        return value.__tf_tensor__(dtype)
+    return tf.constant(value, dtype)
+
+
 def _type(*args: Any) -> Any:
+    if len(args) == 1 and type(args[0]) is NodeView:
+        return args[0].__class__  # the node's class (now a test of its case)
     if len(args) == 1 and is_symbolic(args[0]):
         raise ConversionError("type() of a graph tensor differs from eager's EagerTensor")
     if len(args) == 1 and isinstance(args[0], PyScalar):
@@ -403,7 +473,10 @@ def _hasattr(obj: Any, name: str) -> bool:
     return hasattr(obj, name)
 
 
+_VIEW_CALLS = {isinstance, type, getattr}  # what may be asked of a tree node (see _type, _getattr)
+
 _SPECIAL = {
+    tf.constant: _constant,
     tf.autograph.trace: print_,  # TensorFlow's own Python-level print of its arguments
     range: _range,
     len: _len,
@@ -447,6 +520,8 @@ def container_method(obj: Any, name: str, args: tuple, kwargs: dict) -> Any:
     """Call a method of a builtin container; mutations of heap containers are deferred."""
     method = getattr(obj, name)
     ctx = current()
+    if name in MUTATORS.get(type(obj), ()) and is_tree_part(ctx, obj):
+        raise ConversionError("changes a tree during the recursion over it")
     source = ctx.source_of(obj) if ctx is not None else None
     if source is None or name not in MUTATORS.get(type(obj), ()):
         if name in MUTATORS.get(type(obj), ()):
@@ -467,6 +542,8 @@ def mutate_attr(obj: Any, name: str, method: str, *args: Any) -> Any:
     type is guarded.  Anything else takes the ordinary path.
     """
     ctx = current()
+    if isinstance(obj, NodeView):
+        raise ConversionError(f"changes {obj.path}.{name} during the recursion over the tree")
     source = ctx.source_of(obj) if ctx is not None else None
     d = state.instance_dict(obj) if source is not None else None
     if d is None or (id(obj), name) in ctx.heap.overlay or state.is_data_descriptor(type(obj), name) or name not in d:

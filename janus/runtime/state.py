@@ -17,6 +17,7 @@ from typing import Any
 from janus.commit.effects import SetAttr, SetCell, SetGlobal, SetItem
 from janus.errors import ConversionError
 from janus.trace.active import current
+from janus.trace.forest import NodeView, is_tree_part
 from janus.trace.guards import GuardKind
 from janus.trace.sources import Cell, ClassAttr, Global
 from janus.trace.values import SymbolicShape, is_framework_object, is_graph_composite, is_symbolic, is_user_class
@@ -65,6 +66,8 @@ def ld_cell(cells: tuple, index: int, name: str) -> Any:
 
 def ld_attr(obj: Any, name: str) -> Any:
     """``obj.name`` as converted code sees it."""
+    if isinstance(obj, NodeView):
+        return obj.read(name)  # a node of a recursion run over whole trees (janus.runtime.recursion)
     if is_symbolic(obj) or is_graph_composite(obj):
         value = getattr(obj, name)
         if name == "shape" and not value.is_fully_defined():
@@ -74,7 +77,7 @@ def ld_attr(obj: Any, name: str) -> Any:
     if ctx is None:
         return getattr(obj, name)
     if isinstance(obj, type) and is_user_class(obj):
-        return _class_attr(ctx, obj, obj, name)
+        return class_attribute(ctx, obj, obj, name)
     source = ctx.source_of(obj)
     if source is None:
         return _created_attr(ctx, obj, name) if ctx.heap.is_created(obj) else getattr(obj, name)
@@ -99,7 +102,7 @@ def ld_attr(obj: Any, name: str) -> Any:
         if inspect.getattr_static(obj, name, _MISSING) is _MISSING:
             raise ConversionError(f"{cls.__qualname__}.{name}: attribute comes from __getattr__")
         return getattr(obj, name)
-    return _class_attr(ctx, cls, obj, name)
+    return class_attribute(ctx, cls, obj, name)
 
 
 def _created_attr(ctx, obj: Any, name: str) -> Any:
@@ -115,13 +118,13 @@ def _created_attr(ctx, obj: Any, name: str) -> Any:
             return ctx.convert(prop.fget)(obj)
         raise ConversionError(f"{cls.__qualname__}.{name} is a data descriptor")
     if _defined_by_user(cls, name):
-        return _class_attr(ctx, cls, obj, name)
+        return class_attribute(ctx, cls, obj, name)
     if inspect.getattr_static(obj, name, _MISSING) is _MISSING:
         raise ConversionError(f"{cls.__qualname__}.{name}: attribute comes from __getattr__")
     return getattr(obj, name)
 
 
-def _class_attr(ctx, cls: type, obj: Any, name: str) -> Any:
+def class_attribute(ctx, cls: type, obj: Any, name: str) -> Any:
     """An attribute found on a user class: read (and guarded) where the class defines it."""
     for klass in cls.__mro__:
         if name in vars(klass):
@@ -140,6 +143,8 @@ def _class_attr(ctx, cls: type, obj: Any, name: str) -> Any:
 def st_attr(obj: Any, name: str, value: Any) -> None:
     """``obj.name = value``: immediate on objects the call created, deferred on the heap."""
     ctx = current()
+    if isinstance(obj, NodeView):
+        raise ConversionError(f"sets .{name} of a tree node during the recursion over it")
     source = ctx.source_of(obj) if ctx is not None else None
     if source is None:
         if ctx is not None and not ctx.heap.is_created(obj):
@@ -195,6 +200,8 @@ def aug_operand(value: Any, name: str) -> Any:
 def st_subscr(obj: Any, key: Any, value: Any) -> None:
     """``obj[key] = value``: immediate on containers the call created, deferred on the heap."""
     ctx = current()
+    if is_tree_part(ctx, obj):
+        raise ConversionError("changes a tree during the recursion over it")
     source = ctx.source_of(obj) if ctx is not None else None
     if source is None:
         no_mutation_in_dynamic_flow(ctx, "item assignment")

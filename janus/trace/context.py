@@ -85,6 +85,21 @@ class GuardSet:
             self._exprs.add(expr)
             self.guards.append(Guard(expr, description, kind, source))
 
+    def subsume_type(self, source: Source) -> None:
+        """Drop the type guard on ``source`` (a root of a recursion over trees, whose class
+        the recursion's own guard tests), unless the trace read something through it."""
+        def within(s: Any) -> bool:
+            while s is not None:
+                if s == source:
+                    return True
+                s = getattr(s, "parent", None)
+            return False
+
+        if not any(g.source != source and within(g.source) for g in self.guards):
+            dropped = [g for g in self.guards if g.source == source and g.kind is GuardKind.TYPE]
+            self.guards = [g for g in self.guards if g not in dropped]
+            self._exprs -= {g.expr for g in dropped}
+
     def getter(self, source: Source) -> Callable[[tuple, dict], Any]:
         """``lambda a, k: <source>``: reads the source on the arguments of a later call."""
         return eval(f"lambda a, k: {source.expr}", self.namespace)  # noqa: S307 - generated access path
@@ -465,6 +480,7 @@ class TraceContext:
         self.convert = convert  # user function -> its converted code (the runtime's inliner)
         self.on_collective: Callable[[Any], None] | None = None  # told when a multi-worker strategy is used
         self.collective: Any = None
+        self.recursion: Any = None  # recursion over trees in this trace (janus.runtime.recursion)
 
     def uses_collective(self, strategy: Any) -> None:
         """The trace calls a multi-worker ``tf.distribute`` strategy: its graphs run only when

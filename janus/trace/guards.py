@@ -29,6 +29,7 @@ class GuardKind(enum.Enum):
     IDENTITY = "object identity"
     ALIAS = "aliasing"
     ABSENT = "name not rebound or attribute not set"
+    FOREST = "recursive structures (each node fits a traced case)"
 
 
 @dataclass

@@ -238,8 +238,9 @@ class PyScalar:
 
     @property
     def dtype(self) -> tf.DType:
-        """The dtype TensorFlow gives this value when it converts it (int32 for a Python int)."""
-        return tf.int32 if self.kind is int else self.tensor.dtype
+        """The dtype TensorFlow gives this value when it converts it (int32 for a Python
+        int, float32 for a float)."""
+        return tf.int32 if self.kind is int else tf.float32 if self.kind is float else self.tensor.dtype
 
     @property
     def shape(self) -> tf.TensorShape:
@@ -259,6 +260,8 @@ class PyScalar:
             in_range = tf.logical_and(self.tensor >= INT32[0], self.tensor <= INT32[1])
             ctx.assert_that(in_range, assumption.message, assumption)
             return tf.cast(self.tensor, tf.int32)
+        if dtype is None and self.kind is float:
+            return tf.cast(self.tensor, tf.float32)  # eager converts a Python float to float32
         if dtype is not None and dtype != self.tensor.dtype:
             return tf.cast(self.tensor, dtype)
         return self.tensor
