@@ -1,8 +1,10 @@
 """Benchmark: a function Janus cannot generalize must not slow the program down.
 
-The Tree-LSTM example's training step sees new trees at every call, so every graph
-Janus builds is specialized on one batch of trees and never reused; Janus gives up
-after a few and runs the step plainly eagerly.  This runs the same steps eagerly and
+The Tree-LSTM example's training step, with dropout on every node's state, sees new
+trees at every call.  Random draws at every node keep Janus from batching the recursion
+over whole trees (``docs/recursion.md``), so every graph it builds is specialized on one
+batch of trees and never reused; Janus gives up after a few and runs the step plainly
+eagerly.  This runs the same steps eagerly and
 through Janus, interleaved in rounds (the machine is shared and noisy), and reports
 the median step time of each over the steps after Janus gave up, their ratio, and
 what Janus spent before giving up.
@@ -19,12 +21,23 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import tensorflow as tf  # noqa: E402
+
 import janus  # noqa: E402
 import treelstm  # noqa: E402
 
 
+class DropoutTreeLSTM(treelstm.TreeLSTM):
+    """The example's Tree-LSTM with dropout on each node's hidden state."""
+
+    def encode(self, node):
+        h, c = super().encode(node)
+        return tf.nn.dropout(h, 0.1), c
+
+
 def run(steps: int, use_janus: bool) -> tuple[list[float], dict]:
     trainer = treelstm.build(0)
+    trainer.model.__class__ = DropoutTreeLSTM
     if use_janus:
         trainer.train_step = janus.function(trainer.train_step)
     times = []
@@ -50,7 +63,7 @@ def main(argv=None) -> None:
         jan.append(statistics.median(j_times[half:]))
         first_half.append(sum(j_times[:half]) / max(sum(e_times[:half]), 1e-9))
     ratios = [e / j for e, j in zip(eager, jan)]
-    print(f"Tree-LSTM step, new trees every call: {args.rounds} interleaved rounds of {args.steps} steps")
+    print(f"Tree-LSTM step with dropout per node, new trees every call: {args.rounds} interleaved rounds of {args.steps} steps")
     print(f"  eager, second half:  median {1000 * statistics.median(eager):.1f} ms/step")
     print(f"  Janus, second half:  median {1000 * statistics.median(jan):.1f} ms/step")
     print(f"  Janus speed / eager: median {statistics.median(ratios):.2f}x "

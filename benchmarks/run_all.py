@@ -41,6 +41,7 @@ import argparse
 import datetime
 import gc
 import importlib
+import importlib.util
 import json
 import os
 import platform
@@ -60,7 +61,11 @@ EXAMPLES = ["lenet", "resnet", "inception", "lstm", "lm", "treernn", "treelstm",
             "dcgan", "vae"]
 QUICK_EXAMPLES = ["lenet", "lstm", "lm", "gan"]
 MODES = ["eager", "janus", "tf.function", "handwritten"]
-MODE_LABELS = {"eager": "eager", "janus": "Janus", "tf.function": "tf.function", "handwritten": "hand-written"}
+MODE_LABELS = {"eager": "eager", "janus": "Janus", "tf.function": "tf.function", "handwritten": "hand-written",
+               "janus+reuse": "Janus with subtree reuse"}
+# Janus with JANUS_SUBTREE_REUSE=1 (identical subtrees of a call computed once), on the tree
+# examples only, after the other modes of the example: the "Common-subtree reuse" section.
+REUSE_EXAMPLES = ["treernn", "treelstm"]
 SEED = 0
 RTOL, ATOL = 1e-4, 1e-6
 MAX_WARMUP_CALLS = 60  # Janus: stop waiting for it to settle after this many calls
@@ -233,8 +238,13 @@ def worker(args):
     # warm TensorFlow up once so the first example does not pay for it
     tf.function(lambda x: tf.reduce_sum(x * 2.0))(tf.ones([4]))
     cfg = {"check_steps": args.check_steps, "windows": args.windows, "window": args.window}
+    mode = args.worker
+    if mode == "janus+reuse":
+        os.environ["JANUS_SUBTREE_REUSE"] = "1"
+        mode = "janus"
     for name in args.examples.split(","):
-        res = run_example(name, args.worker, cfg)
+        res = run_example(name, mode, cfg)
+        res["mode"] = args.worker
         res["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
         with open(args.out, "a") as f:
             f.write(json.dumps(res) + "\n")
@@ -436,6 +446,24 @@ def ratio_table(rows):
     return "\n".join(lines)
 
 
+def reuse_table(rows):
+    """Janus with common-subtree reuse against Janus without, on the tree examples."""
+    lines = ["| example | Janus with reuse (ex/s) | with reuse / without (median, spread) | nodes walked | nodes computed "
+             "| first losses vs eager's |", "|---|---|---|---|---|---|"]
+    for row in rows:
+        m = row["modes"].get("janus+reuse")
+        if m is None:
+            continue
+        a, b = m["raw"].get("round_throughputs", []), row["modes"].get("janus", {}).get("raw", {}).get("round_throughputs", [])
+        r = [x / y for x, y in zip(a, b) if x and y]
+        ratio = f"{statistics.median(r):.2f} ({min(r):.2f}-{max(r):.2f})" if r else "--"
+        stats = m["raw"].get("stats", {})
+        lines.append(f"| {row['example']} | {fmt_speed(m['throughput']) if m['throughput'] else '--'} | {ratio} | "
+                     f"{stats.get('tree_nodes', '--')} | {stats.get('tree_nodes_computed', '--')} | "
+                     f"{m['verdict']}: {m['detail']} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
 def memory_table(rows, modes):
     """Peak resident memory of each (example, mode) process, and what Janus's cache holds."""
     head = [MODE_LABELS[m] + " (MB)" for m in modes] + ["Janus cache: graphs, constants"]
@@ -602,6 +630,16 @@ graphs, and the bytes of the constants they captured (`janus.stats(f)["cache_con
 
 {memory_table(rows, modes)}
 
+## Common-subtree reuse
+
+The tree examples once more through Janus with `JANUS_SUBTREE_REUSE=1`, after their other
+modes in each round: nodes whose whole subtree (cases, words, children) is identical within
+one call are computed once (`docs/recursion.md`). Nodes walked and computed are summed over
+the calls the cached graph served (`janus.stats`). Reuse is off by default: it sums
+gradients in another order than eager (results agree to round-off, not bitwise).
+
+{reuse_table(rows) or "(not run: no tree example or no Janus mode in this run)"}
+
 ## What is measured
 
 - **Modes.** *eager*: the example's trainer as written. *Janus*: `common.maybe_janus(trainer, True)`,
@@ -688,9 +726,7 @@ def main(argv=None):
     if args.worker:
         return worker(args)
 
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("matplotlib") is None:
         sys.exit("run_all.py: matplotlib is not installed (pip install matplotlib); it draws docs/benchmarks.png")
     examples = args.examples.split(",") if args.examples else (QUICK_EXAMPLES if args.quick else EXAMPLES)
     unknown = [e for e in examples if e not in EXAMPLES]
@@ -712,9 +748,10 @@ def main(argv=None):
     with open(log_path, "w") as log:
         for _ in range(args.rounds):
             for ex in examples:
-                for mode in modes:
+                extra = ["janus+reuse"] if "janus" in modes and ex in REUSE_EXAMPLES else []
+                for mode in modes + extra:
                     for res in run_mode(mode, [ex], args, log).values():
-                        _add_round(results[mode], ex, res)
+                        _add_round(results.setdefault(mode, {}), ex, res)
     for per_mode in results.values():
         for res in per_mode.values():
             done = [t for t in res["round_throughputs"] if t is not None]
@@ -727,6 +764,8 @@ def main(argv=None):
     print(ratio_table(rows))
     print()
     print(memory_table(rows, modes))
+    print()
+    print(reuse_table(rows))
     print(findings(rows, modes))
     print(f"\n{elapsed / 60:.1f} minutes")
     if args.json:

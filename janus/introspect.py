@@ -70,6 +70,8 @@ class Explanation:
                 lines.append(f"    deferred effects: {', '.join(_effects.describe(entry.effects))}")
             for plan in entry.forests:
                 lines.append("    recursion over trees: " + "\n      ".join(plan.describe()))
+            for name, why in entry.unbatched.items():
+                lines.append(f"    recursion of {name} inlined for these structures only, not batched: {why}")
             lines.append("    guards:")
             lines += _guards_by_kind(entry.guards) or ["      (none)"]
         dropped = [a for a in jf.policy.assumptions.values() if a.failed and not any(a in e.assumptions for e in self.entries)]

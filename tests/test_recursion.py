@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 import numpy as np
-import pytest
 import tensorflow as tf
 
 import janus
@@ -254,7 +253,9 @@ def _explained(make, calls) -> str:
     return str(janus.explain(fn))
 
 
-def test_what_does_not_fit_runs_eagerly_with_a_reason():
+def test_what_does_not_fit_is_inlined_per_tree_with_a_reason():
+    """Changing the tree while recursing over it cannot be batched: the recursion is inlined
+    for the trees of one call, as before batching (graphs specialized per tree)."""
     def make(jit):
         w = _weights(12, DIM, DIM)
 
@@ -271,11 +272,12 @@ def test_what_does_not_fit_runs_eagerly_with_a_reason():
         return SimpleNamespace(fn=run)
 
     calls = [(random_tree(np.random.default_rng(s), 2 + s % 4),) for s in range(6)]
-    check(make, calls, eager_only=True)
-    assert "during the recursion" in _explained(make, calls)
+    check(make, calls, min_graph_calls=0)
+    text = _explained(make, calls)
+    assert "not batched: sets .seen of a tree node during the recursion" in text, text
 
 
-def test_a_recursive_call_under_a_tensor_condition_is_refused():
+def test_a_recursive_call_under_a_tensor_condition_is_not_batched():
     def make(jit):
         def total(node, x):
             if node.is_leaf():
@@ -292,7 +294,7 @@ def test_a_recursive_call_under_a_tensor_condition_is_refused():
 
     calls = [(random_tree(np.random.default_rng(s), 2 + s % 4), tf.constant([1.0, float(s % 3) - 1.0]))
              for s in range(8)]
-    check(make, calls, eager_only=True)
+    check(make, calls, min_graph_calls=0)
     assert "calls itself under a tensor-dependent condition" in _explained(make, calls)
 
 

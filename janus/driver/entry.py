@@ -56,6 +56,7 @@ class CacheEntry:
     seeds: SeedReservation | None = None  # the random draws' seeds, fed and consumed at each call
     constant_bytes: int = 0  # what its constants (captured tensors, Const ops) hold
     forests: list = field(default_factory=list)  # plans of recursions over trees (janus.trace.forest)
+    unbatched: dict = field(default_factory=dict)  # recursions inlined per structure instead, and why
     hits: int = 0
     failures: int = 0
 
@@ -166,19 +167,25 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
     them in one batch (``janus.runtime.recursion``).
     """
     grouping: dict | bool | None = None
-    while True:
+    refused: dict = {}
+    for _ in range(8):
         try:
             return _build_entry(python_fn, converted, args, kwargs, relaxed_shapes, speculator, fed_scalars,
-                                on_collective, grouping)
+                                on_collective, grouping, refused)
         except Regroup as again:
-            if grouping is not None and again.grouping is not False or grouping is False:
-                raise ConversionError("recursive calls on trees changed between traces") from None
-            grouping = again.grouping
+            if again.refused:
+                refused.update(again.refused)
+            elif grouping is False or grouping is not None and again.grouping is not False:
+                break
+            else:
+                grouping = again.grouping
+    raise ConversionError("recursive calls on trees changed between traces")
 
 
 def _build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple, kwargs: dict,
                  relaxed_shapes: dict | None, speculator: Any, fed_scalars: dict | None,
-                 on_collective: Callable[[Any], None] | None, grouping: dict | bool | None) -> CacheEntry:
+                 on_collective: Callable[[Any], None] | None, grouping: dict | bool | None,
+                 refused: dict) -> CacheEntry:
     leaves = tensor_leaves(args, kwargs)
     relaxed_shapes = relaxed_shapes or {}
     composite_specs = {p: s for p, s in relaxed_shapes.items() if isinstance(s, tf.TypeSpec)}
@@ -194,7 +201,7 @@ def _build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple
     ctx.guard_set.namespace.update(guard_namespace_base())
     ctx.heap.composite_specs = composite_specs
     ctx.on_collective = on_collective
-    ctx.recursion = TreeRecursion(ctx, grouping, (args, kwargs))
+    ctx.recursion = TreeRecursion(ctx, grouping, (args, kwargs), refused)
     names = _param_names(python_fn)
     state: dict[str, Any] = {}
 
@@ -248,6 +255,7 @@ def _build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple
         seeds=ctx.seeds.reservation if ctx.seeds.used else None,
         constant_bytes=_tf_private.captured_constant_bytes(concrete),
         forests=[f.plan for f in ctx.recursion.forests],
+        unbatched={fn.__qualname__: why for fn, why in refused.items()},
     )
 
 

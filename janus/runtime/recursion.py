@@ -31,8 +31,10 @@ value, a recursive call under a tensor condition, a structure deeper than
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import sys
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,17 +51,22 @@ from janus.trace.sources import Source
 from janus.trace.values import DTYPES, PyScalar, is_framework_object, is_user_class
 
 NOT_RECURSION = object()
+# Cases learned by earlier traces of a function (without their nodes): a later trace, e.g. for
+# a new batch size, needs only find a node of each among its trees instead of tracing it again.
+_KNOWN_CASES: "weakref.WeakKeyDictionary[Any, tuple[dict, list[Case]]]" = weakref.WeakKeyDictionary()
 _WRITER_PREFIXES = ("ResourceApply", "ResourceSparseApply", "ResourceScatter")
 _CALL_OPS = {"If", "StatelessIf", "While", "StatelessWhile", "PartitionedCall", "StatefulPartitionedCall", "Case"}
 
 
 class Regroup(Exception):
     """Trace again, computing these roots (``{function: [sources]}``) in one forest, or
-    (``False``) each root in a forest of its own."""
+    (``False``) each root in a forest of its own; or inline the recursion of a function
+    whose trees cannot be batched (``refused``: function -> why)."""
 
-    def __init__(self, grouping: dict | bool):
+    def __init__(self, grouping: dict | bool | None, refused: dict | None = None):
         super().__init__("retrace with the roots of recursive calls known")
         self.grouping = grouping
+        self.refused = refused or {}
 
 
 class Column(PyScalar):
@@ -78,6 +85,7 @@ class Forest:
     """The table of every node's result (a nest of ``[nodes, ...]`` tensors) of one graph."""
 
     plan: ForestPlan
+    function: Any
     tables: Any
     roots: tf.Tensor
     sources: list[Source]
@@ -109,10 +117,11 @@ class _Group:
 class TreeRecursion:
     """The recursion state of one trace (``TraceContext.recursion``)."""
 
-    def __init__(self, ctx: Any, grouping: dict | bool | None, call_args: tuple):
+    def __init__(self, ctx: Any, grouping: dict | bool | None, call_args: tuple, refused: dict | None = None):
         self.ctx = ctx
         self.grouping = grouping  # None: first trace, find roots; dict: batch them; False: each alone
         self.call_args = call_args
+        self.refused = dict(refused or {})  # functions whose recursion is inlined per structure, and why
         self.roots_seen: dict[Any, list[Source]] = {}
         self.groups: dict[Any, _Group] = {}
         self.forests: list[Forest] = []
@@ -121,7 +130,6 @@ class TreeRecursion:
         self.keep: list[Any] = []
         self._discovering: set[int] = set()
         self._tape_events = 0
-        self._previous_profile: Any = None
         self._watching = False
 
     # -- calls from converted code -----------------------------------------------
@@ -135,7 +143,7 @@ class TreeRecursion:
                 active.refuse(f"calls another recursive function ({fn.__qualname__}) on a node")
             return NOT_RECURSION
         info = structural_recursion(fn)
-        if info is None:
+        if info is None or fn in self.refused:
             return NOT_RECURSION
         try:
             bound = inspect.signature(fn).bind(*args, **kwargs)
@@ -146,14 +154,21 @@ class TreeRecursion:
         source = self.ctx.source_of(node)
         if source is None or not _is_node(node):
             return NOT_RECURSION  # a number (fib(n)) or an object the step built: inlined, specialized
-        return self._root_call(fn, info, bound, node, source)
+        try:
+            return self._root_call(fn, info, bound, node, source)
+        except ConversionError as e:  # trace again with this recursion inlined, specialized per structure
+            raise Regroup(self.grouping, {fn: str(e)}) from None
 
     def _root_call(self, fn: Any, info: StructuralRecursion, bound: inspect.BoundArguments, node: Any,
                    source: Source) -> Any:
         if isinstance(self.grouping, dict) and fn in self.grouping:
             return self._grouped_root(fn, info, bound, node, source, self.grouping[fn])
         if self.grouping is None:
-            self.roots_seen.setdefault(fn, []).append(source)
+            seen = self.roots_seen.setdefault(fn, [])
+            seen.append(source)
+            if len(seen) > 1:  # this trace is traced again with all roots in one forest
+                first = next(f for f in self.forests if f.function is fn)
+                return tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), first.plan.cases[0].spec)
         return self._build(fn, info, bound, [(node, source)]).result(0)
 
     def _grouped_root(self, fn: Any, info: StructuralRecursion, bound: inspect.BoundArguments, node: Any,
@@ -167,8 +182,8 @@ class TreeRecursion:
             forest = self._build(fn, info, bound, list(zip(objs, expected)))
             self.groups[fn] = _Group(forest, bound, graph, self.ctx.log.dynamic_depth, len(self.ctx.log.effects),
                                      len(graph.get_operations()))
-            if len(expected) > 1:
-                self._watch_tapes()
+            if len(expected) > 1 and not self._watch_tapes():
+                raise Regroup(False)
             return forest.result(0)
         k = group.next
         if k >= len(expected) or source != expected[k] or not self._unchanged(group, bound, graph, info.param):
@@ -205,6 +220,8 @@ class TreeRecursion:
         elif isinstance(self.grouping, dict):
             for fn, expected in self.grouping.items():
                 group = self.groups.get(fn)
+                if fn in self.refused:
+                    continue
                 if group is None or group.next != len(expected):
                     raise Regroup(False)
 
@@ -212,46 +229,37 @@ class TreeRecursion:
         self._unwatch_tapes()
 
     # -- gradient tapes between grouped roots ------------------------------------
-    def _watch_tapes(self) -> None:
+    def _watch_tapes(self) -> bool:
         """Count calls into ``tf.GradientTape`` (entering, leaving, watching, asking for
         gradients) until the last grouped root: a forest computed at the first root is
-        recorded by the tapes active then only."""
+        recorded by the tapes active then only.  The count comes from a profile hook on this
+        thread while the trace goes from the first root to the last; if a profiler is
+        already installed (cProfile, a debugger), it is left alone and roots are not grouped."""
+        if sys.getprofile() is not None:
+            return False
         tape_file = tf.GradientTape.__init__.__code__.co_filename
-        previous = sys.getprofile()
 
         def hook(frame, event, arg):
             if event == "call" and frame.f_code.co_filename == tape_file \
                     and frame.f_code.co_qualname.startswith("GradientTape."):
                 self._tape_events += 1
-            if previous is not None:
-                previous(frame, event, arg)
 
-        self._previous_profile = previous
         self._watching = True
         sys.setprofile(hook)
+        return True
 
     def _unwatch_tapes(self) -> None:
         if self._watching:
-            sys.setprofile(self._previous_profile)
+            sys.setprofile(None)
             self._watching = False
 
     # -- one forest ----------------------------------------------------------------
     def _build(self, fn: Any, info: StructuralRecursion, bound: inspect.BoundArguments,
                roots: list[tuple[Any, Source]]) -> Forest:
         ctx = self.ctx
-        plan = ForestPlan(fn.__qualname__, config.subtree_reuse())
-        plan.root_labels = [s.label for _, s in roots]
         objs = tuple(o for o, _ in roots)
-        while True:
-            found = plan.flatten(objs)
-            if isinstance(found, Flat):
-                break
-            if found.kind == "case":
-                self.discover(plan, fn, info, bound, found.node)
-            elif found.kind == "height" and plan.levels < MAX_LEVELS:
-                plan.levels *= 2
-            else:
-                raise ConversionError(f"recursion over {plan.label}: {found.reason}")
+        plan = self._plan(fn, info, bound, objs, *_KNOWN_CASES.get(fn, ({}, [])))
+        plan.root_labels = [s.label for _, s in roots]
         specs = {repr(c.spec) for c in plan.cases}
         if len(specs) > 1:
             raise ConversionError(f"recursion over {plan.label}: its cases return different structures or shapes "
@@ -261,8 +269,8 @@ class TreeRecursion:
                              ctx.guard_set.namespace)
         ctx.guard(f"{name}.fits(a, k)", f"{', '.join(plan.root_labels)} fit the {len(plan.cases)} node cases of "
                   f"{plan.label} traced (below {plan.levels} levels)", GuardKind.FOREST)
-        inputs = _tf_private.call_time_input(ctx.heap.outer_graph, lambda: plan.inputs(*CALL.args), plan.spec(),
-                                             key=name)
+        inputs = plan.unpack(_tf_private.call_time_input(ctx.heap.outer_graph, lambda: plan.inputs(*CALL.args),
+                                                         plan.spec(), key=name))
         offsets, root_index = inputs[0], inputs[1]
         spec = plan.cases[0].spec
         tables = tf.nest.map_structure(lambda s: tf.zeros([0, *s.shape], s.dtype), spec)
@@ -276,9 +284,42 @@ class TreeRecursion:
                 tables = tf.nest.map_structure(lambda t, o: tf.concat([t, o], 0), tables, out)
         for case in plan.cases:
             case.exemplar = None
-        forest = Forest(plan, tables, root_index, [s for _, s in roots])
+        forest = Forest(plan, fn, tables, root_index, [s for _, s in roots])
         self.forests.append(forest)
         return forest
+
+    def _plan(self, fn: Any, info: StructuralRecursion, bound: inspect.BoundArguments, objs: tuple,
+              namespace: dict, known: list[Case]) -> ForestPlan:
+        """The cases of the nodes of ``objs``: cases known from earlier traces of ``fn`` that
+        occur there (each needs a node of its own to be traced on), and new ones discovered.
+        ``namespace`` holds the classes and values the known cases' tests name."""
+        plan = ForestPlan(fn.__qualname__, config.subtree_reuse())
+        plan.namespace.update(namespace)
+        for case in known:
+            plan.add(dataclasses.replace(case, index=len(plan.cases), exemplar=None))
+        while True:
+            exemplars: dict[int, Any] = {}
+            found = plan.flatten(objs, exemplars)
+            if isinstance(found, Flat):
+                break
+            if found.kind == "case":
+                self.discover(plan, fn, info, bound, found.node)
+                if plan.match(found.node) < 0:  # would loop: what the trace recorded does not recognize it
+                    raise ConversionError(f"recursion over {plan.label}: the tests of a node's case do not hold "
+                                          f"on it")
+            elif found.kind == "height" and plan.levels < MAX_LEVELS:
+                plan.levels *= 2
+            else:
+                raise ConversionError(f"recursion over {plan.label}: {found.reason}")
+        if all(case.exemplar is not None or case.index in exemplars for case in plan.cases):
+            for case in plan.cases:
+                case.exemplar = case.exemplar if case.exemplar is not None else exemplars[case.index]
+            learned = {c.signature(): c for c in known}
+            learned.update((c.signature(), dataclasses.replace(c, exemplar=None)) for c in plan.cases)
+            _KNOWN_CASES[fn] = (dict(plan.namespace), list(learned.values()))
+            return plan
+        present = [case for case in plan.cases if case.exemplar is not None or case.index in exemplars]
+        return self._plan(fn, info, bound, objs, plan.namespace, present)
 
     def _vectorized(self, plan: ForestPlan, fn: Any, info: StructuralRecursion, bound: inspect.BoundArguments,
                     case: Case, nodes: tf.Tensor, inputs: tuple, tables: Any) -> Any:

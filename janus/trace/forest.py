@@ -15,6 +15,7 @@ columns, children) equals another's is given the same index: the graph computes 
 """
 from __future__ import annotations
 
+import itertools
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -22,7 +23,6 @@ from typing import Any, Callable
 import numpy as np
 import tensorflow as tf
 
-from janus.trace.values import DTYPES
 
 MAX_LEVELS = 64  # heights beyond this run eagerly (a graph unrolls one block per height)
 MAX_CASES = 16
@@ -100,21 +100,30 @@ class Miss:
     kind: str = "other"  # "case": ``node`` needs a new case; "height": more levels would fit
 
 
+class _Missed(Exception):
+    def __init__(self, miss: Miss):
+        super().__init__(miss.reason)
+        self.miss = miss
+
+
 @dataclass
 class Flat:
-    """A call's structures as arrays: node indices sorted by (height, case)."""
+    """A call's structures as three arrays (the graph's inputs; :meth:`ForestPlan.unpack`).
 
-    offsets: np.ndarray  # block b = height * cases + case holds nodes offsets[b]:offsets[b + 1]
-    children: list[list[np.ndarray]]  # [case][slot]: index of that child, per node (0 for other cases)
-    columns: list[list[np.ndarray]]  # [case][column]: its value, per node
-    roots: np.ndarray
+    ``ints`` (int32): the block offsets (block ``height * cases + case`` holds the node
+    indices ``offsets[b]:offsets[b + 1]``, indices sorted by height, then case), the
+    roots' indices, then per case and recursive call the child's index of every node (0
+    for nodes of other cases); ``longs`` (int64) and ``floats`` (float64): per case and
+    column, every node's value."""
+
+    ints: np.ndarray
+    longs: np.ndarray
+    floats: np.ndarray
     nodes: int  # nodes walked (a node reached twice counts twice)
     unique: int  # nodes the graph computes
 
     def tensors(self) -> tuple:
-        return (tf.constant(self.offsets), tf.constant(self.roots),
-                tuple(tuple(tf.constant(a) for a in slots) for slots in self.children),
-                tuple(tuple(tf.constant(a) for a in cols) for cols in self.columns))
+        return tf.constant(self.ints), tf.constant(self.longs), tf.constant(self.floats)
 
 
 class ForestPlan:
@@ -130,7 +139,7 @@ class ForestPlan:
         self.root_labels: list[str] = []
         self.roots_of: Callable[[tuple, dict], tuple] | None = None
         self.calls = self.nodes = self.unique = 0
-        self._tests: list[Callable] = []
+        self._match: Callable[[Any], int] = lambda node: -1
         self._children: list[Callable] = []
         self._columns: list[Callable] = []
         self._memo = threading.local()
@@ -150,27 +159,50 @@ class ForestPlan:
             return eval(f"lambda _n: {body}", dict(self.namespace))  # noqa: S307 - generated from recorded paths
 
         self.cases.append(case)
-        self._tests.append(compiled(" and ".join(f"({t.expr})" for t in case.tests) or "True"))
         self._children.append(compiled(f"({''.join(c + ', ' for c in case.children)})"))
         self._columns.append(compiled(f"({''.join(c + ', ' for c, _ in case.columns)})"))
+        lines = ["def match(_n):"]
+        for c in self.cases:  # one function: a path that does not exist is not that case
+            test = " and ".join(f"({t.expr})" for t in c.tests) or "True"
+            lines += ["    try:", f"        if {test}:", f"            return {c.index}",
+                      "    except Exception:", "        pass"]
+        scope = dict(self.namespace)
+        exec(compile("\n".join(lines + ["    return -1"]), "<janus forest>", "exec"), scope)  # noqa: S102
+        self._match = scope["match"]
 
     def match(self, node: Any) -> int:
         """The index of the first case whose tests ``node`` passes, or -1."""
-        for i, test in enumerate(self._tests):
-            try:
-                if test(node):
-                    return i
-            except Exception:  # noqa: BLE001 - a path that does not exist: not this case
-                pass
-        return -1
+        return self._match(node)
 
     def spec(self) -> tuple:
-        """The nest of TensorSpecs of the flattened inputs (the graph's call-time capture)."""
-        index = tf.TensorSpec([None], tf.int32)
-        return (tf.TensorSpec([self.levels * len(self.cases) + 1], tf.int32),
-                tf.TensorSpec([len(self.root_labels)], tf.int32),
-                tuple(tuple(index for _ in c.children) for c in self.cases),
-                tuple(tuple(tf.TensorSpec([None], DTYPES[kind]) for _, kind in c.columns) for c in self.cases))
+        """The TensorSpecs of the flattened inputs (the graph's call-time capture)."""
+        return tuple(tf.TensorSpec([None], dtype) for dtype in (tf.int32, tf.int64, tf.float64))
+
+    def unpack(self, packed: tuple) -> tuple:
+        """In the graph: (offsets, roots, children[case][call], columns[case][column]) of the
+        three arrays of :class:`Flat`."""
+        ints, longs, floats = packed
+        k = self.levels * len(self.cases) + 1
+        r = len(self.root_labels)
+        offsets, roots = ints[:k], ints[k:k + r]
+        n = offsets[-1]
+        children, columns, at, at_long, at_float = [], [], 0, 0, 0
+        for case in self.cases:
+            slots = []
+            for _ in case.children:
+                slots.append(ints[k + r + at * n:k + r + (at + 1) * n])
+                at += 1
+            children.append(tuple(slots))
+            values = []
+            for _, kind in case.columns:
+                if kind is int:
+                    values.append(longs[at_long * n:(at_long + 1) * n])
+                    at_long += 1
+                else:
+                    values.append(floats[at_float * n:(at_float + 1) * n])
+                    at_float += 1
+            columns.append(tuple(values))
+        return offsets, roots, tuple(children), tuple(columns)
 
     def describe(self) -> list[str]:
         """Lines for ``janus.explain``: the roots, the cases and what the calls walked."""
@@ -201,8 +233,9 @@ class ForestPlan:
         self.unique += flat.unique
         return flat.tensors()
 
-    def flatten(self, roots: tuple) -> Flat | Miss:
-        """Walk ``roots`` (post-order, without recursion) into a :class:`Flat`, or say why not."""
+    def flatten(self, roots: tuple, exemplars: dict[int, Any] | None = None) -> Flat | Miss:
+        """Walk ``roots`` (post-order) into a :class:`Flat`, or say why not.  ``exemplars``
+        (while tracing): filled with the first node found of each case."""
         done: dict[int, int] = {}  # id(node) -> its provisional index
         on_path: set[int] = set()
         case_of: list[int] = []
@@ -210,77 +243,79 @@ class ForestPlan:
         kids: list[tuple] = []
         cols: list[tuple] = []
         shared: dict[tuple, int] = {}
+        keep: list[Any] = []  # nodes stay alive while their ids are compared
         walked = 0
-        root_ids = []
-        keep = []  # nodes stay alive while ids are compared
-        for root in roots:
-            if id(root) in done:
-                root_ids.append(done[id(root)])
-                continue
-            stack = [[root, -1, (), 0, []]]  # node, case, children, next child, children's indices
-            while stack:
-                frame = stack[-1]
-                node = frame[0]
-                if frame[1] < 0:
-                    c = self.match(node)
-                    if c < 0:
-                        return Miss("a node fits none of the cases traced", node, "case")
-                    frame[1], frame[2] = c, self._children[c](node)
-                    on_path.add(id(node))
-                    keep.append(node)
-                if frame[3] < len(frame[2]):
-                    child = frame[2][frame[3]]
-                    frame[3] += 1
-                    if id(child) in done:
-                        frame[4].append(done[id(child)])
-                        walked += 1
-                        continue
-                    if id(child) in on_path:
-                        return Miss("a node is its own descendant (a cycle)")
-                    if len(stack) >= MAX_LEVELS:
-                        return Miss(f"deeper than {MAX_LEVELS}")
-                    stack.append([child, -1, (), 0, []])
-                    continue
-                stack.pop()
-                on_path.discard(id(node))
-                walked += 1
-                c, children = frame[1], tuple(frame[4])
-                height = 1 + max(level[i] for i in children) if children else 0
-                if height >= self.levels:
-                    return Miss(f"higher than {self.levels} levels", node, "height")
-                values = self._columns[c](node)
-                for value, (_, kind) in zip(values, self.cases[c].columns):
-                    if kind is int and not INT32[0] <= value <= INT32[1]:
-                        return Miss("a number the recursion computes with does not fit int32")
-                key = (c, values, children)
-                index = shared.get(key) if self.reuse else None
-                if index is None:
-                    index = len(case_of)
-                    case_of.append(c)
-                    level.append(height)
-                    kids.append(children)
-                    cols.append(values)
-                    shared[key] = index
-                done[id(node)] = index
-                if stack:
-                    stack[-1][4].append(index)
-            root_ids.append(done[id(root)])
+        match, children_of, columns_of, levels = self._match, self._children, self._columns, self.levels
+        int_columns = [[j for j, (_, kind) in enumerate(c.columns) if kind is int] for c in self.cases]
+        reuse = self.reuse
+
+        def visit(node: Any, depth: int) -> int:
+            nonlocal walked
+            walked += 1
+            key = id(node)
+            index = done.get(key)
+            if index is not None:
+                return index
+            if key in on_path:
+                raise _Missed(Miss("a node is its own descendant (a cycle)"))
+            if depth >= MAX_LEVELS:
+                raise _Missed(Miss(f"deeper than {MAX_LEVELS}"))
+            c = match(node)
+            if c < 0:
+                raise _Missed(Miss("a node fits none of the cases traced", node, "case"))
+            if exemplars is not None:
+                exemplars.setdefault(c, node)
+            on_path.add(key)
+            keep.append(node)
+            children = tuple([visit(child, depth + 1) for child in children_of[c](node)])
+            on_path.discard(key)
+            height = 1 + max([level[i] for i in children]) if children else 0
+            if height >= levels:
+                raise _Missed(Miss(f"higher than {levels} levels", node, "height"))
+            values = columns_of[c](node)
+            for j in int_columns[c]:
+                if not INT32[0] <= values[j] <= INT32[1]:
+                    raise _Missed(Miss("a number the recursion computes with does not fit int32"))
+            if reuse:
+                index = shared.get((c, values, children))
+                if index is not None:
+                    done[key] = index
+                    return index
+                shared[(c, values, children)] = len(case_of)
+            index = done[key] = len(case_of)
+            case_of.append(c)
+            level.append(height)
+            kids.append(children)
+            cols.append(values)
+            return index
+
+        try:
+            root_ids = [visit(root, 0) for root in roots]
+        except _Missed as missed:
+            return missed.miss
         return self._arrays(case_of, level, kids, cols, root_ids, walked)
 
     def _arrays(self, case_of: list, level: list, kids: list, cols: list, root_ids: list, walked: int) -> Flat:
         n_cases, n = len(self.cases), len(case_of)
-        block = np.array([h * n_cases + c for h, c in zip(level, case_of)], np.int64)
-        order = np.argsort(block, kind="stable")
-        final = np.empty(n, np.int32)
-        final[order] = np.arange(n, dtype=np.int32)
-        offsets = np.zeros(self.levels * n_cases + 1, np.int32)
-        np.cumsum(np.bincount(block, minlength=self.levels * n_cases), out=offsets[1:])
-        children = [[np.zeros(n, np.int32) for _ in case.children] for case in self.cases]
-        columns = [[np.zeros(n, DTYPES[kind].as_numpy_dtype) for _, kind in case.columns] for case in self.cases]
+        blocks = [h * n_cases + c for h, c in zip(level, case_of)]
+        final = [0] * n
+        for at, i in enumerate(sorted(range(n), key=blocks.__getitem__)):
+            final[i] = at
+        counts = [0] * (self.levels * n_cases)
+        for b in blocks:
+            counts[b] += 1
+        ints = [0, *itertools.accumulate(counts)] + [final[i] for i in root_ids]
+        children = [[[0] * n for _ in case.children] for case in self.cases]
+        columns = [[[0] * n for _ in case.columns] for case in self.cases]
         for i in range(n):
             c, at = case_of[i], final[i]
             for slot, child in enumerate(kids[i]):
                 children[c][slot][at] = final[child]
             for j, value in enumerate(cols[i]):
                 columns[c][j][at] = value
-        return Flat(offsets, children, columns, final[np.array(root_ids, np.int64)], walked, n)
+        longs, floats = [], []
+        for case, values in zip(self.cases, columns):
+            for (_, kind), column in zip(case.columns, values):
+                (longs if kind is int else floats).extend(column)
+        ints += [index for slots in children for slot in slots for index in slot]
+        return Flat(np.array(ints, np.int32), np.array(longs, np.int64), np.array(floats, np.float64), walked, n)
