@@ -175,10 +175,10 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
         except Regroup as again:
             if again.refused:
                 refused.update(again.refused)
-            elif grouping is False or grouping is not None and again.grouping is not False:
-                break
-            else:
+            elif grouping is None or grouping and again.grouping is False:  # find roots, group, or each alone
                 grouping = again.grouping
+            else:
+                break
     raise ConversionError("recursive calls on trees changed between traces")
 
 
