@@ -243,7 +243,39 @@ def test_a_shared_node_is_computed_as_eager_computes_it():
     for s in range(10):
         shared = random_tree(np.random.default_rng(s), 3)
         calls.append((Node(left=shared, right=Node(left=shared, right=Node(word=s % VOCAB))),))
-    check(make, calls, min_graph_calls=6)
+    stats = check(make, calls, min_graph_calls=6)
+    assert stats["conversions"] <= 3, stats
+
+
+def _chain(height, word=1):
+    node = Node(word=word)
+    for _ in range(height):
+        node = Node(left=node, right=Node(word=word))
+    return node
+
+
+def test_a_tree_deeper_than_the_bound_runs_as_eager_runs_it():
+    """A tree deeper than the graph's bound (64 levels) fails the guard and does not fit a
+    batched recursion: that call runs eagerly, and the trees after it reuse the graph."""
+    def make(jit):
+        w = _weights(13, DIM, DIM)
+
+        def encode(node):
+            if node.is_leaf():
+                return tf.ones([1, DIM]) * node.word
+            return tf.tanh((encode(node.left) + encode(node.right)) @ w)
+
+        @jit
+        def run(tree):
+            return encode(tree)
+
+        return SimpleNamespace(fn=run)
+
+    trees = [random_tree(np.random.default_rng(s), 2 + s % 5) for s in range(7)]
+    calls = [(t,) for t in trees[:4]] + [(_chain(70),)] + [(t,) for t in trees[4:]]
+    stats = check(make, calls, graph_calls=4)  # the 4 trees after three profiled calls
+    assert stats["conversions"] == 1 and stats["fallbacks"] == 1, stats
+    assert "no cached graph's guards held (tree fit the 2 node cases" in _explained(make, calls)
 
 
 def _explained(make, calls) -> str:
