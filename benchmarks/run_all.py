@@ -4,10 +4,12 @@
     .venv/bin/python benchmarks/run_all.py --quick          # smoke run: 4 examples, short windows, no docs
     .venv/bin/python benchmarks/run_all.py --examples lenet,lm [--rounds 2] [--json out.json]
 
-Every (example, mode) runs in a worker process of its own (``--worker``, internal), so
-that its peak resident memory is that mode's; the modes of an example run one after the
-other (eager, Janus, tf.function, hand-written), and the whole suite is repeated for
-``--rounds`` rounds, so that drift of the shared machine spreads over all modes.  The
+Every (example, mode) first runs alone in a worker process of its own (``--worker MODE``,
+internal): its checks against eager, its warm-up and its peak resident memory.  Then, for
+``--rounds`` rounds, one worker process per example (``--worker interleaved``) builds all
+its modes, warms each up and times them in interleaved windows (A B C D, B C D A, ...), so
+that the shared machine's drift, and the speed a process happens to get (two processes of
+the same program on this machine differ by up to 50%), land on all modes alike.  The
 parent collects the JSON results, checks each mode's losses against eager's, reports the
 median and the spread (min-max over rounds) of every ratio, prints the table and writes
 ``docs/benchmarks.md`` and ``docs/benchmarks.png``.
@@ -20,11 +22,12 @@ optimizer and data iterator):
   outside the timer, then ``float(train_step(*batch))`` is timed (``float`` waits for the
   result).  Examples/s of a window = examples in its batches / summed step time (an
   example is a batch row: an image, a sequence, a tree, a rollout transition).  After
-  warm-up, ``--windows`` windows of at least ``--window`` seconds of step time each; the
-  median window is a round's number, the median over rounds is reported, and ratios are
-  taken round by round (a mode against the modes that ran next to it).
-* **Peak memory**: ``ru_maxrss`` of the worker process, which ran only that example in
-  that mode; for Janus also the graphs its cache holds and the bytes of their constants.
+  warm-up, ``--windows`` windows of at least ``--window`` seconds of step time per mode,
+  interleaved; a round's number is a mode's median window, and a round's ratio of two
+  modes is the median over the round's windows of one mode's window over the other's
+  window next to it; the median over rounds is reported.
+* **Peak memory**: ``ru_maxrss`` of the process that ran only that example in that mode
+  (its checks, warm-up and two windows); for Janus also the graphs its cache holds and the bytes of their constants.
 * **Correctness**: the first ``--check-steps`` losses of every mode, compared with
   eager's (rtol 1e-4), and the Python-side effects after those steps (lengths of list
   attributes, graph tensors leaked into Python state), compared with eager's.
@@ -38,6 +41,7 @@ Timing lives here, not in tests.  Needs matplotlib for the chart (``pip install 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import gc
 import importlib
@@ -69,6 +73,7 @@ REUSE_EXAMPLES = ["treernn", "treelstm"]
 SEED = 0
 RTOL, ATOL = 1e-4, 1e-6
 MAX_WARMUP_CALLS = 60  # Janus: stop waiting for it to settle after this many calls
+MEMORY_WINDOWS = 2  # windows a mode runs alone after its warm-up, so that its peak memory is its steady state's
 
 
 # ---------------------------------------------------------------------------------------------
@@ -126,110 +131,157 @@ def _short(exc):
     return (text[0] if text else type(exc).__name__)[:300]
 
 
-def run_example(name, mode, cfg):
-    """Build, check, warm up and time one example in one mode; return a JSON-able dict."""
-    import tensorflow as tf
-
-    import common
-
-    res = {"example": name, "mode": mode, "error": None, "phase": "build"}
+@contextlib.contextmanager
+def _reuse(on):
+    """``JANUS_SUBTREE_REUSE=1`` while a janus+reuse trainer runs (read when Janus converts),
+    so that it can share a process with the plain Janus trainer."""
+    if not on:
+        yield
+        return
+    old = os.environ.get("JANUS_SUBTREE_REUSE")
+    os.environ["JANUS_SUBTREE_REUSE"] = "1"
     try:
-        start = time.perf_counter()
-        if mode == "handwritten":
-            trainer = importlib.import_module("handwritten." + name).build(SEED)
-            owner = trainer.base
+        yield
+    finally:
+        if old is None:
+            del os.environ["JANUS_SUBTREE_REUSE"]
         else:
-            trainer = importlib.import_module(name).build(SEED)
-            owner = trainer
-        if mode == "janus":
-            import janus
+            os.environ["JANUS_SUBTREE_REUSE"] = old
 
-            common.maybe_janus(trainer, True)
-        elif mode == "tf.function":
-            trainer.train_step = tf.function(trainer.train_step)
-        res["build_s"] = time.perf_counter() - start
-        fn = trainer.train_step
 
-        def graph_calls():
-            return janus.stats(fn)["graph_calls"] if mode == "janus" else 0
+class Run:
+    """One (example, mode) in a worker: builds the trainer, runs the checked steps and the
+    warm-up, then times windows on demand; ``res`` is its JSON-able record."""
 
-        def call():
-            batch = trainer.next_batch()
-            n = len(batch[0])
-            before = graph_calls()
+    def __init__(self, name, mode, cfg):
+        import tensorflow as tf
+
+        import common
+
+        self.mode, self.cfg, self.fn = mode, cfg, None
+        self.janus = mode in ("janus", "janus+reuse")
+        self.res = res = {"example": name, "mode": mode, "error": None, "phase": "build", "windows": [],
+                          "step_ms": []}
+        try:
+            start = time.perf_counter()
+            if mode == "handwritten":
+                trainer = importlib.import_module("handwritten." + name).build(SEED)
+                owner = trainer.base
+            else:
+                trainer = importlib.import_module(name).build(SEED)
+                owner = trainer
+            common.maybe_janus(trainer, self.janus)
+            if mode == "tf.function":
+                trainer.train_step = tf.function(trainer.train_step)
+            res["build_s"] = time.perf_counter() - start
+            self.trainer, self.fn, self.owner = trainer, trainer.train_step, owner
+        except Exception as exc:  # recorded, reported in the table
+            res["error"] = _short(exc)
+            self.fn = None
+
+    def _graph_calls(self):
+        import janus
+
+        return janus.stats(self.fn)["graph_calls"] if self.janus else 0
+
+    def call(self):
+        """One step on a fresh batch: (loss, rows, seconds, ran as a graph)."""
+        batch = self.trainer.next_batch()
+        before = self._graph_calls()
+        with _reuse(self.mode == "janus+reuse"):
             t0 = time.perf_counter()
-            loss = float(fn(*batch))
+            loss = float(self.fn(*batch))
             dt = time.perf_counter() - t0
-            return loss, n, dt, graph_calls() > before
+        return loss, len(batch[0]), dt, self._graph_calls() > before
 
-        # correctness steps, then warm-up
+    def prepare(self):
+        """The checked steps, then (Janus) the warm-up."""
+        if self.fn is None:
+            return
+        try:
+            self._prepare()
+        except Exception as exc:  # recorded, reported in the table
+            self.res["error"] = _short(exc)
+            self.fn = None
+
+    def _prepare(self):
+        import janus
+
+        res = self.res
         res["phase"] = "check"
         losses, call_times, first_graph = [], [], None
-        for i in range(cfg["check_steps"]):
-            loss, _, dt, as_graph = call()
+        for i in range(self.cfg["check_steps"]):
+            loss, _, dt, as_graph = self.call()
             losses.append(loss)
             call_times.append(dt)
             if as_graph and first_graph is None:
                 first_graph = i
         res["losses"] = losses
-        res["state"] = _python_state(owner)
+        res["state"] = _python_state(self.owner)
         res["phase"] = "warm-up"
         # Janus is warm when three calls in a row ran as graphs, or when it stopped converting
-        # (no new conversion for five calls: e.g. the tree models, once the budget is spent)
+        # (no new conversion for five calls: e.g. a model whose graphs are not reused, once the budget is spent)
         graph_streak, quiet, conversions = 0, 0, None
-        while mode == "janus" and len(call_times) < MAX_WARMUP_CALLS and graph_streak < 3 and quiet < 5:
-            _, _, dt, as_graph = call()
+        while self.janus and len(call_times) < MAX_WARMUP_CALLS and graph_streak < 3 and quiet < 5:
+            _, _, dt, as_graph = self.call()
             call_times.append(dt)
             graph_streak = graph_streak + 1 if as_graph else 0
-            now = janus.stats(fn)["conversions"]
+            now = janus.stats(self.fn)["conversions"]
             quiet = quiet + 1 if now == conversions and now > 0 else 0
             conversions = now
             if as_graph and first_graph is None:
                 first_graph = len(call_times) - 1
         res["first_call_s"] = call_times[0]
-        res["warmup_calls"] = len(call_times)
-        if mode == "janus":
+        res["warmup_calls"] = res["calls"] = len(call_times)
+        if self.janus:
             res["first_graph_call"] = None if first_graph is None else first_graph + 1
             res["time_to_first_graph_s"] = None if first_graph is None else sum(call_times[:first_graph + 1])
-            res["stats_warm"] = janus.stats(fn)
-
-        # timed windows
+            res["stats_warm"] = janus.stats(self.fn)
         res["phase"] = "timed"
-        windows, step_ms, timed_calls = [], [], 0
-        for _ in range(cfg["windows"]):
+
+    def window(self):
+        """One timed window of at least ``window`` seconds of step time (and two steps)."""
+        if self.fn is None:
+            return
+        try:
             n_total, t_total, steps, wall0 = 0, 0.0, 0, time.perf_counter()
-            while steps < 2 or (t_total < cfg["window"] and time.perf_counter() - wall0 < 4 * cfg["window"]):
-                _, n, dt, _ = call()
+            while steps < 2 or (t_total < self.cfg["window"] and time.perf_counter() - wall0 < 4 * self.cfg["window"]):
+                _, n, dt, _ = self.call()
                 n_total += n
                 t_total += dt
                 steps += 1
-                timed_calls += 1
-            windows.append(n_total / t_total)
-            step_ms.append(1000 * t_total / steps)
-        res["windows"] = windows
-        res["step_ms"] = step_ms
-        res["calls"] = len(call_times) + timed_calls
-        res["throughput"] = statistics.median(windows)
-        if mode == "janus":
-            stats = janus.stats(fn)
-            res["stats"] = stats
+            self.res["windows"].append(n_total / t_total)
+            self.res["step_ms"].append(1000 * t_total / steps)
+            self.res["calls"] += steps
+        except Exception as exc:  # recorded, reported in the table
+            self.res["error"] = _short(exc)
+            self.fn = None
+
+    def finish(self):
+        """The record, with what Janus and tf.function did over the whole run."""
+        import janus
+
+        res = self.res
+        res["throughput"] = statistics.median(res["windows"]) if res["windows"] else None
+        if self.fn is not None and res["windows"]:
+            res["phase"] = "done"
+        if self.janus and "stats_warm" in res:
+            stats = res["stats"] = janus.stats(self.fn or self.trainer.train_step)
             warm = res["stats_warm"]
             res["timed_graph_share"] = (stats["graph_calls"] - warm["graph_calls"]) / max(stats["calls"] - warm["calls"], 1)
             res["reasons"] = {}
-            for k, v in janus.explain(fn).reasons.items():
+            for k, v in janus.explain(self.trainer.train_step).reasons.items():
                 k = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", str(k)).split())[:240]
                 res["reasons"][k] = res["reasons"].get(k, 0) + v
-        if mode == "tf.function":
-            res["traces"] = fn.experimental_get_tracing_count()
-        res["phase"] = "done"
-    except Exception as exc:  # recorded, reported in the table
-        res["error"] = _short(exc)
-    finally:
-        gc.collect()
-    return res
+        if self.mode == "tf.function" and self.fn is not None:
+            res["traces"] = self.fn.experimental_get_tracing_count()
+        return res
 
 
 def worker(args):
+    """``--worker MODE``: one (example, mode) alone, for its checks, warm-up and peak memory.
+    ``--worker interleaved``: all modes of one example in one process, their timed windows
+    interleaved (each window's modes in a rotating order), for throughput and ratios."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     sys.path[:0] = [EXAMPLES_DIR, HERE]
     import tensorflow as tf
@@ -237,66 +289,94 @@ def worker(args):
     tf.get_logger().setLevel("ERROR")
     # warm TensorFlow up once so the first example does not pay for it
     tf.function(lambda x: tf.reduce_sum(x * 2.0))(tf.ones([4]))
-    cfg = {"check_steps": args.check_steps, "windows": args.windows, "window": args.window}
-    mode = args.worker
-    if mode == "janus+reuse":
-        os.environ["JANUS_SUBTREE_REUSE"] = "1"
-        mode = "janus"
-    for name in args.examples.split(","):
-        res = run_example(name, mode, cfg)
-        res["mode"] = args.worker
-        res["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    cfg = {"check_steps": args.check_steps, "window": args.window}
+    name = args.examples
+    modes = args.modes.split(",") if args.worker == "interleaved" else [args.worker]
+    # All trainers are built before any runs: building one seeds TensorFlow, which clears its
+    # caches, and a graph function whose cached instance was cleared is optimized again at its
+    # next call (about a second for the tree models' graphs).
+    runs = [Run(name, mode, cfg) for mode in modes]
+    for run in runs:
+        run.prepare()
+    # The modes share one heap: what their builds and warm-ups left is frozen out of the
+    # garbage collector's scans, and each window starts collected, so that no mode pays
+    # for another's garbage.
+    gc.collect()
+    gc.freeze()
+    windows = args.windows if args.worker == "interleaved" else MEMORY_WINDOWS
+    for w in range(windows):
+        for k in range(len(runs)):
+            gc.collect()
+            runs[(w + k) % len(runs)].window()
+    for run in runs:
+        res = run.finish()
+        if args.worker != "interleaved":
+            res["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+        gc.collect()
         with open(args.out, "a") as f:
             f.write(json.dumps(res) + "\n")
         speed = f"{res['throughput']:9.1f} ex/s" if res.get("throughput") else "     --     "
-        print(f"  {args.worker:12s} {name:10s} {speed}  {res['error'] or ''}", flush=True)
+        print(f"  {args.worker:12s} {res['mode']:12s} {name:10s} {speed}  {res['error'] or ''}", flush=True)
 
 
 # ---------------------------------------------------------------------------------------------
 # parent: spawn workers, check, tabulate, write docs
 # ---------------------------------------------------------------------------------------------
 
-def run_mode(mode, examples, args, log):
-    """Run a worker for ``mode``; if it dies, record the example it died on and go on with the rest."""
-    results, todo = {}, list(examples)
-    while todo:
-        with tempfile.NamedTemporaryFile("r", suffix=".jsonl", delete=False) as out:
-            path = out.name
-        cmd = [sys.executable, os.path.abspath(__file__), "--worker", mode, "--examples", ",".join(todo),
-               "--out", path, "--check-steps", str(args.check_steps), "--windows", str(args.windows),
-               "--window", str(args.window)]
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
-        proc = subprocess.run(cmd, stderr=log, env=env, timeout=args.timeout)
-        with open(path) as f:
-            for line in f:
-                res = json.loads(line)
-                results[res["example"]] = res
-        os.unlink(path)
-        todo = [e for e in todo if e not in results]
-        if todo and proc.returncode != 0:
-            crashed = todo.pop(0)
-            results[crashed] = {"example": crashed, "mode": mode, "phase": "?",
-                                "error": f"worker process died (exit code {proc.returncode}); see the log"}
-            print(f"  {mode:12s} {crashed:10s} worker died (exit {proc.returncode})", flush=True)
-        elif todo:
-            break
+def run_worker(kind, example, modes, args, log):
+    """Run one worker process (``kind`` a mode, or ``interleaved`` for ``modes``) on
+    ``example``; a mode it did not report (the process died) is recorded as an error."""
+    with tempfile.NamedTemporaryFile("r", suffix=".jsonl", delete=False) as out:
+        path = out.name
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", kind, "--examples", example,
+           "--modes", ",".join(modes), "--out", path, "--check-steps", str(args.check_steps),
+           "--windows", str(args.windows), "--window", str(args.window)]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
+    try:
+        returncode = subprocess.run(cmd, stderr=log, env=env, timeout=args.timeout).returncode
+    except subprocess.TimeoutExpired:
+        returncode = "timeout"
+    results = {}
+    with open(path) as f:
+        for line in f:
+            res = json.loads(line)
+            results[res["mode"]] = res
+    os.unlink(path)
+    for mode in modes:
+        if mode not in results:
+            results[mode] = {"example": example, "mode": mode, "phase": "?", "windows": [],
+                             "error": f"{kind} worker process died (exit {returncode}); see the log"}
+            print(f"  {kind:12s} {mode:12s} {example:10s} worker died (exit {returncode})", flush=True)
     return results
 
 
 def _add_round(per_mode, example, res):
-    """Record one round of one (example, mode): round 1 keeps its checks and warm-up
-    numbers; every round adds its throughput and peak memory."""
-    first = per_mode.setdefault(example, res)
+    """Record one interleaved round of one (example, mode) on its record from the process
+    that ran it alone (checks, warm-up, memory): its windows and their median."""
+    first = per_mode[example]
+    first.setdefault("round_windows", []).append(res.get("windows") or [])
     first.setdefault("round_throughputs", []).append(res.get("throughput"))
-    first.setdefault("round_peak_rss_mb", []).append(res.get("peak_rss_mb"))
+    if res.get("error") and not first.get("error"):
+        first["error"] = res["error"]
+
+
+def paired_ratios(a, b):
+    """Round by round, the median over the round's interleaved windows of ``a``'s window
+    over ``b``'s window next to it (rounds where both ran)."""
+    out = []
+    for wa, wb in zip(a.get("round_windows", []), b.get("round_windows", [])):
+        pairs = [x / y for x, y in zip(wa, wb) if x and y]
+        if pairs:
+            out.append(statistics.median(pairs))
+    return out
 
 
 def round_ratios(row, mode, ref):
-    """``mode``'s throughput over ``ref``'s, round by round (rounds where both ran)."""
+    """``mode``'s throughput over ``ref``'s, round by round."""
     a, b = row["modes"].get(mode), row["modes"].get(ref)
     if not (a and b and a["valid"] and b["valid"]):
         return []
-    return [x / y for x, y in zip(a["raw"]["round_throughputs"], b["raw"]["round_throughputs"]) if x and y]
+    return paired_ratios(a["raw"], b["raw"])
 
 
 def check(res, ref):
@@ -454,8 +534,7 @@ def reuse_table(rows):
         m = row["modes"].get("janus+reuse")
         if m is None:
             continue
-        a, b = m["raw"].get("round_throughputs", []), row["modes"].get("janus", {}).get("raw", {}).get("round_throughputs", [])
-        r = [x / y for x, y in zip(a, b) if x and y]
+        r = paired_ratios(m["raw"], row["modes"].get("janus", {}).get("raw", {}))
         ratio = f"{statistics.median(r):.2f} ({min(r):.2f}-{max(r):.2f})" if r else "--"
         stats = m["raw"].get("stats", {})
         lines.append(f"| {row['example']} | {fmt_speed(m['throughput']) if m['throughput'] else '--'} | {ratio} | "
@@ -471,9 +550,8 @@ def memory_table(rows, modes):
     for row in rows:
         cells = []
         for m in modes:
-            got = [v for v in (row["modes"][m]["raw"].get("round_peak_rss_mb") or [])
-                   if v] if m in row["modes"] else []
-            cells.append(f"{max(got):,.0f}" if got else "--")
+            got = row["modes"][m]["raw"].get("peak_rss_mb") if m in row["modes"] else None
+            cells.append(f"{got:,.0f}" if got else "--")
         stats = row["modes"].get("janus", {}).get("raw", {}).get("stats")
         cells.append(f"{stats['cache_entries']}, {stats.get('cache_constant_bytes', 0) / 1024:,.1f} KB"
                      if stats else "--")
@@ -597,13 +675,13 @@ Generated by `benchmarks/run_all.py` — do not edit by hand; rerun the command.
 - **Software**: Python {info.get('python')}, TensorFlow {info.get('tensorflow', '?')} (CPU), \
 Keras {info.get('keras', '?')}, numpy {info.get('numpy', '?')}; Janus at commit `{info.get('commit', '?')}` \
 (plus any uncommitted work in the tree).
-- **Settings**: {args.windows} timed windows of ≥ {args.window:g} s of step time per example, mode and \
-round, {args.rounds} interleaved round(s); correctness over the first {args.check_steps} steps.
+- **Settings**: {args.rounds} round(s) per example, each one process timing all modes in {args.windows} \
+interleaved windows of ≥ {args.window:g} s of step time per mode; correctness over the first {args.check_steps} steps.
 
 ## Training throughput
 
-Examples per second of `train_step` (median over rounds of each round's median window; × =
-speedup over eager in the same run). "✗" marks a mode whose results differ from eager's (see below): its speed is
+Examples per second of `train_step` (median over rounds of each mode's median window in the
+round; × = speedup over eager in the same run). "✗" marks a mode whose results differ from eager's (see below): its speed is
 not a valid comparison and is not shown.
 
 {table(rows, modes)}
@@ -614,8 +692,9 @@ not a valid comparison and is not shown.
 
 ## Ratios across rounds
 
-Each ratio is taken round by round between modes that ran one after the other on the
-same example; the median and the spread (min-max over the {args.rounds} rounds) are shown.
+Each ratio is taken window by window between the two modes' interleaved windows of one
+round (median over the round's windows), then the median and the spread (min-max over the
+{args.rounds} rounds) are shown.
 "~" marks a comparison with the hand-written graph whose spread crosses 1.0: within noise,
 neither is shown to be faster.
 
@@ -623,8 +702,8 @@ neither is shown to be faster.
 
 ## Peak memory
 
-Peak resident memory (`ru_maxrss`, the maximum over rounds) of the worker process that ran
-only that example in that mode: TensorFlow, the example's model and data, and the mode's
+Peak resident memory (`ru_maxrss`) of the worker process that ran only that example in
+that mode (its checks, warm-up and {MEMORY_WINDOWS} windows): TensorFlow, the example's model and data, and the mode's
 own machinery. The last column is what Janus's cache held at the end of the run: how many
 graphs, and the bytes of the constants they captured (`janus.stats(f)["cache_constant_bytes"]`).
 
@@ -632,8 +711,8 @@ graphs, and the bytes of the constants they captured (`janus.stats(f)["cache_con
 
 ## Common-subtree reuse
 
-The tree examples once more through Janus with `JANUS_SUBTREE_REUSE=1`, after their other
-modes in each round: nodes whose whole subtree (cases, words, children) is identical within
+The tree examples once more through Janus with `JANUS_SUBTREE_REUSE=1` (set while that
+trainer converts), a fifth mode interleaved with the others: nodes whose whole subtree (cases, words, children) is identical within
 one call are computed once (`docs/recursion.md`). Nodes walked and computed are summed over
 the calls the cached graph served (`janus.stats`). Reuse is off by default: it sums
 gradients in another order than eager (results agree to round-off, not bitwise).
@@ -646,9 +725,14 @@ gradients in another order than eager (results agree to round-off, not bitwise).
   i.e. `trainer.train_step = janus.function(trainer.train_step)`. *tf.function*:
   `trainer.train_step = tf.function(trainer.train_step)` on the same unmodified trainer
   (AutoGraph on, the default). *hand-written*: `benchmarks/handwritten/<example>.py`, the same
-  model and loss written by hand in graph style (below). Every (example, mode) runs in a worker
-  process of its own; an example's modes run one after the other, and the suite is repeated
-  {args.rounds} times, so that the shared machine's drift spreads over all modes. Compare
+  model and loss written by hand in graph style (below). Every (example, mode) first runs alone
+  in a process of its own (checks, warm-up, memory). Then, per round, one process per example
+  builds all modes (before warming any up: building a trainer seeds TensorFlow, which clears
+  its caches, and a cleared graph function is optimized again at its next call), warms them
+  up and times them in interleaved windows, rotating the order; the heap the builds left is
+  frozen out of the garbage collector and each window starts collected. Two processes of the
+  same program on this machine run at speeds up to 50% apart, so modes timed in separate
+  processes (as this benchmark did before) gave ratios that flipped from run to run. Compare
   numbers only within one run.
 - **Timer.** Only `train_step` is timed: `next_batch()` (data, and in the RL examples the
   environment rollouts) runs outside the timer, then `float(train_step(*batch))` is timed (the
@@ -699,17 +783,21 @@ recursion in the graph. Their losses agree with eager's within round-off.
         f.write(text)
 
 
+def _extra(example, modes):
+    return ["janus+reuse"] if "janus" in modes and example in REUSE_EXAMPLES else []
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("--examples", help="comma-separated subset (default: all; --quick: %s)" % ",".join(QUICK_EXAMPLES))
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated (default %(default)s)")
     parser.add_argument("--quick", action="store_true", help="smoke run: a subset, short windows, no docs")
-    parser.add_argument("--windows", type=int, default=None, help="timed windows per round (default 4, --quick 3)")
+    parser.add_argument("--windows", type=int, default=None, help="timed windows per mode and round (default 5, --quick 3)")
     parser.add_argument("--window", type=float, default=None, help="seconds of step time per window (default 0.5, --quick 0.2)")
     parser.add_argument("--check-steps", type=int, default=6, help="steps compared with eager (default %(default)s)")
     parser.add_argument("--rounds", type=int, default=None,
-                        help="repeat the suite this many times, the modes of each example one after the other; "
-                             "medians and spreads over rounds, checks from round 1 (default 3, --quick 1)")
+                        help="interleaved timing processes per example; medians and spreads over rounds "
+                             "(default 3, --quick 1)")
     parser.add_argument("--docs", default=None, help="write the markdown here (default docs/benchmarks.md; none with --quick)")
     parser.add_argument("--no-docs", action="store_true", help="print the table only")
     parser.add_argument("--json", help="also write all raw results to this file")
@@ -718,7 +806,7 @@ def main(argv=None):
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.windows is None:
-        args.windows = 3 if args.quick else 4
+        args.windows = 3 if args.quick else 5
     if args.window is None:
         args.window = 0.2 if args.quick else 0.5
     if args.rounds is None:
@@ -746,12 +834,13 @@ def main(argv=None):
     print(f"{len(examples)} examples x {len(modes)} modes, {args.rounds} round(s); worker stderr in {log_path}", flush=True)
     results = {m: {} for m in modes}
     with open(log_path, "w") as log:
-        for _ in range(args.rounds):
+        for ex in examples:  # alone: checks, warm-up, peak memory
+            for mode in modes + _extra(ex, modes):
+                results.setdefault(mode, {}).update({ex: run_worker(mode, ex, [mode], args, log)[mode]})
+        for _ in range(args.rounds):  # together: throughput
             for ex in examples:
-                extra = ["janus+reuse"] if "janus" in modes and ex in REUSE_EXAMPLES else []
-                for mode in modes + extra:
-                    for res in run_mode(mode, [ex], args, log).values():
-                        _add_round(results.setdefault(mode, {}), ex, res)
+                for mode, res in run_worker("interleaved", ex, modes + _extra(ex, modes), args, log).items():
+                    _add_round(results[mode], ex, res)
     for per_mode in results.values():
         for res in per_mode.values():
             done = [t for t in res["round_throughputs"] if t is not None]
