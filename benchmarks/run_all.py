@@ -22,8 +22,8 @@ optimizer and data iterator):
   outside the timer, then ``float(train_step(*batch))`` is timed (``float`` waits for the
   result).  Examples/s of a window = examples in its batches / summed step time (an
   example is a batch row: an image, a sequence, a tree, a rollout transition).  After
-  warm-up, ``--windows`` windows of at least ``--window`` seconds of step time per mode,
-  interleaved; a round's number is a mode's median window, and a round's ratio of two
+  warm-up and one untimed window per mode, ``--windows`` windows of at least ``--window``
+  seconds of step time per mode, interleaved; a round's number is a mode's median window, and a round's ratio of two
   modes is the median over the round's windows of one mode's window over the other's
   window next to it; the median over rounds is reported.
 * **Peak memory**: ``ru_maxrss`` of the process that ran only that example in that mode
@@ -239,8 +239,9 @@ class Run:
             res["stats_warm"] = janus.stats(self.fn)
         res["phase"] = "timed"
 
-    def window(self):
-        """One timed window of at least ``window`` seconds of step time (and two steps)."""
+    def window(self, timed=True):
+        """One window of at least ``window`` seconds of step time (and two steps); an untimed
+        one only warms up (a graph's first runs instantiate functions and kernels)."""
         if self.fn is None:
             return
         try:
@@ -250,9 +251,10 @@ class Run:
                 n_total += n
                 t_total += dt
                 steps += 1
-            self.res["windows"].append(n_total / t_total)
-            self.res["step_ms"].append(1000 * t_total / steps)
             self.res["calls"] += steps
+            if timed:
+                self.res["windows"].append(n_total / t_total)
+                self.res["step_ms"].append(1000 * t_total / steps)
         except Exception as exc:  # recorded, reported in the table
             self.res["error"] = _short(exc)
             self.fn = None
@@ -301,6 +303,8 @@ def worker(args):
     # The modes share one heap: what their builds and warm-ups left is frozen out of the
     # garbage collector's scans, and each window starts collected, so that no mode pays
     # for another's garbage.
+    for run in runs:
+        run.window(timed=False)
     gc.collect()
     gc.freeze()
     windows = args.windows if args.worker == "interleaved" else MEMORY_WINDOWS
@@ -729,7 +733,8 @@ gradients in another order than eager (results agree to round-off, not bitwise).
   in a process of its own (checks, warm-up, memory). Then, per round, one process per example
   builds all modes (before warming any up: building a trainer seeds TensorFlow, which clears
   its caches, and a cleared graph function is optimized again at its next call), warms them
-  up and times them in interleaved windows, rotating the order; the heap the builds left is
+  up, runs one untimed window of each (a graph's first runs instantiate its functions and
+  kernels) and times them in interleaved windows, rotating the order; the heap the builds left is
   frozen out of the garbage collector and each window starts collected. Two processes of the
   same program on this machine run at speeds up to 50% apart, so modes timed in separate
   processes (as this benchmark did before) gave ratios that flipped from run to run. Compare
@@ -743,7 +748,8 @@ gradients in another order than eager (results agree to round-off, not bitwise).
   timed. Janus then keeps stepping until three calls in a row ran as graphs, or until it made no new
   conversion for five calls (at most {MAX_WARMUP_CALLS} calls): it profiles the first calls eagerly,
   converts, then runs graphs — or, where graphs do not get reused, converts until its conversion
-  budget is spent and then runs eagerly; the timed windows measure that steady state. Time to first graph = summed wall
+  budget is spent and then runs eagerly. In the interleaved process every mode then runs one untimed
+  window; the timed windows measure the steady state. Time to first graph = summed wall
   time of the calls up to and including the first call that ran as a graph (profiling +
   conversion + first graph run), read from `janus.stats` after every call. Calls run as graphs =
   `graph_calls / calls` of `janus.stats` over the whole run (warm-up included); a large number of
