@@ -81,6 +81,20 @@ def test_treernn_training_step_over_new_trees_every_call():
     assert stats["tree_nodes_computed"] == stats["tree_nodes"] > 0, stats
 
 
+def test_trees_higher_than_the_traced_ones_train_in_the_same_graph():
+    """The graph is traced on trees at most one level high; later trees reach heights the
+    trace never saw (run only when a call has nodes that high), then shallow ones again."""
+    def shallow(seed):
+        rng = np.random.default_rng(seed)
+        return [random_tree(rng, 1), random_tree(rng, 2)], tf.constant([0, 1], tf.int32)
+
+    tall = [([_chain(h, word=h % VOCAB), random_tree(np.random.default_rng(h), 3)], tf.constant([1, 0], tf.int32))
+            for h in (2, 7, 4)]
+    calls = [shallow(s) for s in range(4)] + tall + [shallow(9), tall[1], shallow(10)]
+    stats = check(_treernn, calls, min_graph_calls=7)
+    assert stats["conversions"] == 1, stats
+
+
 def test_explain_shows_the_cases_of_the_recursion():
     step = _treernn(janus.function).fn
     for s in range(5):

@@ -272,16 +272,30 @@ class TreeRecursion:
         inputs = plan.unpack(_tf_private.call_time_input(ctx.heap.outer_graph, lambda: plan.inputs(*CALL.args),
                                                          plan.spec(), key=name))
         offsets, root_index = inputs[0], inputs[1]
-        spec = plan.cases[0].spec
-        tables = tf.nest.map_structure(lambda s: tf.zeros([0, *s.shape], s.dtype), spec)
-        for height in range(plan.levels):
+        n_cases = len(plan.cases)
+
+        def level(height: int, tables: Any) -> Any:
             for case in plan.cases:
                 if (height == 0) != (not case.children):
                     continue  # leaves are height 0, and a node with children is above them
-                block = height * len(plan.cases) + case.index
+                block = height * n_cases + case.index
                 nodes = tf.range(offsets[block], offsets[block + 1])
                 out = self._vectorized(plan, fn, info, bound, case, nodes, inputs, tables)
                 tables = tf.nest.map_structure(lambda t, o: tf.concat([t, o], 0), tables, out)
+            return tables
+
+        def from_height(height: int, tables: Any) -> Any:
+            """Heights ``height`` and up.  Those above the height the traced call's structures
+            reached run only at calls that have nodes that high: the ops of an empty height
+            would run on zero rows at about the cost of a full one."""
+            if height == plan.levels:
+                return tables
+            if height <= plan.reached:
+                return from_height(height + 1, level(height, tables))
+            return tf.cond(offsets[height * n_cases] < offsets[plan.levels * n_cases],
+                           lambda: from_height(height + 1, level(height, tables)), lambda: tables)
+
+        tables = from_height(0, tf.nest.map_structure(lambda s: tf.zeros([0, *s.shape], s.dtype), plan.cases[0].spec))
         for case in plan.cases:
             case.exemplar = None
         forest = Forest(plan, fn, tables, root_index, [s for _, s in roots])
@@ -312,6 +326,7 @@ class TreeRecursion:
             else:
                 raise ConversionError(f"recursion over {plan.label}: {found.reason}")
         if all(case.exemplar is not None or case.index in exemplars for case in plan.cases):
+            plan.reached = found.height
             for case in plan.cases:
                 case.exemplar = case.exemplar if case.exemplar is not None else exemplars[case.index]
             learned = {c.signature(): c for c in known}

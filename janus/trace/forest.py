@@ -121,6 +121,7 @@ class Flat:
     floats: np.ndarray
     nodes: int  # nodes walked (a node reached twice counts twice)
     unique: int  # nodes the graph computes
+    height: int  # the highest node's height
 
     def tensors(self) -> tuple:
         return tf.constant(self.ints), tf.constant(self.longs), tf.constant(self.floats)
@@ -135,6 +136,7 @@ class ForestPlan:
         self.reuse = reuse
         self.cases: list[Case] = []
         self.levels = 8
+        self.reached = 0  # the height the structures of the traced call reached
         self.namespace: dict[str, Any] = {}
         self.root_labels: list[str] = []
         self.roots_of: Callable[[tuple, dict], tuple] | None = None
@@ -318,4 +320,5 @@ class ForestPlan:
             for (_, kind), column in zip(case.columns, values):
                 (longs if kind is int else floats).extend(column)
         ints += [index for slots in children for slot in slots for index in slot]
-        return Flat(np.array(ints, np.int32), np.array(longs, np.int64), np.array(floats, np.float64), walked, n)
+        return Flat(np.array(ints, np.int32), np.array(longs, np.int64), np.array(floats, np.float64), walked, n,
+                    max(level, default=0))
