@@ -18,7 +18,9 @@ by tree.  Instead:
    case's code runs under ``tf.vectorized_map`` (TensorFlow's own vectorizer, which
    refuses what it cannot batch exactly) over the nodes' indices, gathering columns and
    children's results from the table of the heights below, and appends its results to
-   the table.  Gradients flow through the gathers.
+   the table; heights above those the traced call's structures reached run under a
+   ``tf.cond`` on whether the call has nodes that high.  Gradients flow through the
+   gathers.
 4. **Across roots.**  A step that encodes several trees (``[self.encode(t) for t in
    trees]``) is traced twice: the first trace finds the roots, the second computes all
    of them in one forest at the first call, if nothing between the calls could see the
