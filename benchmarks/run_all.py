@@ -23,11 +23,12 @@ optimizer and data iterator):
   result).  Examples/s of a window = examples in its batches / summed step time (an
   example is a batch row: an image, a sequence, a tree, a rollout transition).  After
   warm-up and one untimed window per mode, ``--windows`` windows of at least ``--window``
-  seconds of step time per mode, interleaved; a round's number is a mode's median window, and a round's ratio of two
-  modes is the median over the round's windows of one mode's window over the other's
-  window next to it; the median over rounds is reported.
+  seconds of step time per mode, interleaved; a round's number is a mode's median window,
+  and a round's ratio of two modes is the median over the round's windows of one mode's
+  window over the other's window next to it; the median over rounds is reported.
 * **Peak memory**: ``ru_maxrss`` of the process that ran only that example in that mode
-  (its checks, warm-up and two windows); for Janus also the graphs its cache holds and the bytes of their constants.
+  (its checks, warm-up and windows); for Janus also the graphs its cache holds and the
+  bytes of their constants.
 * **Correctness**: the first ``--check-steps`` losses of every mode, compared with
   eager's (rtol 1e-4), and the Python-side effects after those steps (lengths of list
   attributes, graph tensors leaked into Python state), compared with eager's.
@@ -179,10 +180,13 @@ class Run:
             res["error"] = _short(exc)
             self.fn = None
 
-    def _graph_calls(self):
-        import janus
+    def _stats(self):
+        import janus  # only in Janus's modes: the other modes' processes do not load it
 
-        return janus.stats(self.fn)["graph_calls"] if self.janus else 0
+        return janus.stats(self.fn)
+
+    def _graph_calls(self):
+        return self._stats()["graph_calls"] if self.janus else 0
 
     def call(self):
         """One step on a fresh batch: (loss, rows, seconds, ran as a graph)."""
@@ -205,8 +209,6 @@ class Run:
             self.fn = None
 
     def _prepare(self):
-        import janus
-
         res = self.res
         res["phase"] = "check"
         losses, call_times, first_graph = [], [], None
@@ -226,7 +228,7 @@ class Run:
             _, _, dt, as_graph = self.call()
             call_times.append(dt)
             graph_streak = graph_streak + 1 if as_graph else 0
-            now = janus.stats(self.fn)["conversions"]
+            now = self._stats()["conversions"]
             quiet = quiet + 1 if now == conversions and now > 0 else 0
             conversions = now
             if as_graph and first_graph is None:
@@ -236,7 +238,7 @@ class Run:
         if self.janus:
             res["first_graph_call"] = None if first_graph is None else first_graph + 1
             res["time_to_first_graph_s"] = None if first_graph is None else sum(call_times[:first_graph + 1])
-            res["stats_warm"] = janus.stats(self.fn)
+            res["stats_warm"] = self._stats()
         res["phase"] = "timed"
 
     def window(self, timed=True):
@@ -261,13 +263,13 @@ class Run:
 
     def finish(self):
         """The record, with what Janus and tf.function did over the whole run."""
-        import janus
-
         res = self.res
         res["throughput"] = statistics.median(res["windows"]) if res["windows"] else None
         if self.fn is not None and res["windows"]:
             res["phase"] = "done"
         if self.janus and "stats_warm" in res:
+            import janus
+
             stats = res["stats"] = janus.stats(self.fn or self.trainer.train_step)
             warm = res["stats_warm"]
             res["timed_graph_share"] = (stats["graph_calls"] - warm["graph_calls"]) / max(stats["calls"] - warm["calls"], 1)
@@ -300,11 +302,11 @@ def worker(args):
     runs = [Run(name, mode, cfg) for mode in modes]
     for run in runs:
         run.prepare()
+    for run in runs:
+        run.window(timed=False)
     # The modes share one heap: what their builds and warm-ups left is frozen out of the
     # garbage collector's scans, and each window starts collected, so that no mode pays
     # for another's garbage.
-    for run in runs:
-        run.window(timed=False)
     gc.collect()
     gc.freeze()
     windows = args.windows if args.worker == "interleaved" else MEMORY_WINDOWS
