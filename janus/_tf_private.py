@@ -206,3 +206,24 @@ def captured_constant_bytes(concrete: Any) -> int:
     tensors += [op.outputs[0] for op in concrete.graph.get_operations() if op.type == "Const"]
     return sum(t.shape.num_elements() * t.dtype.size for t in tensors
                if t.dtype not in (tf.resource, tf.variant, tf.string) and t.shape.is_fully_defined())
+
+
+def mark_for_xla(op: Any) -> None:
+    """Ask TensorFlow to compile ``op`` with XLA, clustered with the other marked ops.
+
+    Why: ``tf.function(jit_compile=True)`` compiles a whole function and drops its
+    ``tf.debugging.Assert`` ops (``../shared/TF-NOTES.md``), which would let state change
+    after a failed assumption.  Marking only the pure ops that run before the first state
+    write keeps assertions and writes outside the compiled clusters.  The attributes are
+    the ones ``tf.xla.experimental.jit_scope`` sets while ops are created; Janus knows
+    which ops qualify only once the trace is complete, so it sets them on existing ops
+    with ``Operation._set_attr``.
+    """
+    from tensorflow.core.framework import attr_value_pb2
+    op._set_attr("_XlaCompile", attr_value_pb2.AttrValue(b=True))  # noqa: SLF001
+    op._set_attr("_XlaScope", attr_value_pb2.AttrValue(s=b"janus"))  # noqa: SLF001
+
+
+def marked_for_xla(graph: Any) -> int:
+    """How many ops of ``graph`` carry the XLA mark of :func:`mark_for_xla`."""
+    return sum(1 for op in graph.get_operations() if "_XlaCompile" in op.node_def.attr)

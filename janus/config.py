@@ -54,3 +54,24 @@ def subtree_reuse() -> bool:
     if value not in ("0", "1", "true", "false", "True", "False", ""):
         raise ValueError(f"JANUS_SUBTREE_REUSE must be 0 or 1, got {value!r}")
     return value not in ("0", "false", "False")
+
+
+def jit_compile() -> bool | None:
+    """``JANUS_JIT_COMPILE``: XLA for the functions that leave ``jit_compile`` unset.
+    ``1``: always (shape-specialized graphs); ``0``: never; unset or ``auto``: measured
+    per graph (``docs/xla.md``)."""
+    value = os.environ.get("JANUS_JIT_COMPILE", "auto")
+    if value in ("", "auto"):
+        return None
+    if value in ("1", "true", "True"):
+        return True
+    if value in ("0", "false", "False"):
+        return False
+    raise ValueError(f"JANUS_JIT_COMPILE must be 0, 1 or auto, got {value!r}")
+
+
+# XLA by measured cost: graph runs timed with and without XLA (alternating, after one
+# untimed run of each), the shortest run worth trying, and the gain XLA must show.
+XLA_TRIAL_RUNS = 5
+XLA_MIN_RUN_MS = 0.3
+XLA_MIN_GAIN = 0.05

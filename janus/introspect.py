@@ -22,7 +22,8 @@ def stats(f: Any) -> dict[str, int]:
     """Counters of a Janus function: calls, graph_calls, eager_calls, conversions, fallbacks, cache_entries
     (graphs held) and cache_constant_bytes (the tensors they captured as constants), tree_nodes
     and tree_nodes_computed (nodes its cached graphs' recursions over trees walked, and
-    computed: fewer with common-subtree reuse), ..."""
+    computed: fewer with common-subtree reuse), xla_graphs (cached graphs that run with XLA
+    clusters), ..."""
     jf = _resolve(f)
     out = {k: jf.counts.get(k, 0) for k in STAT_KEYS}
     out["cache_entries"] = len(jf.entries)
@@ -31,6 +32,7 @@ def stats(f: Any) -> dict[str, int]:
     out["assumptions_failed"] = sum(a.failed for a in jf.policy.assumptions.values())
     out["tree_nodes"] = sum(p.nodes for e in jf.entries for p in e.forests)
     out["tree_nodes_computed"] = sum(p.unique for e in jf.entries for p in e.forests)
+    out["xla_graphs"] = sum(1 for e in jf.entries if e.xla_ops and e.xla is not None and e.xla.chosen)
     return out
 
 
@@ -61,6 +63,8 @@ class Explanation:
             if entry.heap_inputs:
                 lines.append(f"    fed at each call: {', '.join(entry.heap_inputs)}")
             lines.append(f"    assertions in graph: {entry.assertions}")
+            if entry.xla is not None:
+                lines.append(f"    XLA: {entry.xla.describe(entry.xla_ops)}")
             for title, group in (("assumptions", [a for a in entry.assumptions if a.speculative]),
                                  ("run-time checks", [a for a in entry.assumptions if not a.speculative])):
                 if group:

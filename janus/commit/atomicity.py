@@ -87,8 +87,9 @@ def _descendants(ops: list, graph: Any) -> set:
 _INERT = ("Placeholder", "Const", "NoOp", "VarHandleOp", "Identity")
 
 
-def gate_state_on_assertions(graph: Any, assertions: list[tuple[Any, list]], constructs: set) -> None:
-    """Make every state change wait for everything that can still abort the run.
+def gate_state_on_assertions(graph: Any, assertions: list[tuple[Any, list]], constructs: set) -> list:
+    """Make every state change wait for everything that can still abort the run; returns
+    the ops that run before any state change (all of them in a graph without writes).
 
     An assertion (a speculation's check or the user's ``assert``) that depends on a
     state change cannot be ordered before it: :class:`StateBeforeAssertion`.  Every
@@ -103,13 +104,14 @@ def gate_state_on_assertions(graph: Any, assertions: list[tuple[Any, list]], con
         if any(writes_state(a, constructs) for a in _ancestors(op)):
             raise StateBeforeAssertion(assumptions)
     if not writers:
-        return
+        return graph.get_operations()
     after_writes = _descendants(writers, graph) | set(writers)
-    before = [op for op in graph.get_operations()
-              if op not in after_writes and (op.type not in _INERT or op in check_ops)]
-    if not before:
-        return
+    before = [op for op in graph.get_operations() if op not in after_writes]
+    gated = [op for op in before if op.type not in _INERT or op in check_ops]
+    if not gated:
+        return before
     with graph.as_default(), graph.control_dependencies(None):
-        barrier = _tf_private.barrier(before)
+        barrier = _tf_private.barrier(gated)
     for op in writers:
         _tf_private.add_control_inputs(op, [barrier])
+    return before

@@ -25,7 +25,7 @@ from janus.convert.pipeline import converted_function
 from janus.errors import ConversionError
 from janus.runtime import ops
 from janus.runtime.recursion import Regroup, TreeRecursion
-from janus.trace import guards
+from janus.trace import guards, xla as xla_marks
 from janus.trace.active import CALL
 from janus.trace.context import TraceContext
 from janus.trace.seeds import DATASET_RANDOM_OPS, STATEFUL_RANDOM_OPS, SeedReservation
@@ -57,6 +57,8 @@ class CacheEntry:
     constant_bytes: int = 0  # what its constants (captured tensors, Const ops) hold
     forests: list = field(default_factory=list)  # plans of recursions over trees (janus.trace.forest)
     unbatched: dict = field(default_factory=dict)  # recursions inlined per structure instead, and why
+    xla_ops: int = 0  # ops marked for XLA clusters (janus.trace.xla)
+    xla: Any = None  # the XLA decision of this graph (janus.driver.xla_choice)
     hits: int = 0
     failures: int = 0
 
@@ -158,8 +160,10 @@ def _defaults(ctx: TraceContext, fn: types.FunctionType, args: tuple, kwargs: di
 def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple, kwargs: dict,
                 relaxed_shapes: dict[Source, tf.TensorShape | tf.TypeSpec] | None = None, speculator: Any = None,
                 fed_scalars: dict[Source, type] | None = None,
-                on_collective: Callable[[Any], None] | None = None) -> CacheEntry:
+                on_collective: Callable[[Any], None] | None = None, xla: bool = False) -> CacheEntry:
     """Trace ``converted`` on these arguments into a cache entry (raises on failure).
+
+    ``xla``: mark the pure ops that run before any state change for XLA clusters.
 
     Raises :class:`janus.commit.atomicity.StateBeforeAssertion` when an assumption is checked
     after a state update; the caller retraces without those assumptions.  A trace that
@@ -171,7 +175,7 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
     for _ in range(8):
         try:
             return _build_entry(python_fn, converted, args, kwargs, relaxed_shapes, speculator, fed_scalars,
-                                on_collective, grouping, refused)
+                                on_collective, grouping, refused, xla)
         except Regroup as again:
             if again.refused:
                 refused.update(again.refused)
@@ -185,7 +189,7 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
 def _build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple, kwargs: dict,
                  relaxed_shapes: dict | None, speculator: Any, fed_scalars: dict | None,
                  on_collective: Callable[[Any], None] | None, grouping: dict | bool | None,
-                 refused: dict) -> CacheEntry:
+                 refused: dict, xla: bool) -> CacheEntry:
     leaves = tensor_leaves(args, kwargs)
     relaxed_shapes = relaxed_shapes or {}
     composite_specs = {p: s for p, s in relaxed_shapes.items() if isinstance(s, tf.TypeSpec)}
@@ -228,7 +232,10 @@ def _build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple
         if ctx.heap.random_datasets and ctx.checks.assertions:
             raise ConversionError(f"iterates {ctx.heap.random_datasets[0]}, whose order or elements are random, in a "
                                   "graph with assertions: a run that fails one would have advanced its random state")
-        atomicity.gate_state_on_assertions(ctx.heap.outer_graph, ctx.checks.assertions, ctx.checks.writer_constructs)
+        before = atomicity.gate_state_on_assertions(ctx.heap.outer_graph, ctx.checks.assertions,
+                                                    ctx.checks.writer_constructs)
+        if xla:
+            state["xla_ops"] = xla_marks.mark(before, [op for op, _ in ctx.checks.assertions])
         return packer.tensors
 
     traced = tf.function(graph_fn, autograph=False)
@@ -256,6 +263,7 @@ def _build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple
         constant_bytes=_tf_private.captured_constant_bytes(concrete),
         forests=[f.plan for f in ctx.recursion.forests],
         unbatched={fn.__qualname__: why for fn, why in refused.items()},
+        xla_ops=state.get("xla_ops", 0),
     )
 
 

@@ -13,6 +13,7 @@ import functools
 import logging
 import os
 import re
+import time
 import types
 import weakref
 from collections import Counter
@@ -25,6 +26,7 @@ from janus.commit.atomicity import StateBeforeAssertion
 from janus.convert import support
 from janus.convert.pipeline import convert_source
 from janus.driver.entry import CacheEntry, build_entry, convert, input_leaves
+from janus.driver import xla_choice
 from janus.driver.policy import ConversionPolicy
 from janus.errors import ConversionError
 from janus.convert.pipeline import is_converted_code
@@ -54,13 +56,15 @@ def wrapping(fn: types.FunctionType) -> "JanusFunction | None":
 class JanusFunction:
     """A Python function that Janus runs as specialized graphs whenever it safely can."""
 
-    def __init__(self, fn: types.FunctionType, profile_calls: int | None = None, speculate: bool = True):
+    def __init__(self, fn: types.FunctionType, profile_calls: int | None = None, speculate: bool = True,
+                 jit_compile: bool | None = None):
         functools.update_wrapper(self, fn)
         self.python_function = fn
         _WRAPPERS[id(fn)] = self
         self.collective: Any = None  # the multi-worker strategy its graphs use, if any
         self._profile_calls = profile_calls
         self.speculate = speculate
+        self.jit_compile = jit_compile
         self.entries: list[CacheEntry] = []
         self.reasons: Counter[str] = Counter()
         self.counts: Counter[str] = Counter()
@@ -76,6 +80,11 @@ class JanusFunction:
     @property
     def profile_calls(self) -> int:
         return config.profile_calls() if self._profile_calls is None else self._profile_calls
+
+    @property
+    def xla_mode(self) -> bool | None:
+        """XLA for new graphs: True, False, or None (chosen by measuring each graph)."""
+        return config.jit_compile() if self.jit_compile is None else self.jit_compile
 
     @property
     def permanent_reason(self) -> str | None:
@@ -139,22 +148,66 @@ class JanusFunction:
         return self.python_function(*args, **kwargs)
 
     def _run(self, entry: CacheEntry, args: tuple, kwargs: dict) -> Any:
-        """Run a graph; if it aborts (an assertion failed), nothing was committed: run eagerly."""
+        """Run a graph; if it aborts (an assertion failed), nothing was committed: run eagerly.
+
+        While the graph's XLA trial runs (``janus.driver.xla_choice``), the run may be its
+        XLA variant's, and successful runs are timed."""
+        decision = entry.xla
+        target = entry
+        if decision is not None and not decision.done:
+            if xla_choice.wants_variant(decision):
+                self._build_xla_variant(entry, decision, args, kwargs)
+            if xla_choice.next_runs_variant(decision):
+                target = decision.variant
+        timed = decision is not None and not decision.done and (target is not entry or entry.hits > 0)
+        start = time.perf_counter()
         try:
-            outputs = entry.execute(args, kwargs)
+            outputs = target.execute(args, kwargs)
         except (tf.errors.OpError, ValueError, TypeError) as e:
-            entry.failures += 1
+            target.failures += 1
             self.counts["assertion_failures"] += 1
-            self._aborted(entry, e)
+            if target is not entry:
+                xla_choice.give_up(decision, f"its XLA graph's run failed ({_first_line(e)})")
+                self._note("a run of an XLA variant under trial aborted: the trial ends")
+            self._aborted(target, e)
             outputs = None
         if outputs is None:  # outside the except block: eager's exception must not chain to the graph's
             return self._eager(args, kwargs)
-        result = entry.finish(outputs, args, kwargs)
+        elapsed = time.perf_counter() - start
+        result = target.finish(outputs, args, kwargs)
         entry.hits += 1
-        for assumption in entry.assumptions:
+        for assumption in target.assumptions:
             assumption.held += 1
         self.counts["graph_calls"] += 1
+        if timed:
+            xla_choice.record(decision, target is not entry, elapsed)
+            if decision.chosen:
+                self._adopt_xla_variant(entry, decision)
+            elif decision.done:
+                decision.variant = None
         return result
+
+    def _build_xla_variant(self, entry: CacheEntry, decision: xla_choice.XlaDecision, args: tuple,
+                           kwargs: dict) -> None:
+        """Trace the call once more with XLA clusters: the variant under trial."""
+        try:
+            variant = decision.rebuild(args, kwargs)
+        except Exception as e:  # noqa: BLE001 - the plain graph stays
+            xla_choice.give_up(decision, f"tracing it with XLA failed ({_first_line(e)})")
+            return
+        if variant.guard_source != entry.guard_source:
+            xla_choice.give_up(decision, "tracing it again specialized on other values")
+        elif not variant.xla_ops:
+            xla_choice.give_up(decision, "no op of its graph qualifies for XLA (janus.trace.xla)")
+        else:
+            decision.variant = variant
+
+    def _adopt_xla_variant(self, entry: CacheEntry, decision: xla_choice.XlaDecision) -> None:
+        """The XLA variant won: it takes the plain graph's place in the cache."""
+        variant, decision.variant = decision.variant, None
+        variant.xla, variant.hits, variant.failures = decision, entry.hits, entry.failures + variant.failures
+        if entry in self.entries:
+            self.entries[self.entries.index(entry)] = variant
 
     def _aborted(self, entry: CacheEntry, error: BaseException) -> None:
         """A failed assumption (speculation or run-time check, named by its id in the failed
@@ -229,27 +282,44 @@ class JanusFunction:
         relaxed = policy.relaxed_shapes()
         history = self.profiler.data.arg_history(fn) if self.speculate else []
         fed = policy.fed_scalars(fn, history, self.speculate, args, kwargs)
-        entry = self._trace(converted, args, kwargs, relaxed, fed)
+        mode = self.xla_mode
+        entry = self._trace(converted, args, kwargs, relaxed, fed, mode is True)
         if entry is None and (relaxed or fed) and not policy.gave_up:
-            entry = self._trace(converted, args, kwargs, None, None)
+            relaxed = fed = None
+            entry = self._trace(converted, args, kwargs, None, None, mode is True)
         policy.converted(entry is not None)
         if entry is None:
             return None
+        entry.xla = self._xla_decision(mode, entry, converted, relaxed, fed)
         self.counts["conversions"] += 1
         self.entries.insert(0, entry)
         del self.entries[config.MAX_CACHE_ENTRIES:]
         log.info("janus: converted %s (%d guards)", self.__qualname__, len(entry.guards))
         return entry
 
+    def _xla_decision(self, mode: bool | None, entry: CacheEntry, converted: Callable, relaxed: dict | None,
+                      fed: dict | None) -> xla_choice.XlaDecision:
+        decision = xla_choice.start(mode)
+        if mode is True and not entry.xla_ops:
+            decision.why = "no op of its graph qualifies (janus.trace.xla)"
+        elif not decision.done and self.collective is not None:
+            xla_choice.give_up(decision, "a multi-worker step: every worker must run the same graphs")
+        decision.rebuild = lambda a, k: build_entry(
+            self.python_function, converted, a, k, relaxed, self._speculator(), fed,
+            on_collective=self._collective_seen, xla=True)
+        return decision
+
+    def _speculator(self) -> Speculator:
+        policy = self.policy
+        return Speculator(self.profiler.data if self.speculate else None, policy.banned_sites, policy.assumptions)
+
     def _trace(self, converted: Callable, args: tuple, kwargs: dict, relaxed: dict | None,
-               fed: dict | None) -> CacheEntry | None:
+               fed: dict | None, xla: bool = False) -> CacheEntry | None:
         policy = self.policy
         for _ in range(3):
-            speculator = Speculator(self.profiler.data if self.speculate else None, policy.banned_sites,
-                                    policy.assumptions)
             try:
-                return build_entry(self.python_function, converted, args, kwargs, relaxed, speculator, fed,
-                                   on_collective=self._collective_seen)
+                return build_entry(self.python_function, converted, args, kwargs, relaxed, self._speculator(), fed,
+                                   on_collective=self._collective_seen, xla=xla)
             except StateBeforeAssertion as e:
                 if not e.assumptions:
                     self._note(f"trace failed: {e} (an assert in the code)")
@@ -331,23 +401,29 @@ def _first_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {lines[0][:300]}" if lines else type(e).__name__
 
 
-def function(fn: Callable | None = None, *, profile_calls: int | None = None, speculate: bool = True):
+def function(fn: Callable | None = None, *, profile_calls: int | None = None, speculate: bool = True,
+             jit_compile: bool | None = None):
     """Decorator: run ``fn`` through Janus (``JANUS_DISABLE=1`` leaves it untouched).
 
     ``profile_calls``: eager, profiled calls before the first conversion (default 3, or
     ``JANUS_PROFILE_CALLS``).  ``speculate=False`` keeps every tensor-dependent branch
     and loop dynamic (``tf.cond`` / ``tf.while_loop``): the conservative conversion.
+    ``jit_compile``: XLA clusters for the pure part of each graph (assertions and state
+    writes stay outside them): True always, False never, None (default, or
+    ``JANUS_JIT_COMPILE``) chosen per graph by timing it with and without.
     """
     def wrap(f: Callable):
         if config.disabled():
             return f
         if isinstance(f, (JanusFunction, BoundJanusFunction)):
             return f
+        if jit_compile not in (None, True, False):
+            raise TypeError(f"jit_compile must be True, False or None, got {jit_compile!r}")
         if isinstance(f, types.MethodType):
-            return JanusFunction(f.__func__, profile_calls, speculate).__get__(f.__self__)
+            return JanusFunction(f.__func__, profile_calls, speculate, jit_compile).__get__(f.__self__)
         if not isinstance(f, types.FunctionType):
             raise TypeError(f"janus.function expects a Python function or method, got {type(f).__name__}")
-        return JanusFunction(f, profile_calls, speculate)
+        return JanusFunction(f, profile_calls, speculate, jit_compile)
     return wrap(fn) if fn is not None else wrap
 
 

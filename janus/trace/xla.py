@@ -1,0 +1,63 @@
+"""Which ops of a traced graph XLA may compile without changing what the program means.
+
+XLA drops ``tf.debugging.Assert`` and cannot order a variable write after an assertion
+(``../shared/TF-NOTES.md``), so Janus never compiles a whole graph.  It marks for XLA
+clusters only ops that
+
+* run before any state change (``janus.commit.atomicity`` orders every write after the
+  ops that can still abort the run, and returns them),
+* are not assertions, and
+* are on an allowlist of dense computations whose XLA kernels raise no error that
+  eager would not, and fail on nothing eager would raise on: a ``gather`` out of range,
+  an integer division by zero, a ``Cholesky`` of a matrix that is not positive definite
+  all raise in eager but give some number under XLA, so they stay outside.  Random ops
+  stay outside too (their XLA kernels draw other numbers than eager's), as do loops,
+  conditionals and calls (their bodies may hold assertions).
+
+What XLA changes is float round-off: fused kernels sum in another order than eager's.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from janus import _tf_private
+
+# Dense ops whose XLA kernels compute what eager computes, up to float round-off.
+_COMPILABLE = frozenset("""
+    Abs Acos Acosh AddN AddV2 All Any ArgMax ArgMin Asin Asinh Atan Atan2 Atanh AvgPool AvgPoolGrad
+    BatchMatMul BatchMatMulV2 BatchMatMulV3 BiasAdd BiasAddGrad BroadcastArgs BroadcastGradientArgs BroadcastTo
+    Cast Ceil ClipByValue ConcatV2 Const Conv2D Conv2DBackpropFilter Conv2DBackpropInput Cos Cosh Cumprod Cumsum
+    DepthwiseConv2dNative DepthwiseConv2dNativeBackpropFilter DepthwiseConv2dNativeBackpropInput DivNoNan
+    Einsum Elu EluGrad Equal Erf Erfc Exp ExpandDims Expm1 Fill Floor FusedBatchNormGradV3 FusedBatchNormV3
+    Greater GreaterEqual Identity IdentityN InvertPermutation IsFinite IsInf IsNan L2Loss LeakyRelu LeakyReluGrad
+    Less LessEqual Log Log1p LogSoftmax LogicalAnd LogicalNot LogicalOr MatMul Max MaxPool MaxPoolGrad Maximum
+    Mean Min Minimum MirrorPad Mul MulNoNan Neg NotEqual OneHot OnesLike Pack Pad PadV2 Pow Prod ReadVariableOp
+    RealDiv Reciprocal ReciprocalGrad Relu Relu6 Relu6Grad ReluGrad Reshape Reverse ReverseV2 Round Rsqrt
+    RsqrtGrad Select SelectV2 Selu SeluGrad Shape ShapeN Sigmoid SigmoidGrad Sign Sin Sinh Size Slice Snapshot
+    Softmax SoftmaxCrossEntropyWithLogits Softplus SoftplusGrad Softsign SoftsignGrad Split SplitV Sqrt SqrtGrad
+    Square SquaredDifference Squeeze StopGradient StridedSlice StridedSliceGrad Sub Sum Tan Tanh TanhGrad Tile
+    Transpose Unpack Xdivy Xlog1py Xlogy ZerosLike
+""".split())
+
+# Ops of the allowlist that divide: fine for floats, not for integers (eager raises on / 0).
+_DIVIDING = frozenset({"RealDiv", "Reciprocal", "Pow"})
+
+
+def compilable(op: Any) -> bool:
+    """May ``op`` be compiled by XLA without changing what eager would do (but round-off)?"""
+    if op.type not in _COMPILABLE:
+        return False
+    if op.type in _DIVIDING and any(t.dtype.is_integer for t in op.inputs):
+        return False
+    return all(t.shape.is_fully_defined() for t in op.outputs)
+
+
+def mark(before_writes: Iterable[Any], checks: Iterable[Any]) -> int:
+    """Mark the compilable ops among ``before_writes`` (all but ``checks``) for XLA; returns how many."""
+    excluded = set(checks)
+    count = 0
+    for op in before_writes:
+        if op not in excluded and compilable(op):
+            _tf_private.mark_for_xla(op)
+            count += 1
+    return count
