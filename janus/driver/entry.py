@@ -58,6 +58,7 @@ class CacheEntry:
     forests: list = field(default_factory=list)  # plans of recursions over trees (janus.trace.forest)
     unbatched: dict = field(default_factory=dict)  # recursions inlined per structure instead, and why
     xla_ops: int = 0  # ops marked for XLA clusters (janus.trace.xla)
+    xla_rounding: list = field(default_factory=list)  # op types XLA would round differently
     xla: Any = None  # the XLA decision of this graph (janus.driver.xla_choice)
     hits: int = 0
     failures: int = 0
@@ -234,8 +235,10 @@ def _build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple
                                   "graph with assertions: a run that fails one would have advanced its random state")
         before = atomicity.gate_state_on_assertions(ctx.heap.outer_graph, ctx.checks.assertions,
                                                     ctx.checks.writer_constructs)
+        checks = [op for op, _ in ctx.checks.assertions]
+        state["xla_rounding"] = xla_marks.rounds_differently(before, checks)
         if xla:
-            state["xla_ops"] = xla_marks.mark(before, [op for op, _ in ctx.checks.assertions])
+            state["xla_ops"] = xla_marks.mark(before, checks)
         return packer.tensors
 
     traced = tf.function(graph_fn, autograph=False)
@@ -263,7 +266,7 @@ def _build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple
         constant_bytes=_tf_private.captured_constant_bytes(concrete),
         forests=[f.plan for f in ctx.recursion.forests],
         unbatched={fn.__qualname__: why for fn, why in refused.items()},
-        xla_ops=state.get("xla_ops", 0),
+        xla_ops=state.get("xla_ops", 0), xla_rounding=state.get("xla_rounding", []),
     )
 
 

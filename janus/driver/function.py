@@ -150,41 +150,37 @@ class JanusFunction:
     def _run(self, entry: CacheEntry, args: tuple, kwargs: dict) -> Any:
         """Run a graph; if it aborts (an assertion failed), nothing was committed: run eagerly.
 
-        While the graph's XLA trial runs (``janus.driver.xla_choice``), the run may be its
-        XLA variant's, and successful runs are timed."""
+        While the graph's XLA trial is on (``janus.driver.xla_choice``), its runs are timed,
+        and once its XLA variant exists each call runs both and compares them."""
         decision = entry.xla
+        trial = decision is not None and not decision.done
+        if trial and xla_choice.wants_variant(decision):
+            self._build_xla_variant(entry, decision, args, kwargs)
         target = entry
-        if decision is not None and not decision.done:
-            if xla_choice.wants_variant(decision):
-                self._build_xla_variant(entry, decision, args, kwargs)
-            if xla_choice.next_runs_variant(decision):
-                target = decision.variant
-        timed = decision is not None and not decision.done and (target is not entry or entry.hits > 0)
         start = time.perf_counter()
         try:
-            outputs = target.execute(args, kwargs)
+            if trial and decision.variant is not None:
+                outputs, target = xla_choice.run_both(entry, decision, args, kwargs, time.perf_counter)
+            else:
+                outputs = entry.execute(args, kwargs)
+                if trial and entry.hits:  # the first run instantiates the graph: not timed
+                    xla_choice.record_plain(decision, time.perf_counter() - start)
         except (tf.errors.OpError, ValueError, TypeError) as e:
-            target.failures += 1
+            entry.failures += 1
             self.counts["assertion_failures"] += 1
-            if target is not entry:
-                xla_choice.give_up(decision, f"its XLA graph's run failed ({_first_line(e)})")
-                self._note("a run of an XLA variant under trial aborted: the trial ends")
-            self._aborted(target, e)
+            self._aborted(entry, e)
             outputs = None
         if outputs is None:  # outside the except block: eager's exception must not chain to the graph's
             return self._eager(args, kwargs)
-        elapsed = time.perf_counter() - start
         result = target.finish(outputs, args, kwargs)
         entry.hits += 1
-        for assumption in target.assumptions:
+        for assumption in entry.assumptions:
             assumption.held += 1
         self.counts["graph_calls"] += 1
-        if timed:
-            xla_choice.record(decision, target is not entry, elapsed)
-            if decision.chosen:
-                self._adopt_xla_variant(entry, decision)
-            elif decision.done:
-                decision.variant = None
+        if trial and decision.chosen:
+            self._adopt_xla_variant(entry, decision)
+        elif trial and decision.done:
+            decision.variant = None
         return result
 
     def _build_xla_variant(self, entry: CacheEntry, decision: xla_choice.XlaDecision, args: tuple,
@@ -304,6 +300,9 @@ class JanusFunction:
             decision.why = "no op of its graph qualifies (janus.trace.xla)"
         elif not decision.done and self.collective is not None:
             xla_choice.give_up(decision, "a multi-worker step: every worker must run the same graphs")
+        elif not decision.done and entry.xla_rounding:
+            xla_choice.give_up(decision, f"not tried: XLA rounds {', '.join(entry.xla_rounding[:4])} differently "
+                                         f"from TensorFlow's kernels (eager's numbers come first)")
         decision.rebuild = lambda a, k: build_entry(
             self.python_function, converted, a, k, relaxed, self._speculator(), fed,
             on_collective=self._collective_seen, xla=True)
@@ -410,7 +409,8 @@ def function(fn: Callable | None = None, *, profile_calls: int | None = None, sp
     and loop dynamic (``tf.cond`` / ``tf.while_loop``): the conservative conversion.
     ``jit_compile``: XLA clusters for the pure part of each graph (assertions and state
     writes stay outside them): True always, False never, None (default, or
-    ``JANUS_JIT_COMPILE``) chosen per graph by timing it with and without.
+    ``JANUS_JIT_COMPILE``) per graph, kept only if, run both ways on the same calls, XLA
+    was faster and gave the same bits.
     """
     def wrap(f: Callable):
         if config.disabled():

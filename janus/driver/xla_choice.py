@@ -1,15 +1,18 @@
 """XLA chosen by measured cost: one cache entry's trial of its XLA variant.
 
-With ``jit_compile=None`` (the default) a new graph runs plain first.  Once warm, its
-runs are timed; if a run takes long enough for XLA to matter, Janus traces the same
-call again with XLA clusters (``janus.trace.xla``), runs that variant once untimed (it
-compiles), then alternates plain and XLA runs, timing each, and keeps the XLA graph only
-if the median of its runs beats the plain median by ``config.XLA_MIN_GAIN``.
-Alternating keeps a drifting machine from favouring whichever ran second.
+With ``jit_compile=None`` (the default) a new graph runs plain first.  Once warm, three
+runs are timed; if they take long enough for XLA to matter, Janus traces the same call
+again with XLA clusters (``janus.trace.xla``).  Then, on each of the next calls, both
+graphs run on the same inputs and the same state: the plain graph first, then — the
+variables it wrote put back as they were — the XLA graph.  Each run is timed, and
+outputs and variables after the two runs are compared bit for bit.  The XLA graph takes
+the plain one's place only if, over ``config.XLA_TRIAL_RUNS`` such calls (after one whose
+XLA run compiled), it gave the same bits every time and its median beat the plain
+median by ``config.XLA_MIN_GAIN``.  A call that disagreed keeps the plain run's results.
 
-XLA is not tried where it would break a promise: with a global seed set or op
-determinism on, the user asked for eager's numbers, and XLA's fused kernels round
-differently (the draws themselves stay outside XLA and are eager's in any case).
+So by default XLA is kept only where it is faster *and* computes eager's numbers: eager
+is the oracle, and XLA's fused kernels usually round differently (``tanh``, ``exp``,
+reductions).  ``jit_compile=True`` accepts the round-off for speed.
 """
 from __future__ import annotations
 
@@ -17,7 +20,10 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from janus import _tf_private, config
+import numpy as np
+import tensorflow as tf
+
+from janus import config
 
 
 @dataclass
@@ -27,11 +33,11 @@ class XlaDecision:
     mode: str  # "on" (jit_compile=True), "off" (False) or "auto" (measured)
     chosen: bool | None = None  # None while the trial runs
     why: str = ""
-    plain_ms: list[float] = field(default_factory=list)
-    xla_ms: list[float] = field(default_factory=list)
+    plain_ms: list[float] = field(default_factory=list)  # runs of the plain graph alone (is XLA worth trying?)
+    paired_ms: list[tuple[float, float]] = field(default_factory=list)  # (plain, XLA) on the same call
     variant: Any = None  # the XLA entry under trial
+    warm: bool = False  # the variant's first (compiling) run is done
     rebuild: Any = None  # traces a call again with XLA clusters: (args, kwargs) -> entry
-    warm: bool = False  # the variant's untimed first run is done
 
     @property
     def done(self) -> bool:
@@ -42,20 +48,17 @@ class XlaDecision:
             return "off (jit_compile=False)"
         if self.mode == "on":
             return (f"on (jit_compile=True): {xla_ops} ops in XLA clusters" if xla_ops
-                    else "on (jit_compile=True), but no op qualified: " + self.why)
+                    else "on (jit_compile=True), but " + self.why)
         timing = ""
-        if self.xla_ms:
-            timing = (f": {_median(self.xla_ms):.3f} ms with XLA, {_median(self.plain_ms):.3f} ms without "
-                      f"(medians of {len(self.xla_ms)} and {len(self.plain_ms)} alternating runs)")
+        if self.paired_ms:
+            plain, xla = zip(*self.paired_ms)
+            timing = (f": {statistics.median(xla):.3f} ms with XLA, {statistics.median(plain):.3f} ms without "
+                      f"(medians over {len(self.paired_ms)} calls running both)")
         if self.chosen is None:
-            return f"measuring ({len(self.plain_ms)} plain, {len(self.xla_ms)} XLA runs timed)"
+            return f"measuring ({len(self.plain_ms)} plain runs, {len(self.paired_ms)} calls running both timed)"
         if self.chosen:
-            return f"chosen by measurement{timing}; {xla_ops} ops in XLA clusters"
+            return f"chosen by measurement{timing}, same results bit for bit; {xla_ops} ops in XLA clusters"
         return f"not chosen: {self.why}{timing}"
-
-
-def _median(values: list[float]) -> float:
-    return statistics.median(values) if values else float("nan")
 
 
 def start(mode: bool | None) -> XlaDecision:
@@ -64,52 +67,102 @@ def start(mode: bool | None) -> XlaDecision:
         return XlaDecision("on", chosen=True)
     if mode is False:
         return XlaDecision("off", chosen=False)
-    decision = XlaDecision("auto")
-    if _tf_private.global_seed() is not None or _tf_private.op_determinism_enabled():
-        decision.chosen = False
-        decision.why = ("a global seed is set (or op determinism is on): the program asked for eager's numbers, "
-                        "and XLA's fused kernels round differently")
-    return decision
-
-
-def wants_variant(decision: XlaDecision) -> bool:
-    """Are the plain runs timed, and long enough to try XLA?  (Ends the trial if too short.)"""
-    if decision.done or decision.variant is not None or len(decision.plain_ms) < 3:
-        return False
-    if _median(decision.plain_ms) < config.XLA_MIN_RUN_MS:
-        decision.chosen = False
-        decision.why = (f"a run takes {_median(decision.plain_ms):.3f} ms, shorter than "
-                        f"{config.XLA_MIN_RUN_MS} ms: too little for XLA to gain")
-        return False
-    return True
-
-
-def next_runs_variant(decision: XlaDecision) -> bool:
-    """Should the next run be the XLA variant's?  (Its untimed first run, then alternating.)"""
-    if decision.variant is None or decision.done:
-        return False
-    return not decision.warm or len(decision.xla_ms) < len(decision.plain_ms) - 3 + 1
-
-
-def record(decision: XlaDecision, on_variant: bool, seconds: float) -> None:
-    """One successful run's time; decides once both sides have their runs."""
-    ms = seconds * 1e3
-    if on_variant:
-        if not decision.warm:
-            decision.warm = True
-            return
-        decision.xla_ms.append(ms)
-    elif decision.variant is None or decision.warm:
-        decision.plain_ms.append(ms)
-    if len(decision.xla_ms) >= config.XLA_TRIAL_RUNS and len(decision.plain_ms) >= config.XLA_TRIAL_RUNS + 3:
-        decision.plain_ms = decision.plain_ms[3:]  # the paired runs only: the first three chose to try
-        faster = _median(decision.xla_ms) < (1 - config.XLA_MIN_GAIN) * _median(decision.plain_ms)
-        decision.chosen = faster
-        if not faster:
-            decision.why = f"XLA was not at least {config.XLA_MIN_GAIN:.0%} faster"
+    return XlaDecision("auto")
 
 
 def give_up(decision: XlaDecision, why: str) -> None:
     decision.chosen = False
     decision.why = why
     decision.variant = None
+
+
+def record_plain(decision: XlaDecision, seconds: float) -> None:
+    decision.plain_ms.append(seconds * 1e3)
+
+
+def wants_variant(decision: XlaDecision) -> bool:
+    """Are the plain runs timed, and long enough to try XLA?  (Ends the trial if too short.)"""
+    if decision.done or decision.variant is not None or len(decision.plain_ms) < 3:
+        return False
+    median = statistics.median(decision.plain_ms)
+    if median < config.XLA_MIN_RUN_MS:
+        give_up(decision, f"a run takes {median:.3f} ms, under {config.XLA_MIN_RUN_MS} ms: too little for XLA to gain")
+        return False
+    return True
+
+
+def verifiable_variables(entry: Any) -> list | None:
+    """The variables a graph may write, if they are all the state it holds (else None:
+    a run cannot be undone, e.g. a dataset iterator it advances)."""
+    graph = entry.concrete.graph
+    variables = {id(v.handle): v for v in graph.variables}
+    resources = [external for external, _ in graph.captures if getattr(external, "dtype", None) == tf.resource]
+    if any(id(r) not in variables for r in resources):
+        return None
+    return list(variables.values())
+
+
+def run_both(plain: Any, decision: XlaDecision, args: tuple, kwargs: dict, clock: Any) -> tuple[list, Any]:
+    """Run the plain graph, undo its variable writes, run the XLA graph on the same inputs
+    and state; time both and compare their bits.  Returns the outputs to commit and the
+    entry they came from (the plain one unless XLA agreed).  Raises if the plain run
+    aborts (then nothing changed)."""
+    variant = decision.variant
+    variables = verifiable_variables(plain)
+    if variables is None:
+        give_up(decision, "its graph holds state other than variables: a run cannot be undone to compare")
+        return _timed(plain, args, kwargs, clock)[0], plain
+    before = [v.numpy().copy() for v in variables]
+    plain_out, plain_s = _timed(plain, args, kwargs, clock)
+    after = [v.numpy().copy() for v in variables]
+    _assign(variables, before)
+    try:
+        xla_out, xla_s = _timed(variant, args, kwargs, clock)
+    except (tf.errors.OpError, ValueError, TypeError) as e:
+        _assign(variables, after)
+        give_up(decision, f"its XLA graph's run failed ({type(e).__name__})")
+        return plain_out, plain
+    same = _same_bits(plain_out, xla_out) and _same_bits(after, [v.numpy() for v in variables])
+    if not same:
+        _assign(variables, after)
+        give_up(decision, "its results differed from the plain graph's in the last bits (eager's numbers come first)")
+        return plain_out, plain
+    if not decision.warm:
+        decision.warm = True  # this XLA run compiled its clusters: not timed
+    else:
+        decision.paired_ms.append((plain_s * 1e3, xla_s * 1e3))
+    if len(decision.paired_ms) >= config.XLA_TRIAL_RUNS:
+        plain_ms, xla_ms = zip(*decision.paired_ms)
+        decision.chosen = statistics.median(xla_ms) < (1 - config.XLA_MIN_GAIN) * statistics.median(plain_ms)
+        if not decision.chosen:
+            decision.why = f"XLA was not at least {config.XLA_MIN_GAIN:.0%} faster"
+    return xla_out, variant
+
+
+def _timed(entry: Any, args: tuple, kwargs: dict, clock: Any) -> tuple[list, float]:
+    start = clock()
+    outputs = entry.execute(args, kwargs)
+    return outputs, clock() - start
+
+
+def _assign(variables: list, values: list) -> None:
+    for v, value in zip(variables, values):
+        v.assign(value)
+
+
+def _same_bits(a: list, b: list) -> bool:
+    """Equal dtypes, shapes and bytes (NaNs and signed zeros included)."""
+    if len(a) != len(b):
+        return False
+    try:
+        for x, y in zip(a, b):
+            x = np.asarray(x.numpy() if hasattr(x, "numpy") else x)
+            y = np.asarray(y.numpy() if hasattr(y, "numpy") else y)
+            if x.dtype != y.dtype or x.shape != y.shape:
+                return False
+            if x.dtype.kind in "biufc" and x.tobytes() != y.tobytes() or \
+                    x.dtype.kind not in "biufc" and not np.array_equal(x, y):
+                return False
+    except Exception:  # noqa: BLE001 - an output that cannot be read back (a variant): no verdict
+        return False
+    return True
