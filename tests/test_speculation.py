@@ -431,9 +431,11 @@ def test_shape_relaxed_once_covers_every_later_shape():
     # every later shape, (4, 8) included
     assert total["conversions"] == 2, total
     assert total["graph_calls"] == len(calls) - PROFILE - 1, total
-    newest = graph_sections(final)[0]
+    newest, first = graph_sections(final)
     assert "(relaxed shapes)" in newest and "float32[None, 8]" in newest, final
     assert total["eager_calls"] == PROFILE + 1, total
+    # the (4, 8) graph still serves its shape after the relaxed one exists (3 + 1 hits)
+    assert "float32[4, 8]" in first and first.startswith("graph 1: 4 hits"), final
 
 
 def test_shape_relaxed_with_a_static_shape_read():

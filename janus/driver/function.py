@@ -1,6 +1,7 @@
 """``@janus.function``: the per-function driver of profiling, conversion and caching.
 
-Per call: the guards of the cached graphs are checked, most recently built first; on
+Per call: the guards of the cached graphs are checked, shape-specialized graphs before
+those with symbolic dimensions, each group most recently built first; on
 a hit the graph runs and its deferred effects are committed (an aborted run commits
 nothing and the call re-runs eagerly).  Otherwise the call runs eagerly, under the
 profiler, and the function's :class:`~janus.driver.policy.ConversionPolicy` decides
@@ -105,7 +106,7 @@ class JanusFunction:
         self.counts["calls"] += 1
         if tf.distribute.has_strategy() and not tf.distribute.in_cross_replica_context():
             return self._in_replica(args, kwargs)
-        entry = next((e for e in self.entries if e.check(args, kwargs)), None)
+        entry = next((e for e in sorted(self.entries, key=_has_symbolic_dims) if e.check(args, kwargs)), None)
         if entry is None and not self.policy.gave_up:
             miss = self.policy.learn_from_miss(self.entries[0], args, kwargs) if self.entries else None
             entry = self._maybe_convert(args, kwargs)
@@ -369,6 +370,13 @@ class BoundJanusFunction:
 
     def __repr__(self) -> str:
         return f"<janus bound method {self.__janus_function__.__qualname__} of {self.__self__!r}>"
+
+
+def _has_symbolic_dims(entry: CacheEntry) -> bool:
+    """The lookup order's key: a graph with symbolic dimensions serves every shape, but the
+    graph specialized on one shape, built before it, runs that shape faster (the LSTM
+    example: 1,404 ops against 1,973, 3.8 against 5.0 ms per step), and is kept for it."""
+    return entry.relaxed
 
 
 def _trace_location(e: BaseException) -> str:
