@@ -224,6 +224,3 @@ def mark_for_xla(op: Any) -> None:
     op._set_attr("_XlaScope", attr_value_pb2.AttrValue(s=b"janus"))  # noqa: SLF001
 
 
-def marked_for_xla(graph: Any) -> int:
-    """How many ops of ``graph`` carry the XLA mark of :func:`mark_for_xla`."""
-    return sum(1 for op in graph.get_operations() if "_XlaCompile" in op.node_def.attr)

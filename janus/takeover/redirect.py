@@ -20,6 +20,7 @@ test) when it finds one running (``benchmarks/takeover_overhead.py`` measures bo
 """
 from __future__ import annotations
 
+import ctypes
 import gc
 import logging
 import sys
@@ -135,9 +136,9 @@ def _candidate(code: types.CodeType) -> bool:
 _candidates: dict[types.CodeType, bool] = {}
 
 
-def take_over_stack(frame: Any) -> None:
-    """Take over the functions running in ``frame`` and its callers that record a tape,
-    except those running inside a Janus function (its eager run, or a trace)."""
+def running_steps(frame: Any) -> list[types.CodeType]:
+    """The codes running in ``frame`` and its callers that record a tape, except those
+    running inside a Janus function (its eager run, or a trace)."""
     found = []
     while frame is not None:
         code = frame.f_code
@@ -146,7 +147,12 @@ def take_over_stack(frame: Any) -> None:
         elif _candidate(code):
             found.append(code)
         frame = frame.f_back
-    for code in found:
+    return found
+
+
+def take_over_codes(codes: list[types.CodeType]) -> None:
+    """Take over every function object whose code is one of ``codes``."""
+    for code in codes:
         with _lock:
             for owner in gc.get_referrers(code):
                 if isinstance(owner, types.FunctionType) and owner.__code__ is code:
@@ -154,7 +160,44 @@ def take_over_stack(frame: Any) -> None:
 
 
 def _on_start(code: types.CodeType, offset: int) -> None:
-    take_over_stack(sys._getframe(1).f_back)
+    take_over_codes(running_steps(sys._getframe(1).f_back))
+
+
+# The sampler hands the main thread's steps to the main thread itself, as a pending call
+# (run between two bytecodes of whatever it executes): ``gc.get_referrers`` walks every
+# object, and run from the sampler while the main thread was inside a TensorFlow op it
+# crashed the process (seen once in eleven runs of tests/test_hook.py).
+_PENDING_CALL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
+_pending: dict = {"codes": set(), "scheduled": False}
+
+
+def _run_pending(_: Any) -> int:
+    with _lock:
+        codes, _pending["codes"] = list(_pending["codes"]), set()
+        _pending["scheduled"] = False
+    try:
+        if _watch["on"]:
+            take_over_codes(codes)
+    except Exception:  # noqa: BLE001 - raising here would raise inside arbitrary user code
+        log.exception("janus: taking over a running step failed")
+    return 0
+
+
+_RUN_PENDING = _PENDING_CALL(_run_pending)
+
+
+def _in_main_thread(codes: list[types.CodeType]) -> None:
+    """Take over ``codes`` from the main thread, at its next bytecode boundary."""
+    with _lock:
+        _pending["codes"].update(codes)
+        if _pending["scheduled"]:
+            return
+        _pending["scheduled"] = True
+    add = ctypes.pythonapi.Py_AddPendingCall
+    add.argtypes, add.restype = [_PENDING_CALL, ctypes.c_void_p], ctypes.c_int
+    if add(_RUN_PENDING, None) != 0:  # the queue is full: try again at the next sample
+        with _lock:
+            _pending["scheduled"] = False
 
 
 class _Sampler(threading.Thread):
@@ -174,11 +217,14 @@ class _Sampler(threading.Thread):
         self.stopped = threading.Event()
 
     def run(self) -> None:
-        me = threading.get_ident()
+        me, main = threading.get_ident(), threading.main_thread().ident
         while not self.stopped.wait(self.interval):
             for ident, frame in sys._current_frames().items():
-                if ident != me:
-                    take_over_stack(frame)
+                found = running_steps(frame) if ident != me else []
+                if found and ident == main:
+                    _in_main_thread(found)
+                elif found:
+                    take_over_codes(found)
 
 
 def start() -> bool:
