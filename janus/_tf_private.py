@@ -222,5 +222,3 @@ def mark_for_xla(op: Any) -> None:
     from tensorflow.core.framework import attr_value_pb2
     op._set_attr("_XlaCompile", attr_value_pb2.AttrValue(b=True))  # noqa: SLF001
     op._set_attr("_XlaScope", attr_value_pb2.AttrValue(s=b"janus"))  # noqa: SLF001
-
-
