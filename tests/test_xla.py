@@ -23,13 +23,17 @@ def rnd(shape, seed, scale=1.0, shift=0.0):
     return tf.constant((np.random.RandomState(seed).randn(*shape) * scale + shift).astype(np.float32))
 
 
+def with_xla(jit, jit_compile):
+    """The harness's Janus decorator with this ``jit_compile`` (the eager run's is left as is)."""
+    return janus.function(jit_compile=jit_compile) if jit is janus.function else jit
+
+
 def model_factory(jit_compile, size=48):
     """A training step whose loss scale and update direction depend on tensor conditions:
     the profile sees small positive batches only, so the graph speculates on both branches
     (two assertions)."""
     def factory(jit):
-        if jit is janus.function:
-            jit = janus.function(jit_compile=jit_compile)
+        jit = with_xla(jit, jit_compile)
 
         class Model:
             def __init__(self):
@@ -135,8 +139,7 @@ def exact_factory(jit_compile):
     does, relu, an add; not ``x * 3.0 + 1.0``, which XLA fuses into one rounding); a
     speculated branch and a variable update."""
     def factory(jit):
-        if jit is janus.function:
-            jit = janus.function(jit_compile=jit_compile)
+        jit = with_xla(jit, jit_compile)
 
         class Scaler:
             def __init__(self):
@@ -191,8 +194,7 @@ def test_speculation_failing_while_xla_is_measured(monkeypatch):
 def test_xla_on_leaves_random_draws_to_eager_kernels():
     """Draws stay outside the XLA clusters: with a seed, the noise is eager's bitwise."""
     def factory(jit):
-        if jit is janus.function:
-            jit = janus.function(jit_compile=True)
+        jit = with_xla(jit, True)
 
         class Noisy:
             def __init__(self):
