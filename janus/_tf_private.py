@@ -28,16 +28,19 @@ def call_time_input(graph: Any, closure: Callable[[], Any], spec: tf.TensorSpec,
         return graph.capture_call_time_value(closure, spec, key=key)
 
 
-def call_flat(concrete: Any, inputs: Sequence[Any]) -> Any:
+def call_flat(concrete: Any, inputs: Sequence[Any], xla: bool = False) -> Any:
     """Call a concrete function with already-flat tensor inputs.
 
     Why: ``ConcreteFunction.__call__`` re-validates and re-flattens structured
     arguments on every call (tens of microseconds); Janus has already checked the
-    inputs with its own generated guard, so it calls the flat entry point.
+    inputs with its own generated guard, so it calls the flat entry point.  ``xla``: the
+    graph has XLA cluster marks; Grappler's remapper is off for it, since the ops it
+    fuses (``MatMul`` + ``BiasAdd`` into ``_FusedMatMul``) lose the marks and cut the
+    clusters apart (the LSTM example: 121 clusters, one per time step and more).
     """
     ctx = _eager_context.context()
     previous = ctx.function_call_options
-    ctx.function_call_options = _exact_call_options(previous)
+    ctx.function_call_options = _exact_call_options(previous, remapping=not xla)
     try:
         return concrete._call_flat(list(inputs), concrete.captured_inputs)  # noqa: SLF001
     finally:
@@ -47,7 +50,7 @@ def call_flat(concrete: Any, inputs: Sequence[Any]) -> Any:
 _EXACT_OPTIONS: dict = {}
 
 
-def _exact_call_options(base: Any) -> Any:
+def _exact_call_options(base: Any, remapping: bool = True) -> Any:
     """The thread's function-call options with Grappler's arithmetic optimizer and constant
     folding off.
 
@@ -59,15 +62,17 @@ def _exact_call_options(base: Any) -> Any:
     (``tf.config.optimizer.set_experimental_options`` would change it for every function
     of the program); Janus sets its own around its calls only.
     """
-    key = base.config_proto_serialized
+    key = (base.config_proto_serialized, remapping)
     options = _EXACT_OPTIONS.get(key)
     if options is None:
         from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
         config = config_pb2.ConfigProto()
-        config.ParseFromString(key)
+        config.ParseFromString(key[0])
         rewrites = config.graph_options.rewrite_options
         rewrites.arithmetic_optimization = rewriter_config_pb2.RewriterConfig.OFF
         rewrites.constant_folding = rewriter_config_pb2.RewriterConfig.OFF
+        if not remapping:
+            rewrites.remapping = rewriter_config_pb2.RewriterConfig.OFF
         options = _EXACT_OPTIONS[key] = _eager_context.FunctionCallOptions(
             executor_type=base.executor_type, config_proto=config)
     return options

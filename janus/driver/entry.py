@@ -85,7 +85,7 @@ class CacheEntry:
         """Run the graph (raises if it aborted; then nothing was changed)."""
         CALL.args = (a, k)
         try:
-            outs = _tf_private.call_flat(self.concrete, self.inputs(a, k))
+            outs = _tf_private.call_flat(self.concrete, self.inputs(a, k), xla=self.xla_ops > 0)
         finally:
             CALL.args = None
         return list(outs) if isinstance(outs, (list, tuple)) else ([] if outs is None else [outs])

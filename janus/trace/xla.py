@@ -26,30 +26,33 @@ from janus import _tf_private
 _COMPILABLE = frozenset("""
     Abs Acos Acosh AddN AddV2 All Any ArgMax ArgMin Asin Asinh Atan Atan2 Atanh AvgPool AvgPoolGrad
     BatchMatMul BatchMatMulV2 BatchMatMulV3 BiasAdd BiasAddGrad BroadcastArgs BroadcastGradientArgs BroadcastTo
-    Cast Ceil ClipByValue ConcatV2 Const Conv2D Conv2DBackpropFilter Conv2DBackpropInput Cos Cosh Cumprod Cumsum
+    Cast Ceil ClipByValue ConcatOffset ConcatV2 Const Conv2D Conv2DBackpropFilter Conv2DBackpropInput Cos Cosh Cumprod Cumsum
     DepthwiseConv2dNative DepthwiseConv2dNativeBackpropFilter DepthwiseConv2dNativeBackpropInput DivNoNan
     Einsum Elu EluGrad Equal Erf Erfc Exp ExpandDims Expm1 Fill Floor FusedBatchNormGradV3 FusedBatchNormV3
-    Greater GreaterEqual Identity IdentityN InvertPermutation IsFinite IsInf IsNan L2Loss LeakyRelu LeakyReluGrad
+    FloorDiv FloorMod Greater GreaterEqual Identity IdentityN InvertPermutation IsFinite IsInf IsNan L2Loss LeakyRelu LeakyReluGrad
     Less LessEqual Log Log1p LogSoftmax LogicalAnd LogicalNot LogicalOr MatMul Max MaxPool MaxPoolGrad Maximum
     Mean Min Minimum MirrorPad Mul MulNoNan Neg NotEqual OneHot OnesLike Pack Pad PadV2 Pow Prod ReadVariableOp
     RealDiv Reciprocal ReciprocalGrad Relu Relu6 Relu6Grad ReluGrad Reshape Reverse ReverseV2 Round Rsqrt
     RsqrtGrad Select SelectV2 Selu SeluGrad Shape ShapeN Sigmoid SigmoidGrad Sign Sin Sinh Size Slice Snapshot
     Softmax SoftmaxCrossEntropyWithLogits Softplus SoftplusGrad Softsign SoftsignGrad Split SplitV Sqrt SqrtGrad
     Square SquaredDifference Squeeze StopGradient StridedSlice StridedSliceGrad Sub Sum Tan Tanh TanhGrad Tile
-    Transpose Unpack Xdivy Xlog1py Xlogy ZerosLike
+    Transpose TruncateDiv TruncateMod Unpack Xdivy Xlog1py Xlogy ZerosLike
 """.split())
 
-# Ops of the allowlist that divide: fine for floats, not for integers (eager raises on / 0).
-_DIVIDING = frozenset({"RealDiv", "Reciprocal", "Pow"})
+# Ops of the allowlist that divide: fine for floats; for integers (eager raises on / 0)
+# only by a constant without zeros (the gradient of a concat computes ``axis % rank``).
+_DIVIDING = frozenset({"RealDiv", "Reciprocal", "Pow", "FloorDiv", "FloorMod", "TruncateDiv", "TruncateMod"})
 
 
 def compilable(op: Any) -> bool:
-    """May ``op`` be compiled by XLA without changing what eager would do (but round-off)?"""
+    """May ``op`` be compiled by XLA without changing what eager would do (but round-off)?
+    Only with static shapes in and out: a cluster fed a symbolic dimension would be compiled
+    again for every size (``tf.shape`` of a tree batch has a static shape, its input has not)."""
     if op.type not in _COMPILABLE:
         return False
-    if op.type in _DIVIDING and any(t.dtype.is_integer for t in op.inputs):
+    if op.type in _DIVIDING and any(t.dtype.is_integer for t in op.inputs) and not _nonzero_constant(op.inputs[-1]):
         return False
-    return all(t.shape.is_fully_defined() for t in op.outputs)
+    return all(t.shape.is_fully_defined() for t in list(op.inputs) + list(op.outputs))
 
 
 # Ops whose XLA kernels round differently from TensorFlow's on CPU (measured on TF 2.21:
@@ -79,6 +82,13 @@ def rounds_differently(before_writes: Iterable[Any], checks: Iterable[Any]) -> l
         if op.type in _SUMS and any(t.op.type in _PRODUCTS and t.op in marked for t in op.inputs):
             found.add("Mul+Add")
     return sorted(found)
+
+
+def _nonzero_constant(tensor: Any) -> bool:
+    if tensor.op.type != "Const":
+        return False
+    from tensorflow.python.framework import tensor_util  # the graph's own Const value, no TF runtime call
+    return bool((tensor_util.MakeNdarray(tensor.op.get_attr("value")) != 0).all())
 
 
 def mark(before_writes: Iterable[Any], checks: Iterable[Any]) -> int:
