@@ -230,3 +230,17 @@ def test_xla_off_and_bad_settings(monkeypatch):
         config.jit_compile()
     monkeypatch.setenv("JANUS_JIT_COMPILE", "1")
     assert janus.function(lambda x: x).xla_mode is True
+
+
+def test_integer_division_is_compiled_only_by_constants_without_zeros():
+    """Eager raises on an integer division by zero; XLA gives some number: only a constant
+    divisor without zeros may go into a cluster."""
+    graph = tf.Graph()
+    with graph.as_default():
+        a = tf.compat.v1.placeholder(tf.int32, [3])
+        by_three = tf.math.floormod(a, tf.constant(3))
+        with_zero = tf.math.floormod(a, tf.constant([1, 0, 2]))
+        computed = tf.math.floordiv(a, a)
+        floats = tf.compat.v1.placeholder(tf.float32, [3]) / tf.compat.v1.placeholder(tf.float32, [3])
+    assert xla_marks.compilable(by_three.op) and xla_marks.compilable(floats.op)
+    assert not xla_marks.compilable(with_zero.op) and not xla_marks.compilable(computed.op)

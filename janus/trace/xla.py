@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+import tensorflow as tf
+
 from janus import _tf_private
 
 # Dense ops whose XLA kernels compute what eager computes, up to float round-off.
@@ -87,8 +89,7 @@ def rounds_differently(before_writes: Iterable[Any], checks: Iterable[Any]) -> l
 def _nonzero_constant(tensor: Any) -> bool:
     if tensor.op.type != "Const":
         return False
-    from tensorflow.python.framework import tensor_util  # the graph's own Const value, no TF runtime call
-    return bool((tensor_util.MakeNdarray(tensor.op.get_attr("value")) != 0).all())
+    return bool((tf.make_ndarray(tensor.op.get_attr("value")) != 0).all())
 
 
 def mark(before_writes: Iterable[Any], checks: Iterable[Any]) -> int:
