@@ -70,8 +70,8 @@ def jit_compile() -> bool | None:
     raise ValueError(f"JANUS_JIT_COMPILE must be 0, 1 or auto, got {value!r}")
 
 
-# XLA by measured cost: graph runs timed with and without XLA (alternating, after one
-# untimed run of each), the shortest run worth trying, and the gain XLA must show.
+# XLA by measured cost (janus.driver.xla_choice): the timed calls that run both graphs,
+# the shortest plain run worth trying XLA on, and the gain XLA must show.
 XLA_TRIAL_RUNS = 5
 XLA_MIN_RUN_MS = 0.3
 XLA_MIN_GAIN = 0.05

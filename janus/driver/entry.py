@@ -235,10 +235,10 @@ def _build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple
                                   "graph with assertions: a run that fails one would have advanced its random state")
         before = atomicity.gate_state_on_assertions(ctx.heap.outer_graph, ctx.checks.assertions,
                                                     ctx.checks.writer_constructs)
-        checks = [op for op, _ in ctx.checks.assertions]
-        state["xla_rounding"] = xla_marks.rounds_differently(before, checks)
+        candidates = xla_marks.candidates(before, [op for op, _ in ctx.checks.assertions])
+        state["xla_rounding"] = xla_marks.rounds_differently(candidates)
         if xla:
-            state["xla_ops"] = xla_marks.mark(before, checks)
+            state["xla_ops"] = xla_marks.mark(candidates)
         return packer.tensors
 
     traced = tf.function(graph_fn, autograph=False)

@@ -158,14 +158,15 @@ class JanusFunction:
         if trial and xla_choice.wants_variant(decision):
             self._build_xla_variant(entry, decision, args, kwargs)
         target = entry
-        start = time.perf_counter()
         try:
             if trial and decision.variant is not None:
                 outputs, target = xla_choice.run_both(entry, decision, args, kwargs, time.perf_counter)
+            elif trial and entry.hits:  # the first run instantiates the graph: not timed
+                start = time.perf_counter()
+                outputs = entry.execute(args, kwargs)
+                xla_choice.record_plain(decision, time.perf_counter() - start)
             else:
                 outputs = entry.execute(args, kwargs)
-                if trial and entry.hits:  # the first run instantiates the graph: not timed
-                    xla_choice.record_plain(decision, time.perf_counter() - start)
         except (tf.errors.OpError, ValueError, TypeError) as e:
             entry.failures += 1
             self.counts["assertion_failures"] += 1
@@ -180,8 +181,6 @@ class JanusFunction:
         self.counts["graph_calls"] += 1
         if trial and decision.chosen:
             self._adopt_xla_variant(entry, decision)
-        elif trial and decision.done:
-            decision.variant = None
         return result
 
     def _build_xla_variant(self, entry: CacheEntry, decision: xla_choice.XlaDecision, args: tuple,
@@ -304,9 +303,10 @@ class JanusFunction:
         elif not decision.done and entry.xla_rounding:
             xla_choice.give_up(decision, f"not tried: XLA rounds {', '.join(entry.xla_rounding[:4])} differently "
                                          f"from TensorFlow's kernels (eager's numbers come first)")
-        decision.rebuild = lambda a, k: build_entry(
-            self.python_function, converted, a, k, relaxed, self._speculator(), fed,
-            on_collective=self._collective_seen, xla=True)
+        if not decision.done:
+            decision.rebuild = lambda a, k: build_entry(
+                self.python_function, converted, a, k, relaxed, self._speculator(), fed,
+                on_collective=self._collective_seen, xla=True)
         return decision
 
     def _speculator(self) -> Speculator:

@@ -71,6 +71,7 @@ def start(mode: bool | None) -> XlaDecision:
 
 
 def give_up(decision: XlaDecision, why: str) -> None:
+    """End the trial keeping the plain graph (the XLA variant is dropped)."""
     decision.chosen = False
     decision.why = why
     decision.variant = None
@@ -133,9 +134,10 @@ def run_both(plain: Any, decision: XlaDecision, args: tuple, kwargs: dict, clock
         decision.paired_ms.append((plain_s * 1e3, xla_s * 1e3))
     if len(decision.paired_ms) >= config.XLA_TRIAL_RUNS:
         plain_ms, xla_ms = zip(*decision.paired_ms)
-        decision.chosen = statistics.median(xla_ms) < (1 - config.XLA_MIN_GAIN) * statistics.median(plain_ms)
-        if not decision.chosen:
-            decision.why = f"XLA was not at least {config.XLA_MIN_GAIN:.0%} faster"
+        if statistics.median(xla_ms) < (1 - config.XLA_MIN_GAIN) * statistics.median(plain_ms):
+            decision.chosen = True
+        else:
+            give_up(decision, f"XLA was not at least {config.XLA_MIN_GAIN:.0%} faster")
     return xla_out, variant
 
 

@@ -184,6 +184,8 @@ def _run_pending(_: Any) -> int:
 
 
 _RUN_PENDING = _PENDING_CALL(_run_pending)
+_add_pending_call = ctypes.pythonapi.Py_AddPendingCall
+_add_pending_call.argtypes, _add_pending_call.restype = [_PENDING_CALL, ctypes.c_void_p], ctypes.c_int
 
 
 def _in_main_thread(codes: list[types.CodeType]) -> None:
@@ -193,9 +195,7 @@ def _in_main_thread(codes: list[types.CodeType]) -> None:
         if _pending["scheduled"]:
             return
         _pending["scheduled"] = True
-    add = ctypes.pythonapi.Py_AddPendingCall
-    add.argtypes, add.restype = [_PENDING_CALL, ctypes.c_void_p], ctypes.c_int
-    if add(_RUN_PENDING, None) != 0:  # the queue is full: try again at the next sample
+    if _add_pending_call(_RUN_PENDING, None) != 0:  # the queue is full: try again at the next sample
         with _lock:
             _pending["scheduled"] = False
 

@@ -73,11 +73,15 @@ _PRODUCTS = frozenset({"Mul", "MulNoNan"})
 _SUMS = frozenset({"Add", "AddV2", "Sub", "BiasAdd", "AddN"})
 
 
-def rounds_differently(before_writes: Iterable[Any], checks: Iterable[Any]) -> list[str]:
-    """Op types among those :func:`mark` would compile that XLA computes with other
-    round-off than TensorFlow's kernels (a multiply-add counts as ``Mul+Add``)."""
+def candidates(before_writes: Iterable[Any], checks: Iterable[Any]) -> list[Any]:
+    """The ops XLA may compile: the compilable ones among ``before_writes`` but ``checks``."""
     excluded = set(checks)
-    ops = [op for op in before_writes if op not in excluded and compilable(op)]
+    return [op for op in before_writes if op not in excluded and compilable(op)]
+
+
+def rounds_differently(ops: list[Any]) -> list[str]:
+    """Op types among ``ops`` (:func:`candidates`) that XLA computes with other round-off
+    than TensorFlow's kernels (a multiply-add counts as ``Mul+Add``)."""
     marked = set(ops)
     found = {op.type for op in ops if op.type in _OTHER_ROUNDING}
     for op in ops:
@@ -92,12 +96,8 @@ def _nonzero_constant(tensor: Any) -> bool:
     return bool((tf.make_ndarray(tensor.op.get_attr("value")) != 0).all())
 
 
-def mark(before_writes: Iterable[Any], checks: Iterable[Any]) -> int:
-    """Mark the compilable ops among ``before_writes`` (all but ``checks``) for XLA; returns how many."""
-    excluded = set(checks)
-    count = 0
-    for op in before_writes:
-        if op not in excluded and compilable(op):
-            _tf_private.mark_for_xla(op)
-            count += 1
-    return count
+def mark(ops: list[Any]) -> int:
+    """Mark ``ops`` (:func:`candidates`) for XLA clusters; returns how many."""
+    for op in ops:
+        _tf_private.mark_for_xla(op)
+    return len(ops)
