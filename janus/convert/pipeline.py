@@ -3,15 +3,17 @@
 The passes run in this order, each needing what the earlier ones produced:
 
 1. ``Desugar``            — explicit ``super()``, augmented assignment to state
-2. ``LowerReturns``       — single exit; returns become a flag and a result
-3. ``LowerBreakContinue`` — loop exits become flags
-4. ``LowerExpressions``   — and/or/not, conditional expressions, assert, formatting
-5. ``LowerCalls``         — every call through ``_jn.call``
-6. ``LowerStateAccess``   — globals, closure cells, attributes, stores
-7. ``GuardHandlers``      — ``except`` handlers let Janus's errors (and library errors
+2. ``CatchForFinally``    — a ``finally`` that returns, breaks or continues swallows
+                             the pending exception (caught, re-raised if it completes)
+3. ``LowerReturns``       — single exit; returns become a flag and a result
+4. ``LowerBreakContinue`` — loop exits become flags
+5. ``LowerExpressions``   — and/or/not, conditional expressions, assert, formatting
+6. ``LowerCalls``         — every call through ``_jn.call``
+7. ``LowerStateAccess``   — globals, closure cells, attributes, stores
+8. ``GuardHandlers``      — ``except`` handlers let Janus's errors (and library errors
                              raised while building the graph) pass through
-8. ``LowerControlFlow``   — if/while/for become operations on block functions
-9. ``BindUndefined``      — possibly-unassigned variables start as ``UNDEF``
+9. ``LowerControlFlow``   — if/while/for become operations on block functions
+10. ``BindUndefined``     — possibly-unassigned variables start as ``UNDEF``
 
 The result is ordinary Python (``janus.explain`` shows it) that is traced into a
 graph with AutoGraph off.
@@ -35,6 +37,7 @@ from janus.convert.passes.control_flow import LowerControlFlow
 from janus.convert.passes.exceptions import GuardHandlers
 from janus.convert.passes.desugar import Desugar
 from janus.convert.passes.expressions import LowerExpressions
+from janus.convert.passes.finally_exits import CatchForFinally
 from janus.convert.passes.returns import LowerReturns
 from janus.convert.passes.state_access import LowerStateAccess
 from janus.convert.passes.undefined import BindUndefined
@@ -131,6 +134,7 @@ def _compiled(fn: types.FunctionType) -> tuple[str, types.CodeType, tuple]:
     passes = [
         _StripSignatureExtras(),
         Desugar(first[0] if first else None),
+        CatchForFinally(),
         LowerReturns(),
         LowerBreakContinue(),
         LowerExpressions(sites),

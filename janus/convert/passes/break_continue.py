@@ -11,6 +11,18 @@ them into functions.  For loop number N::
                                        if not _jn_brk_N: done()
 
 A ``for`` loop gets the condition as its ``EXTRA_TEST`` annotation, checked before each item.
+
+A ``finally`` block runs in full after a ``break`` or ``continue`` of its ``try``: where
+it has an exit of its own (whose flags would guard its statements), the pending flags
+are set aside while it runs and restored after it unless it left the loop itself::
+
+    try:                            try:
+        break                           _jn_brk_1 = True
+    finally:               ==>      finally:
+        if c: continue                  _jn_brk_1_pending_1 = _jn_brk_1; _jn_brk_1 = False  (and cont)
+        log()                           if c: _jn_cont_1 = True
+                                        if not _jn_brk_1 and not _jn_cont_1:
+                                            log(); _jn_brk_1 = _jn_brk_1_pending_1  (and cont)
 """
 from __future__ import annotations
 
@@ -35,6 +47,7 @@ def _find(nodes, kinds) -> bool:
 class LowerBreakContinue(gast.NodeTransformer):
     def __init__(self):
         self.counter = 0
+        self.pending = 0
 
     def visit_While(self, node):
         return self._loop(node)
@@ -88,11 +101,13 @@ class LowerBreakContinue(gast.NodeTransformer):
             elif isinstance(s, gast.With):
                 s.body = self._block(s.body, brk, cont, flags)
             elif isinstance(s, gast.Try):
+                pending = _find(s.body + s.handlers + s.orelse, (gast.Break, gast.Continue))
                 s.body = self._block(s.body, brk, cont, flags)
                 for handler in s.handlers:
                     handler.body = self._block(handler.body, brk, cont, flags)
                 s.orelse = self._block(s.orelse, brk, cont, flags)
-                s.finalbody = self._block(s.finalbody, brk, cont, flags)
+                s.finalbody = (self._finally(s.finalbody, brk, cont, flags) if pending
+                               else self._block(s.finalbody, brk, cont, flags))
             out.append(s)
             rest = stmts[i + 1:]
             if rest:
@@ -102,3 +117,14 @@ class LowerBreakContinue(gast.NodeTransformer):
                 out.append(guarded)
             return out
         return out
+
+    def _finally(self, stmts, brk, cont, flags) -> list:
+        """A ``finally`` block after a ``try`` that may have left the loop: it runs in full."""
+        if not _find(stmts, (gast.Break, gast.Continue)):
+            return self._block(stmts, brk, cont, flags)  # nothing in it is guarded by the flags
+        self.pending += 1
+        saved = {f: f"{f}_pending_{self.pending}" for f in flags}
+        prologue = T.stmts("\n".join([f"{saved[f]} = {f}" for f in flags] + [f"{f} = False" for f in flags]))
+        # The restore comes last: it is skipped where the finally left the loop itself.
+        restore = T.stmts("\n".join(f"{f} = {saved[f]}" for f in flags))
+        return prologue + self._block(stmts + restore, brk, cont, flags)

@@ -9,7 +9,21 @@ pass can turn any block into a function of the variables it modifies::
     return b                   return _jn_ret
 
 A ``return`` inside a loop also sets the flag and leaves the loop with ``break``
-(which the break/continue pass lowers in turn).  When every path ends in a return
+(which the break/continue pass lowers in turn).  The value is computed before the
+flag is set: a ``return E`` whose ``E`` raises into an ``except`` returns nothing.
+
+A ``finally`` block runs in full whatever its ``try`` did, so a return pending from
+the ``try`` must not skip it: where the flag would guard statements of the
+``finally`` (it returns, or leaves the loop), the pending flag is set aside while it
+runs and restored after it, unless the ``finally`` returned itself (its value wins)
+or left the loop (the pending return is dropped)::
+
+    try:                       try:
+        return a                   _jn_ret = a; _jn_done = True
+    finally:            ==>    finally:
+        if c: return b             _jn_done_pending_1 = _jn_done; _jn_done = False
+        log()                      if c: _jn_ret = b; _jn_done = True
+                                   if not _jn_done: log(); _jn_done = _jn_done_pending_1  When every path ends in a return
 the result starts out undefined rather than ``None``, which lets a tensor branch
 carry it (the value is never observed where the flag is false).
 """
@@ -18,6 +32,7 @@ from __future__ import annotations
 import gast
 
 from janus.convert import templates as T
+from janus.convert.passes.finally_exits import loop_exit_in
 
 RET, DONE = "_jn_ret", "_jn_done"
 
@@ -45,7 +60,33 @@ def _always_returns(stmts) -> bool:
     return False
 
 
+def _before_loop_exits(stmts: list, make) -> list:
+    """``stmts`` with ``make()`` inserted before each ``break``/``continue`` leaving the enclosing loop."""
+    out: list = []
+    for s in stmts:
+        if isinstance(s, (gast.Break, gast.Continue)):
+            out += make()
+        elif isinstance(s, (gast.If, gast.For, gast.While)):
+            s.orelse = _before_loop_exits(s.orelse, make)
+            if isinstance(s, gast.If):
+                s.body = _before_loop_exits(s.body, make)
+        elif isinstance(s, gast.With):
+            s.body = _before_loop_exits(s.body, make)
+        elif isinstance(s, gast.Try):
+            s.body = _before_loop_exits(s.body, make)
+            for handler in s.handlers:
+                handler.body = _before_loop_exits(handler.body, make)
+            s.orelse = _before_loop_exits(s.orelse, make)
+            s.finalbody = _before_loop_exits(s.finalbody, make)
+        out.append(s)
+    return out
+
+
 class LowerReturns(gast.NodeTransformer):
+    def __init__(self):
+        self.counter = 0
+        self.init = "None"
+
     def visit_FunctionDef(self, node: gast.FunctionDef):
         self.generic_visit(node)  # nested defs first, each on its own
         body = node.body
@@ -53,6 +94,7 @@ class LowerReturns(gast.NodeTransformer):
         if not _has_return(body[:-1]) and (last_is_plain_return or not _has_return(body[-1:])):
             return node
         init = "_jn.UNDEF" if _always_returns(body) else "None"
+        self.init = init
         node.body = (T.stmts(f"{RET} = {init}\n{DONE} = False")
                      + self._block(body, in_loop=False)
                      + T.stmts(f"return {RET}"))
@@ -66,7 +108,7 @@ class LowerReturns(gast.NodeTransformer):
         for i, s in enumerate(stmts):
             if isinstance(s, gast.Return):
                 value = s.value if s.value is not None else T.const(None)
-                out += [T.located(n, s) for n in T.stmts(f"{DONE} = True\n{RET} = VALUE", VALUE=value)]
+                out += [T.located(n, s) for n in T.stmts(f"{RET} = VALUE\n{DONE} = True", VALUE=value)]
                 if in_loop:
                     out.append(gast.Break())
                 return out
@@ -94,9 +136,25 @@ class LowerReturns(gast.NodeTransformer):
         elif isinstance(s, gast.With):
             s.body = self._block(s.body, in_loop)
         elif isinstance(s, gast.Try):
+            pending = _has_return(s.body + s.handlers + s.orelse)
             s.body = self._block(s.body, in_loop)
             for handler in s.handlers:
                 handler.body = self._block(handler.body, in_loop)
             s.orelse = self._block(s.orelse, in_loop)
-            s.finalbody = self._block(s.finalbody, in_loop)
+            s.finalbody = self._finally(s.finalbody, in_loop) if pending else self._block(s.finalbody, in_loop)
         return s
+
+    def _finally(self, stmts: list, in_loop: bool) -> list:
+        """A ``finally`` block after a ``try`` that may have returned: it runs in full."""
+        leaves_loop = in_loop and loop_exit_in(stmts)
+        if not _has_return(stmts) and not leaves_loop:
+            return self._block(stmts, in_loop)  # nothing in it is guarded by the flag
+        self.counter += 1
+        saved = f"{DONE}_pending_{self.counter}"
+        if leaves_loop and self.init == "None":
+            # The pending return is dropped: falling off the function's end must give None.
+            stmts = _before_loop_exits(stmts, lambda: T.stmts(f"{RET} = None"))
+        # The restore comes last in the block: it is skipped where the finally returned
+        # (this pass's guard) or left the loop (the break/continue pass's guard).
+        return (T.stmts(f"{saved} = {DONE}\n{DONE} = False")
+                + self._block(stmts + T.stmts(f"{DONE} = {saved}"), in_loop))
