@@ -10,10 +10,11 @@ The passes run in this order, each needing what the earlier ones produced:
 5. ``LowerExpressions``   — and/or/not, conditional expressions, assert, formatting
 6. ``LowerCalls``         — every call through ``_jn.call``
 7. ``LowerStateAccess``   — globals, closure cells, attributes, stores
-8. ``GuardHandlers``      — ``except`` handlers let Janus's errors (and library errors
+8. ``CheckContextManagers`` — each ``with`` item is checked to be TensorFlow's own
+9. ``GuardHandlers``      — ``except`` handlers let Janus's errors (and library errors
                              raised while building the graph) pass through
-9. ``LowerControlFlow``   — if/while/for become operations on block functions
-10. ``BindUndefined``     — possibly-unassigned variables start as ``UNDEF``
+10. ``LowerControlFlow``  — if/while/for become operations on block functions
+11. ``BindUndefined``     — possibly-unassigned variables start as ``UNDEF``
 
 The result is ordinary Python (``janus.explain`` shows it) that is traced into a
 graph with AutoGraph off.
@@ -33,6 +34,7 @@ from janus.convert import analysis, parse, support
 from janus.convert.anno import Anno, setanno
 from janus.convert.passes.break_continue import LowerBreakContinue
 from janus.convert.passes.calls import LowerCalls
+from janus.convert.passes.contexts import CheckContextManagers
 from janus.convert.passes.control_flow import LowerControlFlow
 from janus.convert.passes.exceptions import GuardHandlers
 from janus.convert.passes.desugar import Desugar
@@ -140,6 +142,7 @@ def _compiled(fn: types.FunctionType) -> tuple[str, types.CodeType, tuple]:
         LowerExpressions(sites),
         LowerCalls(),
         LowerStateAccess(code.co_freevars),
+        CheckContextManagers(),
         GuardHandlers(),
         LowerControlFlow(sites),
         BindUndefined(),

@@ -7,6 +7,7 @@ from janus.runtime.calls import call, mod, mutate_attr, mutate_cell, mutate_glob
 from janus.runtime.control_flow import (
     and_, assert_, caught, for_stmt, if_stmt, ifexp, not_, or_, test_and, test_or, while_stmt,
 )
+from janus.runtime.contexts import context_manager
 from janus.runtime.fstrings import field, fstring
 from janus.runtime.state import aug_operand, ld_attr, ld_cell, ld_global, st_attr, st_cell, st_global, st_subscr
 from janus.trace.values import UNDEF
@@ -15,5 +16,5 @@ __all__ = [
     "call", "mod", "field", "fstring",
     "UNDEF", "and_", "assert_", "caught", "for_stmt", "if_stmt", "ifexp", "not_", "or_", "test_and", "test_or", "while_stmt",
     "ld_attr", "ld_cell", "ld_global", "mutate_attr", "mutate_cell", "mutate_global", "st_attr", "st_subscr",
-    "aug_operand", "st_global", "st_cell",
+    "aug_operand", "st_global", "st_cell", "context_manager",
 ]
