@@ -32,7 +32,7 @@ from janus.convert import templates as T
 _DEFS = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
 
 
-def loop_exit_in(stmts) -> bool:
+def loop_exit_in(stmts: list) -> bool:
     """A ``break`` or ``continue`` in ``stmts`` that leaves the loop around them (not one of a loop inside)."""
     stack = list(stmts)
     while stack:
@@ -59,7 +59,7 @@ def _returns_in(stmts) -> bool:
     return False
 
 
-def exits_own_block(stmts) -> bool:
+def exits_own_block(stmts: list) -> bool:
     """``stmts`` (a ``finally`` block) can leave by a ``return``, ``break`` or ``continue`` of its own."""
     return _returns_in(stmts) or loop_exit_in(stmts)
 
