@@ -116,6 +116,7 @@ def convert_source(fn: types.FunctionType) -> str:
     return _compiled(fn)[0]
 
 
+@parse.exclusive  # the passes parse templates: one conversion at a time
 def _compiled(fn: types.FunctionType) -> tuple[str, types.CodeType, tuple]:
     code = fn.__code__
     key = (code.co_filename, code.co_firstlineno, code)
@@ -153,7 +154,7 @@ def _compiled(fn: types.FunctionType) -> tuple[str, types.CodeType, tuple]:
     ast.increment_lineno(tree, line_offset)
     # Compiled from the tree, under the user's file name and lines: a traceback through
     # converted code, and the op-creation stack TensorFlow keeps, point at the user's line.
-    compiled = compile(tree, filename, "exec")
+    compiled = parse.compile_tree(tree, filename)
     _CONVERTED.update(_code_objects(compiled))
     source = _with_user_lines(unparse(tree).strip() + "\n", tree, os.path.basename(filename))
     _code_cache[key] = (source, compiled, tuple(sites))
@@ -179,7 +180,7 @@ def _with_user_lines(source: str, tree: ast.AST, filename: str) -> str:
     compiled tree's, whose positions are the user's.
     """
     lines = source.splitlines()
-    generated = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.stmt)]
+    generated = [n for n in ast.walk(parse.source_tree(source)) if isinstance(n, ast.stmt)]
     original = [n for n in ast.walk(tree) if isinstance(n, ast.stmt)]
     if len(generated) != len(original):
         return source
