@@ -19,10 +19,30 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
-import types
 
-from janus_profiler import script as script_runner
+
+def _script_directory_first(argv: list[str]) -> None:
+    """``sys.path[0]`` is the script's directory, as with ``python script.py``, before
+    anything else is imported: ``python -m`` put the current directory there, where a
+    ``numpy.py`` would otherwise shadow the real one."""
+    args = list(argv)
+    while args and args[0].startswith("-") and args[0] != "--":
+        args.pop(0)
+    if args and args[0] == "--":
+        args.pop(0)
+    if not args or not sys.path or os.path.abspath(sys.path[0] or os.curdir) != os.getcwd():
+        return
+    sys.path[0] = os.path.dirname(os.path.realpath(os.path.abspath(args[0])))
+
+
+if __name__ == "__main__":
+    _script_directory_first(sys.argv[1:])
+
+import traceback  # noqa: E402 - after the path is the script's
+import types  # noqa: E402
+
+from janus import config  # noqa: E402
+from janus_profiler import script as script_runner  # noqa: E402
 
 USAGE = """usage: python -m janus [--report] script.py [args ...]
 
@@ -36,19 +56,32 @@ options:
   --report     at exit, print to stderr one line per Janus function:
                calls and how many ran as graphs (same as JANUS_REPORT=1)
 
-environment:
+environment (switches take 1/0, true/false, yes/no or on/off; a bad value is an
+error, exit status 2):
   JANUS_REPORT=1         print the report
   JANUS_DISABLE=1        run everything eagerly (Janus stays out of the way)
-  JANUS_PROFILE_CALLS=N  eager (profiled) calls before the first conversion
+  JANUS_PROFILE_CALLS=N  eager (profiled) calls before the first conversion (N >= 0)
+  JANUS_TAKEOVER_SAMPLE_MS=MS  how often running training steps are looked for (3.11)
 """
 
 
 def _report(stream) -> None:
+    """One line per Janus function the hook installed (never raises: the exit status is the script's)."""
+    try:
+        _report_lines(stream)
+    except Exception as e:  # noqa: BLE001 - a report bug must not change the script's ending
+        print(f"janus: the report failed: {type(e).__name__}: {e}", file=stream)
+
+
+def _report_lines(stream) -> None:
     import janus
     from janus.takeover import hook
+    if config.disabled():
+        print("janus: disabled (JANUS_DISABLE); everything ran eagerly", file=stream)
+        return
     seen = set()
     for name, jf in zip(hook.taken_over(), hook.taken_over_functions()):
-        if id(jf) in seen:
+        if id(jf) in seen or getattr(jf, "__janus_function__", None) is None:
             continue
         seen.add(id(jf))
         s = janus.stats(jf)
@@ -100,7 +133,7 @@ def _strip_janus_frames(exc: BaseException) -> BaseException:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    report = os.environ.get("JANUS_REPORT", "") not in ("", "0", "false", "False")
+    report = False
     while argv and argv[0].startswith("-"):
         opt = argv.pop(0)
         if opt in ("-h", "--help"):
@@ -113,6 +146,12 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"janus: unknown option {opt!r} (see python -m janus --help)", file=sys.stderr)
             return 2
+    try:  # every JANUS_* setting, once, before the script runs: a bad value is one line
+        config.check()
+        report = report or config.report()
+    except config.ConfigError as e:
+        print(f"janus: error: {e}", file=sys.stderr)
+        return 2
     if not argv:
         print("janus: no script given (usage: python -m janus [--report] script.py [args ...])", file=sys.stderr)
         return 2

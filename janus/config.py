@@ -1,48 +1,92 @@
-"""Settings read from the environment (and their defaults)."""
+"""Settings read from the environment (and their defaults).
+
+Every ``JANUS_*`` variable is read here, by one parser per kind: a switch accepts
+``1/0``, ``true/false``, ``yes/no``, ``on/off`` (any case; unset or empty is the
+default), and anything else is a :class:`ConfigError` naming the variable and what it
+accepts, in one line.  ``python -m janus`` checks them all at start (:func:`check`).
+"""
+from __future__ import annotations
+
+import math
 import os
 
 DEFAULT_PROFILE_CALLS = 3
 MAX_CACHE_ENTRIES = 8
 MAX_CONVERSIONS = 12
+DEFAULT_TAKEOVER_SAMPLE_MS = 10.0
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+SWITCH_WORDS = "1/0, true/false, yes/no or on/off"
+
+
+class ConfigError(ValueError):
+    """A ``JANUS_*`` variable holds a value its setting does not accept."""
+
+
+def _raw(name: str) -> str | None:
+    """The variable's value, stripped; None when unset or empty."""
+    value = os.environ.get(name)
+    if value is None or not value.strip():
+        return None
+    return value.strip()
+
+
+def switch(name: str, default: bool) -> bool:
+    """The on/off variable ``name`` (the one boolean parser of every ``JANUS_*`` switch)."""
+    value = _raw(name)
+    if value is None:
+        return default
+    if value.lower() in _TRUE:
+        return True
+    if value.lower() in _FALSE:
+        return False
+    raise ConfigError(f"{name} must be {SWITCH_WORDS}, got {os.environ[name]!r}")
 
 
 def disabled() -> bool:
     """``JANUS_DISABLE=1`` turns every Janus function into its plain eager self."""
-    return os.environ.get("JANUS_DISABLE", "") not in ("", "0", "false", "False")
+    return switch("JANUS_DISABLE", False)
 
 
 def profile_calls() -> int:
     """Eager (profiled) calls before the first conversion: ``JANUS_PROFILE_CALLS``."""
-    value = os.environ.get("JANUS_PROFILE_CALLS")
-    if value is None or value == "":
+    value = _raw("JANUS_PROFILE_CALLS")
+    if value is None:
         return DEFAULT_PROFILE_CALLS
     try:
-        return max(0, int(value))
+        calls = int(value)
     except ValueError:
-        raise ValueError(f"JANUS_PROFILE_CALLS must be a whole number, got {value!r}") from None
+        calls = -1
+    if calls < 0:
+        raise ConfigError(f"JANUS_PROFILE_CALLS must be a whole number >= 0, got {os.environ['JANUS_PROFILE_CALLS']!r}")
+    return calls
 
 
 def profiling() -> bool:
     """Eager calls run under the bytecode profiler unless ``JANUS_PROFILE=0``."""
-    return os.environ.get("JANUS_PROFILE", "1") not in ("0", "false", "False")
+    return switch("JANUS_PROFILE", True)
 
 
-DEFAULT_TAKEOVER_SAMPLE_MS = 10.0
+def report() -> bool:
+    """``JANUS_REPORT=1``: ``python -m janus`` prints one line per Janus function at exit."""
+    return switch("JANUS_REPORT", False)
 
 
 def takeover_sample_seconds() -> float:
     """How often the hook looks for running training steps on Python 3.11:
     ``JANUS_TAKEOVER_SAMPLE_MS`` (milliseconds, default 10; shorter finds short steps
     sooner and costs more)."""
-    value = os.environ.get("JANUS_TAKEOVER_SAMPLE_MS")
-    if value is None or value == "":
+    value = _raw("JANUS_TAKEOVER_SAMPLE_MS")
+    if value is None:
         return DEFAULT_TAKEOVER_SAMPLE_MS / 1000
     try:
         ms = float(value)
     except ValueError:
-        raise ValueError(f"JANUS_TAKEOVER_SAMPLE_MS must be a number of milliseconds, got {value!r}") from None
-    if ms <= 0:
-        raise ValueError(f"JANUS_TAKEOVER_SAMPLE_MS must be positive, got {value!r}")
+        ms = math.nan
+    if not (0 < ms < math.inf):
+        raise ConfigError(f"JANUS_TAKEOVER_SAMPLE_MS must be a positive number of milliseconds, "
+                          f"got {os.environ['JANUS_TAKEOVER_SAMPLE_MS']!r}")
     return ms / 1000
 
 
@@ -50,24 +94,39 @@ def subtree_reuse() -> bool:
     """``JANUS_SUBTREE_REUSE=1``: recursion over trees computes identical subtrees of one
     call once.  Off by default: it sums gradients in another order than eager (results
     agree to round-off, not bitwise) and measured no faster (``docs/recursion.md``)."""
-    value = os.environ.get("JANUS_SUBTREE_REUSE", "0")
-    if value not in ("0", "1", "true", "false", "True", "False", ""):
-        raise ValueError(f"JANUS_SUBTREE_REUSE must be 0 or 1, got {value!r}")
-    return value not in ("0", "false", "False")
+    return switch("JANUS_SUBTREE_REUSE", False)
 
 
 def jit_compile() -> bool | None:
     """``JANUS_JIT_COMPILE``: XLA for the functions that leave ``jit_compile`` unset.
     ``1``: always (shape-specialized graphs); ``0``: never; unset or ``auto``: measured
     per graph (``docs/xla.md``)."""
-    value = os.environ.get("JANUS_JIT_COMPILE", "auto")
-    if value in ("", "auto"):
+    value = _raw("JANUS_JIT_COMPILE")
+    if value is None or value.lower() == "auto":
         return None
-    if value in ("1", "true", "True"):
-        return True
-    if value in ("0", "false", "False"):
-        return False
-    raise ValueError(f"JANUS_JIT_COMPILE must be 0, 1 or auto, got {value!r}")
+    try:
+        return switch("JANUS_JIT_COMPILE", False)
+    except ConfigError:
+        raise ConfigError(f"JANUS_JIT_COMPILE must be auto or {SWITCH_WORDS}, "
+                          f"got {os.environ['JANUS_JIT_COMPILE']!r}") from None
+
+
+# Every setting read from the environment, for :func:`check` (and the CLI's --help).
+SETTINGS = {
+    "JANUS_DISABLE": disabled,
+    "JANUS_PROFILE_CALLS": profile_calls,
+    "JANUS_PROFILE": profiling,
+    "JANUS_REPORT": report,
+    "JANUS_TAKEOVER_SAMPLE_MS": takeover_sample_seconds,
+    "JANUS_SUBTREE_REUSE": subtree_reuse,
+    "JANUS_JIT_COMPILE": jit_compile,
+}
+
+
+def check() -> None:
+    """Read every ``JANUS_*`` setting once: raise the first bad value's ``ConfigError``."""
+    for read in SETTINGS.values():
+        read()
 
 
 # XLA by measured cost (janus.driver.xla_choice): the timed calls that run both graphs,

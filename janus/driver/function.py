@@ -412,21 +412,40 @@ def function(fn: Callable | None = None, *, profile_calls: int | None = None, sp
              jit_compile: bool | None = None):
     """Decorator: run ``fn`` through Janus (``JANUS_DISABLE=1`` leaves it untouched).
 
-    ``profile_calls``: eager, profiled calls before the first conversion (default 3, or
-    ``JANUS_PROFILE_CALLS``).  ``speculate=False`` keeps every tensor-dependent branch
-    and loop dynamic (``tf.cond`` / ``tf.while_loop``): the conservative conversion.
-    ``jit_compile``: XLA clusters for the pure part of each graph (assertions and state
-    writes stay outside them): True always, False never, None (default, or
-    ``JANUS_JIT_COMPILE``) per graph, kept only if, run both ways on the same calls, XLA
-    was faster and gave the same bits.
+    ``profile_calls``: eager, profiled calls before the first conversion (a whole number
+    >= 0; default 3, or ``JANUS_PROFILE_CALLS``).  ``speculate=False`` keeps every
+    tensor-dependent branch and loop dynamic (``tf.cond`` / ``tf.while_loop``): the
+    conservative conversion.  ``jit_compile``: XLA clusters for the pure part of each
+    graph (assertions and state writes stay outside them): True always, False never, None
+    (default, or ``JANUS_JIT_COMPILE``) per graph, kept only if, run both ways on the same
+    calls, XLA was faster and gave the same bits.
+
+    The options are checked here, when given (a TypeError or ValueError naming the option),
+    so that a bad one never surfaces later from inside a call.
     """
+    import operator
+
+    if profile_calls is not None:
+        try:
+            calls = None if isinstance(profile_calls, bool) else operator.index(profile_calls)
+        except TypeError:
+            calls = None
+        if calls is None:
+            raise TypeError(f"janus.function: profile_calls must be a whole number >= 0 or None, "
+                            f"got {profile_calls!r}")
+        if calls < 0:
+            raise ValueError(f"janus.function: profile_calls must be a whole number >= 0, got {profile_calls!r}")
+        profile_calls = calls
+    if not isinstance(speculate, bool):
+        raise TypeError(f"janus.function: speculate must be True or False, got {speculate!r}")
+    if jit_compile is not None and not isinstance(jit_compile, bool):
+        raise TypeError(f"janus.function: jit_compile must be True, False or None, got {jit_compile!r}")
+
     def wrap(f: Callable):
         if config.disabled():
             return f
         if isinstance(f, (JanusFunction, BoundJanusFunction)):
             return f
-        if jit_compile not in (None, True, False):
-            raise TypeError(f"jit_compile must be True, False or None, got {jit_compile!r}")
         if isinstance(f, types.MethodType):
             return JanusFunction(f.__func__, profile_calls, speculate, jit_compile).__get__(f.__self__)
         if not isinstance(f, types.FunctionType):
