@@ -44,7 +44,8 @@ def run(code: types.CodeType, script: str, args: list[str], *, start: Callable[[
     """Execute ``code`` (compiled from ``script``) as ``__main__`` with ``args``."""
     path = os.path.abspath(script)
     sys.argv = [script] + list(args)
-    sys.path[0:1] = [os.path.dirname(os.path.realpath(path))]
+    if not getattr(sys.flags, "safe_path", False):  # python -P (or -I) puts no directory first
+        sys.path[0:1] = [os.path.dirname(os.path.realpath(path))]
     main = types.ModuleType("__main__")
     main.__file__ = path
     main.__builtins__ = builtins

@@ -118,13 +118,13 @@ _TF_NOISE = re.compile(r"^(WARNING: All log messages before absl::InitializeLog\
                        r"To enable the following instructions.*)\n", re.M)
 
 
-def _janus(args, cwd, **env):
+def _janus(args, cwd, python=("-m", "janus"), **env):
     full = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
     for name in list(full):
         if name.startswith("JANUS_"):
             del full[name]
     full.update(env)
-    done = subprocess.run([sys.executable, "-m", "janus"] + args, cwd=cwd, env=full, capture_output=True,
+    done = subprocess.run([sys.executable, *python] + args, cwd=cwd, env=full, capture_output=True,
                           text=True, timeout=300)
     return done.returncode, done.stdout, _TF_NOISE.sub("", done.stderr)
 
@@ -185,3 +185,12 @@ def test_cli_path0_is_the_scripts_directory(script_dir):
     assert status == 3, err
     assert "SHADOWED" not in out
     assert out.splitlines() == [f"path0 {os.path.realpath(script_dir / 'sub')}"], out
+
+
+def test_cli_safe_path_adds_no_directory_as_python_does(script_dir):
+    """``python -P script.py`` puts no directory first; neither does ``python -P -m janus``."""
+    (script_dir / "numpy.py").unlink()
+    plain = _janus(["sub/script.py"], script_dir, python=("-P",))
+    jan = _janus(["sub/script.py"], script_dir, python=("-P", "-m", "janus"))
+    assert plain[0] == jan[0] == 3, (plain, jan)
+    assert plain[1] == jan[1]
