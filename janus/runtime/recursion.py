@@ -38,7 +38,7 @@ import inspect
 import sys
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import tensorflow as tf
 
@@ -93,7 +93,11 @@ class Forest:
     sources: list[Source]
 
     def result(self, k: int) -> Any:
-        return tf.nest.map_structure(lambda t: tf.gather(t, self.roots[k]), self.tables)
+        """Root ``k``'s result; its gates tell the plan which components a gradient reaches."""
+        out = tf.nest.map_structure(lambda t: tf.gather(t, self.roots[k]), self.tables)
+        gates = [_gate(t, lambda j=j: self.plan.reached_root(k, j) or True)
+                 for j, t in enumerate(tf.nest.flatten(out))]
+        return tf.nest.pack_sequence_as(out, gates)
 
 
 @dataclass
@@ -283,6 +287,8 @@ class TreeRecursion:
                 block = height * n_cases + case.index
                 nodes = tf.range(offsets[block], offsets[block + 1])
                 out = self._vectorized(plan, fn, info, bound, case, nodes, inputs, tables)
+                out = tf.nest.pack_sequence_as(out, [_gate(t, lambda c=case.index, j=j: plan.block_passes(c, j))
+                                                     for j, t in enumerate(tf.nest.flatten(out))])
                 tables = tf.nest.map_structure(lambda t, o: tf.concat([t, o], 0), tables, out)
             return tables
 
@@ -328,11 +334,18 @@ class TreeRecursion:
             else:
                 raise ConversionError(f"recursion over {plan.label}: {found.reason}")
         if all(case.exemplar is not None or case.index in exemplars for case in plan.cases):
-            plan.reached = found.height
+            plan.reached, plan.traced = found.height, found
             for case in plan.cases:
                 case.exemplar = case.exemplar if case.exemplar is not None else exemplars[case.index]
+            for case in plan.cases:
+                if case.flows is None:  # learned in another trace: its gradients may differ in this one
+                    trace = self._scratch(plan, fn, info, bound, case.exemplar)
+                    if trace.case_signature() != case.signature():
+                        trace.refuse("its code took another path for a node of the same case")
+                    case.flows, case.reaches = trace.case.flows, trace.case.reaches
             learned = {c.signature(): c for c in known}
-            learned.update((c.signature(), dataclasses.replace(c, exemplar=None)) for c in plan.cases)
+            learned.update((c.signature(), dataclasses.replace(c, exemplar=None, flows=None, reaches=None))
+                           for c in plan.cases)
             _KNOWN_CASES[fn] = (dict(plan.namespace), list(learned.values()))
             return plan
         present = [case for case in plan.cases if case.exemplar is not None or case.index in exemplars]
@@ -363,14 +376,8 @@ class TreeRecursion:
         if id(node) in self._discovering:
             raise ConversionError(f"recursion over {plan.label}: a node is its own descendant")
         self._discovering.add(id(node))
-        trace = _CaseTrace(self, fn, info, bound, plan, Case(len(plan.cases)), None)
-
-        def scratch():
-            out = self._traced(trace, node)
-            trace.case.spec = tf.nest.map_structure(lambda t: tf.TensorSpec(t.shape, t.dtype), out)
-
         try:
-            tf.function(scratch, autograph=False).get_concrete_function()
+            trace = self._scratch(plan, fn, info, bound, node)
         finally:
             self._discovering.discard(id(node))
         case = trace.case
@@ -382,6 +389,23 @@ class TreeRecursion:
         case.index = len(plan.cases)
         plan.add(case)
         return case
+
+    def _scratch(self, plan: ForestPlan, fn: Any, info: StructuralRecursion, bound: inspect.BoundArguments,
+                 node: Any) -> "_CaseTrace":
+        """Trace the code on ``node`` in a scratch graph: its case's tests, children and
+        columns, its result's spec, and which of its children's result components reach
+        which of its own by a gradient (``Case.flows``), and what else each of its own
+        reaches (``Case.reaches``)."""
+        trace = _CaseTrace(self, fn, info, bound, plan, Case(len(plan.cases)), None)
+
+        def scratch():
+            out = self._traced(trace, node)
+            trace.case.spec = tf.nest.map_structure(lambda t: tf.TensorSpec(t.shape, t.dtype), out)
+            trace.case.flows = _flows(out, trace.child_results)
+            trace.case.reaches = _reaches(out)
+
+        tf.function(scratch, autograph=False).get_concrete_function()
+        return trace
 
     def _traced(self, trace: "_CaseTrace", node: Any) -> Any:
         """Run the converted code on ``node`` as a view; nothing it does may outlive it
@@ -423,6 +447,7 @@ class _CaseTrace:
         self.children: list[str] = []
         self.columns: list[tuple[str, type]] = []
         self._reads: dict[str, Any] = {}
+        self.child_results: list[Any] = []  # in a scratch trace: what each recursive call returned
         self.depth = rec.ctx.log.dynamic_depth
 
     def case_signature(self) -> tuple:
@@ -526,12 +551,68 @@ class _CaseTrace:
             known = self.plan.match(node.obj)
             child = self.plan.cases[known] if known >= 0 else self.rec.discover(self.plan, self.fn, self.info,
                                                                                  self.bound, node.obj)
-            return tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), child.spec)
+            result = tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), child.spec)
+            self.child_results.append(result)
+            return result
         slots = self.batch.inputs[2][self.case.index]
         if slot >= len(slots):
             self.refuse("its code recursed on another node for a node of the same case")
         index = tf.gather(slots[slot], self.batch.index)
         return tf.nest.map_structure(lambda t: tf.gather(t, index), self.batch.tables)
+
+
+def _differentiable(t: tf.Tensor) -> bool:
+    return t.dtype.is_floating or t.dtype.is_complex
+
+
+def _gate(t: tf.Tensor, passes: Callable[[], bool]) -> tf.Tensor:
+    """``t``, whose gradient goes on only if ``passes()`` (asked while the backward pass is
+    traced); otherwise it stops there, and what reaches the target only through it gets
+    None, as in eager."""
+    if not _differentiable(t):
+        return t
+
+    @tf.custom_gradient
+    def gate(x: tf.Tensor) -> Any:
+        def grad(dy: Any) -> Any:
+            return dy if passes() else None
+        return tf.identity(x), grad
+
+    return gate(t)
+
+
+def _flows(out: Any, children: list[Any]) -> tuple[tuple[int, ...], ...]:
+    """Per recursive call, per component of the child's result: the mask of ``out``'s
+    components whose gradient reaches it (TensorFlow's gradients: None where no path)."""
+    xs = [tf.nest.flatten(c) for c in children]
+    flat = [x for c in xs for x in c]
+    masks = [0] * len(flat)
+    for j, y in enumerate(tf.nest.flatten(out)):
+        if flat and _differentiable(y):
+            for at, g in enumerate(tf.gradients(y, flat)):
+                if g is not None:
+                    masks[at] |= 1 << j
+    flows, at = [], 0
+    for c in xs:
+        flows.append(tuple(masks[at:at + len(c)]))
+        at += len(c)
+    return tuple(flows)
+
+
+def _reaches(out: Any) -> tuple[frozenset, ...]:
+    """Per component of ``out``: the refs of the outer tensors (variables' handles among them)
+    that this scratch graph captured and whose gradient it reaches."""
+    graph = tf.compat.v1.get_default_graph()
+    captured = [(outer, inner) for outer, inner in graph.captures
+                if inner.dtype == tf.resource or _differentiable(inner)]
+    reaches = []
+    for y in tf.nest.flatten(out):
+        got: frozenset = frozenset()
+        if captured and _differentiable(y):
+            grads = tf.gradients(y, [inner for _, inner in captured])
+            got = frozenset(outer.ref() for (outer, _), g in zip(captured, grads) if g is not None)
+        reaches.append(got)
+    return tuple(reaches)
 
 
 def _is_node(obj: Any) -> bool:

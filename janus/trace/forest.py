@@ -48,6 +48,12 @@ class Case:
     spec: Any = None  # the per-node result: a nest of tf.TensorSpec
     exemplar: Any = None  # the node it was discovered on (dropped once the graph is built)
     label: str = ""  # the exemplar's repr, for explain
+    # per recursive call, per component of the child's result (tf.nest.flatten order): the mask
+    # of this case's result components a gradient reaches it from (None: not yet traced)
+    flows: tuple[tuple[int, ...], ...] | None = None
+    # per component of the result: what a gradient reaching it reaches directly (the refs of the
+    # variables' handles and outer tensors the code captured), children's blocks not included
+    reaches: tuple[frozenset, ...] | None = None
 
     def signature(self) -> tuple:
         return tuple(self.tests), tuple(self.children), tuple(self.columns)
@@ -122,6 +128,10 @@ class Flat:
     nodes: int  # nodes walked (a node reached twice counts twice)
     unique: int  # nodes the graph computes
     height: int  # the highest node's height
+    # the structure in walk order (a child before its parents), for :meth:`ForestPlan.liveness`
+    case_of: list[int] = field(default_factory=list, repr=False)
+    kids: list[tuple[int, ...]] = field(default_factory=list, repr=False)
+    root_ids: list[int] = field(default_factory=list, repr=False)
 
     def tensors(self) -> tuple:
         return tf.constant(self.ints), tf.constant(self.longs), tf.constant(self.floats)
@@ -145,6 +155,15 @@ class ForestPlan:
         self._children: list[Callable] = []
         self._columns: list[Callable] = []
         self._memo = threading.local()
+        self.traced: Flat | None = None  # the traced call's structures: the gradient gates decide on them
+        # per backward pass traced through the graph: (per root, the mask of its result's components
+        # the pass reached; what the traced call's trees bring a gradient to; per case, the mask
+        # of the components its blocks pass on)
+        self.passes: list[tuple[tuple[int, ...], frozenset, tuple[int, ...]]] = []
+        self._pass: list[int] | None = None
+        self._decided: tuple[int, ...] | None = None
+        self._spreads: dict[tuple[int, int, int], int] = {}
+        self._reached: dict[tuple[int, int], frozenset] = {}
 
     # -- building ----------------------------------------------------------------
     def const(self, obj: Any, hint: str) -> str:
@@ -218,12 +237,93 @@ class ForestPlan:
             lines.append(f"  case {case.index} (first seen on {case.label}): {what}{recursed}{fed}")
         return lines
 
+    # -- gradients -----------------------------------------------------------------
+    # Eager gives a variable no gradient (None) when no node that used it brings its result
+    # to the target; the graph computes every case's block at every call, on zero rows if need
+    # be, and a zero-row block still differentiates (to zeros).  So the blocks' outputs and the
+    # roots' results go through gates (``janus.runtime.recursion``): while a backward pass is
+    # traced, the roots' gates say which components of which root the target reached; from
+    # the traced call's trees follows which components of which case are live (some node of
+    # the case brings it to a reached root: :meth:`liveness`) and what they reach (variables,
+    # outer tensors: :meth:`reached`).  A block's gate passes a component's gradient if what
+    # the component reaches is reached anyway (a live one always is; a dead one then adds only
+    # zeros, and no None turns into a tensor).  The guard admits a call only if, pass by pass,
+    # its trees reach the same and its live components all pass the gates.
+    def reached_root(self, k: int, j: int) -> None:
+        """A backward pass reached component ``j`` of root ``k``'s result (roots come before
+        every block in a pass: they consume the final table)."""
+        if self._pass is None or self._decided is not None:
+            self._pass, self._decided = [0] * len(self.root_labels), None
+        self._pass[k] |= 1 << j
+
+    def block_passes(self, case: int, j: int) -> bool:
+        """Whether the backward pass being traced passes component ``j`` of ``case``'s blocks."""
+        if self._decided is None:
+            used = tuple(self._pass or [0] * len(self.root_labels))
+            reached = self.reaching(self.liveness(self.traced, used))
+            self._decided = tuple(sum(1 << j for j, r in enumerate(c.reaches) if r <= reached) for c in self.cases)
+            if (used, reached, self._decided) not in self.passes:
+                self.passes.append((used, reached, self._decided))
+        return bool(self._decided[case] >> j & 1)
+
+    def same_gradients(self, flat: Flat) -> bool:
+        """The guard's part: every traced backward pass gives ``flat``'s trees the gradients
+        eager gives them (see above)."""
+        for used, reached, gates in self.passes:
+            live = self.liveness(flat, used)
+            if any(m & ~g for m, g in zip(live, gates)) or self.reaching(live) != reached:
+                return False
+        return True
+
+    def reaching(self, live: tuple[int, ...]) -> frozenset:
+        """What the live components of each case reach (``Case.reaches``)."""
+        out: frozenset = frozenset()
+        for c, mask in enumerate(live):
+            if mask:
+                got = self._reached.get((c, mask))
+                if got is None:
+                    got = self._reached[(c, mask)] = frozenset().union(
+                        *(r for j, r in enumerate(self.cases[c].reaches) if mask >> j & 1))
+                out |= got
+        return out
+
+    def liveness(self, flat: Flat, used: tuple[int, ...]) -> tuple[int, ...]:
+        """Per case, the mask of result components that some node of that case in ``flat``
+        brings to the target: root ``k``'s components in ``used[k]``, and a child's components
+        that its parent's case turns into a live component of its own (``Case.flows``)."""
+        live = [0] * len(flat.case_of)
+        for node, mask in zip(flat.root_ids, used):
+            live[node] |= mask
+        per_case = [0] * len(self.cases)
+        case_of, kids, spread = flat.case_of, flat.kids, self._spread
+        for i in range(len(live) - 1, -1, -1):  # parents after their children in walk order
+            mask = live[i]
+            if mask:
+                c = case_of[i]
+                per_case[c] |= mask
+                for slot, child in enumerate(kids[i]):
+                    live[child] |= spread(c, slot, mask)
+        return tuple(per_case)
+
+    def _spread(self, case: int, slot: int, mask: int) -> int:
+        key = (case, slot, mask)
+        out = self._spreads.get(key)
+        if out is None:
+            out = 0
+            for j, reaches in enumerate(self.cases[case].flows[slot]):
+                if reaches & mask:
+                    out |= 1 << j
+            self._spreads[key] = out
+        return out
+
     # -- at each call ------------------------------------------------------------
     def fits(self, a: tuple, k: dict) -> bool:
         """The guard: this call's structures flatten under this plan (kept for :meth:`inputs`)."""
         flat = self.flatten(self.roots_of(a, k))
         self._memo.value = (a, flat)
-        return isinstance(flat, Flat)
+        if not isinstance(flat, Flat):
+            return False
+        return self.same_gradients(flat)
 
     def inputs(self, a: tuple, k: dict) -> tuple:
         """The tensors of this call's structures (flattened by the guard just before)."""
@@ -321,4 +421,4 @@ class ForestPlan:
                 (longs if kind is int else floats).extend(column)
         ints += [index for slots in children for slot in slots for index in slot]
         return Flat(np.array(ints, np.int32), np.array(longs, np.int64), np.array(floats, np.float64), walked, n,
-                    max(level, default=0))
+                    max(level, default=0), case_of, kids, root_ids)
