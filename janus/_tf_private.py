@@ -51,13 +51,16 @@ _EXACT_OPTIONS: dict = {}
 
 
 def _exact_call_options(base: Any, remapping: bool = True) -> Any:
-    """The thread's function-call options with Grappler's arithmetic optimizer and constant
-    folding off.
+    """The thread's function-call options with Grappler's arithmetic optimizer, constant
+    folding and dependency optimizer off.
 
     Why: those passes reassociate float arithmetic (``a + b + c`` becomes one ``AddN``;
     ``(x + c1) + c2`` becomes ``x + (c1 + c2)``), so a graph's results differ from eager's
     in the last bit, and eager is the oracle (random numbers drawn from fed seeds must
-    give eager's losses bitwise).  The Grappler config
+    give eager's losses bitwise).  The dependency optimizer removes control edges from
+    stateless ops, among them those that make state writes wait for ops that may fail at
+    run time (``janus.commit.atomicity``): with it, a graph wrote a variable and then
+    failed a ``reshape``.  The Grappler config
     of a function call comes from the eager context's thread-local ``FunctionCallOptions``
     (``tf.config.optimizer.set_experimental_options`` would change it for every function
     of the program); Janus sets its own around its calls only.
@@ -71,6 +74,7 @@ def _exact_call_options(base: Any, remapping: bool = True) -> Any:
         rewrites = config.graph_options.rewrite_options
         rewrites.arithmetic_optimization = rewriter_config_pb2.RewriterConfig.OFF
         rewrites.constant_folding = rewriter_config_pb2.RewriterConfig.OFF
+        rewrites.dependency_optimization = rewriter_config_pb2.RewriterConfig.OFF
         if not remapping:
             rewrites.remapping = rewriter_config_pb2.RewriterConfig.OFF
         options = _EXACT_OPTIONS[key] = _eager_context.FunctionCallOptions(

@@ -2,7 +2,11 @@
 conversion or trace problem makes the call run eagerly instead."""
 
 
-class ConversionError(Exception):
+class JanusError(Exception):
+    """The root of the exceptions Janus raises for its own signals (never the user's)."""
+
+
+class ConversionError(JanusError):
     """The function (or this specialization of it) cannot be run as a graph.
 
     The message is the human-readable reason shown by ``janus.explain``.  ``permanent``:

@@ -1,26 +1,84 @@
-"""All-or-nothing graphs: state changes wait for every assertion.
+"""All-or-nothing graphs: every op that can fail decides the run, before any state changes.
 
-After a trace, every stateful op of the graph gets a control dependency on every
-assertion op (and on every cond/loop op that contains assertions), so a failed
-assertion aborts the run before any variable changes.  This is impossible when an
-assertion itself depends on a state change (it checks a value computed after an
-assignment): then the graph is rejected, naming the assumptions involved, and the
-caller retraces without them.
+Two rules, applied to the function's graph after the trace and to every branch and loop
+body as it is traced:
+
+* **Writes wait.**  Every stateful op (variable assignments, optimizer updates, cond/loop
+  ops whose bodies write) gets a control dependency, through one barrier, on every op
+  that does not depend on a write: assertions, and ops that may fail at run time such
+  as a ``gather`` out of range or a ``reshape`` to a wrong size.  A control edge from a
+  conditional, loop or function call only waits for it to *start* once TensorFlow lowers
+  or inlines it, so such an op is stood for by its outputs as well, and a body's outputs
+  wait for every op in it that may fail.
+* **Failing ops are not pruned.**  TensorFlow drops an op whose value is unused; a
+  failing op must still abort the run, as eager raises.  The graph gets one more output
+  that is computed only after every op that may fail (Janus discards its value).
+
+Grappler's dependency optimizer, which removes control edges from stateless ops, is off
+for Janus's graphs (``janus._tf_private``).  An assertion that depends on a state change
+cannot be ordered before it: :class:`StateBeforeAssertion`, and the caller retraces
+without that assumption.  Nor can an op that may fail and runs only after a write (it
+reads what was written, or is in a later iteration of a loop that writes): such a graph
+is run undoing — the variables it may write are read before the run and put back if it
+fails (:func:`run_undoing`), and only while no other Python thread runs, which could
+write one of them meanwhile; a graph holding other state (an iterator it was given) is
+not built (:class:`FailureAfterWrite`).
 """
 from __future__ import annotations
 
-from typing import Any
+import threading
+from typing import Any, Callable, Sequence
 
+import numpy as np
 import tensorflow as tf
 
 from janus import _tf_private
-from janus.errors import ConversionError
+from janus.errors import ConversionError, JanusError
+from janus_profiler import usercode
 
 _WRITER_PREFIXES = ("Assign", "ResourceApply", "ResourceScatter", "ResourceSparseApply", "ResourceStridedSliceAssign",
                     # tf.random.Generator advances its state variable with these:
                     "RngReadAndSkip", "RngSkip", "StatefulStandardNormal", "StatefulUniform", "StatefulTruncatedNormal",
                     "StatefulRandomBinomial", "NonDeterministicInts")
 
+# Ops TensorFlow runs as functions of their own: a control edge from one waits for it to start.
+_CONSTRUCTS = frozenset({"If", "StatelessIf", "While", "StatelessWhile", "Case", "StatelessCase",
+                         "PartitionedCall", "StatefulPartitionedCall"})
+
+# Ops that cannot fail at run time (writes whose operands the trace checked included).
+_NEVER_FAIL = frozenset({
+    "Const", "Identity", "IdentityN", "NoOp", "Placeholder", "VarHandleOp", "ReadVariableOp", "Shape", "ShapeN",
+    "Size", "Rank", "StopGradient", "PreventGradient", "ZerosLike", "OnesLike", "VarIsInitializedOp",
+    "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
+})
+_NEVER_FAIL_PREFIXES = ("ResourceApply",)
+# Ops that cannot fail when every input and output shape is known as the graph is built
+# (TensorFlow's shape inference checked them then) and no input is an index into a tensor.
+_FAIL_FREE_WITH_STATIC_SHAPES = frozenset({
+    "Abs", "Acos", "Acosh", "Add", "AddN", "AddV2", "All", "Any", "ArgMax", "ArgMin", "Asin", "Asinh", "Atan",
+    "Atan2", "Atanh", "AvgPool", "AvgPoolGrad", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "BiasAdd",
+    "BiasAddGrad", "BroadcastGradientArgs", "BroadcastTo", "Cast", "Ceil", "ClipByValue", "ConcatV2", "Conv2D",
+    "Conv2DBackpropFilter", "Conv2DBackpropInput", "Cos", "Cosh", "Cumsum", "DepthwiseConv2dNative", "DivNoNan",
+    "Einsum", "Elu", "EluGrad", "Equal", "Erf", "Erfc", "Exp", "ExpandDims", "Expm1", "Fill", "Floor",
+    "FusedBatchNormGradV3", "FusedBatchNormV3", "Greater", "GreaterEqual", "Inv", "IsFinite", "IsInf", "IsNan",
+    "L2Loss", "LeakyRelu", "LeakyReluGrad", "Less", "LessEqual", "Lgamma", "Log", "Log1p", "LogSoftmax",
+    "LogicalAnd", "LogicalNot", "LogicalOr", "MatMul", "Max", "MaxPool", "MaxPoolGrad", "Maximum", "Mean", "Min",
+    "Minimum", "Mul", "MulNoNan", "Neg", "NotEqual", "OneHot", "Pack", "Pow", "Prod", "RealDiv", "Reciprocal",
+    "ReciprocalGrad", "Relu", "Relu6", "Relu6Grad", "ReluGrad", "Reshape", "Rint", "Round", "Rsqrt", "RsqrtGrad",
+    "Select", "SelectV2", "Selu", "SeluGrad", "Sigmoid", "SigmoidGrad", "Sign", "Sin", "Sinh", "Softmax",
+    "SoftmaxCrossEntropyWithLogits", "Softplus", "SoftplusGrad", "Softsign", "SoftsignGrad", "Split", "Sqrt",
+    "SqrtGrad", "Square", "SquaredDifference", "Squeeze", "Sub", "Sum", "Tan", "Tanh", "TanhGrad", "Tile",
+    "Transpose", "Unpack", "Xdivy", "Xlogy", "Bitcast", "Div", "FloorDiv", "FloorMod", "TruncateDiv", "TruncateMod", "Mod",
+    # random numbers from explicit seeds (Janus's draws of eager's numbers, Keras's dropout)
+    "StatelessRandomGetKeyCounter", "StatelessRandomGetKeyCounterAlg", "StatelessRandomGetAlg",
+    "StatelessRandomUniformV2", "StatelessRandomNormalV2", "StatelessTruncatedNormalV2",
+    "StatelessRandomUniformFullIntV2", "StatelessRandomUniform", "StatelessRandomNormal",
+    "StatelessTruncatedNormal",
+})
+# Slices cannot fail with constant bounds of a tensor whose shape is known.
+_SLICES = frozenset({"StridedSlice", "Slice"})
+# Division of integers by zero raises: only float division is free of failure.
+_DIVISIONS = frozenset({"RealDiv", "Div", "FloorDiv", "FloorMod", "TruncateDiv", "TruncateMod", "Mod"})
 
 class StateBeforeAssertion(ConversionError):
     """An assertion depends on a state update, so the graph cannot be all-or-nothing."""
@@ -28,6 +86,11 @@ class StateBeforeAssertion(ConversionError):
     def __init__(self, assumptions: list):
         self.assumptions = [a for a in assumptions if a is not None]
         super().__init__("an assertion checks a value computed after a state update")
+
+
+class FailureAfterWrite(ConversionError):
+    """An op that may fail at run time runs only after a state update, and the graph holds
+    state other than variables: a run it aborted could not be undone."""
 
 
 def writes_state(op: Any, constructs: set) -> bool:
@@ -84,34 +147,164 @@ def _descendants(ops: list, graph: Any) -> set:
     return seen
 
 
-_INERT = ("Placeholder", "Const", "NoOp", "VarHandleOp", "Identity")
+def may_fail(op: Any, safe: set) -> bool:
+    """Can ``op`` raise when the graph runs as eager would have run it?  Conservative: an op
+    not known to be free of failure may fail.  ``safe``: ops known not to (conditionals and
+    loops Janus built whose bodies cannot fail, ops a library builds that eager never runs)."""
+    kind = op.type
+    if op in safe or kind in _NEVER_FAIL or kind.startswith(_NEVER_FAIL_PREFIXES):
+        return False
+    if kind in _CONSTRUCTS:
+        return True
+    if kind in _SLICES and all(t.op.type == "Const" for t in op.inputs[1:]):
+        return not op.inputs[0].shape.is_fully_defined()
+    if kind not in _FAIL_FREE_WITH_STATIC_SHAPES:
+        return True
+    if kind in _DIVISIONS and not all(t.dtype.is_floating or t.dtype.is_complex for t in op.outputs) \
+            and not _nonzero_constant(op.inputs[1]):
+        return True
+    return not all(t.shape.is_fully_defined() for t in list(op.inputs) + list(op.outputs))
 
 
-def gate_state_on_assertions(graph: Any, assertions: list[tuple[Any, list]], constructs: set) -> list:
-    """Make every state change wait for everything that can still abort the run; returns
-    the ops that run before any state change (all of them in a graph without writes).
+def _nonzero_constant(t: Any) -> bool:
+    """``t`` is a constant without a zero (an integer divisor that cannot fail)."""
+    return t.op.type == "Const" and bool(np.all(tf.make_ndarray(t.op.get_attr("value")) != 0))
 
-    An assertion (a speculation's check or the user's ``assert``) that depends on a
-    state change cannot be ordered before it: :class:`StateBeforeAssertion`.  Every
-    other op that does not depend on a state change — assertions included, and ops
-    that may fail at run time such as a ``gather`` out of range — runs before the
-    first variable is written, through one barrier op.  Edges only go into writers
-    from ops upstream-independent of every writer, so no cycle can form.
-    """
-    writers = [op for op in graph.get_operations() if writes_state(op, constructs)]
-    check_ops = {op for op, _ in assertions}
-    for op, assumptions in assertions:
-        if any(writes_state(a, constructs) for a in _ancestors(op)):
-            raise StateBeforeAssertion(assumptions)
+
+def _completion(ops: Sequence[Any]) -> list:
+    """``ops`` as control inputs that mean each of them ran in full: a conditional, loop or
+    function call is stood for by its outputs too (a control edge from it waits only for
+    it to start once TensorFlow lowers or inlines it)."""
+    deps = list(ops)
+    for op in ops:
+        if op.type in _CONSTRUCTS:
+            deps += [tf.identity(t).op for t in op.outputs]
+    return deps
+
+
+def _order_writes(graph: Any, checks: Any, check_ops: set) -> list:
+    """Make every write of ``graph`` wait for the ops that may fail and do not depend on a
+    write; returns the ops that do not depend on a write (all of them in a graph without
+    writes).  Edges only go into writers from ops upstream-independent of every writer, so
+    no cycle can form.  An op that may fail after a write is noted in ``checks``."""
+    operations = graph.get_operations()
+    writers = [op for op in operations if writes_state(op, checks.writer_constructs)]
     if not writers:
-        return graph.get_operations()
-    after_writes = _descendants(writers, graph) | set(writers)
-    before = [op for op in graph.get_operations() if op not in after_writes]
-    gated = [op for op in before if op.type not in _INERT or op in check_ops]
-    if not gated:
-        return before
-    with graph.as_default(), graph.control_dependencies(None):
-        barrier = _tf_private.barrier(gated)
-    for op in writers:
-        _tf_private.add_control_inputs(op, [barrier])
+        return operations
+    downstream = _descendants(writers, graph)
+    late = next((op for op in downstream if may_fail(op, checks.safe_ops)), None)
+    if late is None and len(writers) > 1:
+        # a writer that may fail itself (a conditional writing on one side, failing on the
+        # other) cannot wait for the other writers, nor they for it if it waits for them
+        late = next((op for op in writers if may_fail(op, checks.safe_ops)), None)
+    if late is not None:
+        checks.late_failures.append(f"{_describe(late)} may fail at run time after a state update")
+    after_writes = downstream | set(writers)
+    before = [op for op in operations if op not in after_writes]
+    gated = [op for op in before if op in check_ops or may_fail(op, checks.safe_ops)]
+    if gated:
+        with graph.as_default(), graph.control_dependencies(None):
+            barrier = _tf_private.barrier(_completion(gated))
+        for op in writers:
+            _tf_private.add_control_inputs(op, [barrier])
     return before
+
+
+def _describe(op: Any) -> str:
+    """``Reshape (model.py:12)``: an op and the user's line that created it, where known."""
+    for frame in reversed(op.traceback or ()):
+        if usercode.is_user_file(frame.filename):
+            return f"{op.type} ({frame.filename.rsplit('/', 1)[-1]}:{frame.lineno})"
+    return op.type
+
+
+def gate_state_on_assertions(graph: Any, checks: Any) -> list:
+    """The function's graph, once traced: every state change waits for everything that can
+    still abort the run; returns the ops that run before any state change.
+
+    An assertion (a speculation's check or the user's ``assert``) that depends on a state
+    change cannot be ordered before it: :class:`StateBeforeAssertion`.
+    """
+    check_ops = {op for op, _ in checks.assertions}
+    for op, assumptions in checks.assertions:
+        if any(writes_state(a, checks.writer_constructs) for a in _ancestors(op)):
+            raise StateBeforeAssertion(assumptions)
+    return _order_writes(graph, checks, check_ops)
+
+
+def completion(graph: Any, safe: set) -> tf.Tensor:
+    """A tensor of ``graph`` computed only after every op of it that may fail has run: one
+    more output of the function, so that no failing op is pruned for being unused."""
+    failing = [op for op in graph.get_operations() if may_fail(op, safe)]
+    with graph.as_default(), graph.control_dependencies(None):
+        deps = [_tf_private.barrier(_completion(failing))] if failing else []
+        with graph.control_dependencies(deps):
+            return tf.constant(True, name="janus_completed")
+
+
+def seal_body(outputs: list, checks: Any, loop_writes: bool = False) -> tuple[list, bool]:
+    """In the body of a branch or loop being traced (the default graph): order its writes
+    as the function's are, and make ``outputs`` wait for every op of it that may fail.
+    Returns the outputs and whether the body may fail.  ``loop_writes``: the body belongs
+    to a loop that changes state, where an op that may fail runs after an earlier
+    iteration's write (noted in ``checks``)."""
+    graph = tf.compat.v1.get_default_graph()
+    _order_writes(graph, checks, set())
+    failing = [op for op in graph.get_operations() if may_fail(op, checks.safe_ops)]
+    if not failing:
+        return list(outputs), False
+    if loop_writes:
+        checks.late_failures.append(f"{_describe(failing[0])} may fail at run time in a loop that changes state")
+    with graph.control_dependencies([_tf_private.barrier(_completion(failing))]):
+        return [tf.identity(t) for t in outputs], True
+
+
+def undoable_variables(concrete: Any) -> list | None:
+    """The variables a graph may write, if they are all the state it holds (else None: a
+    run could not be undone, e.g. one that advances a dataset iterator it was given)."""
+    graph = concrete.graph
+    variables = {id(v.handle): v for v in graph.variables}
+    resources = [external for external, _ in graph.captures if getattr(external, "dtype", None) == tf.resource]
+    if any(id(r) not in variables for r in resources):
+        return None
+    return list(variables.values())
+
+
+def run_undoing(run: Callable[[], Any], variables: list) -> Any:
+    """``run()`` a graph in which an op may fail after a write; if it fails, put the
+    variables back as they were, then raise.  Only while no other Python thread runs (one
+    could write a variable during the run, and the undoing would lose its write): else
+    :class:`Disturbed`, and the call runs eagerly."""
+    if not no_other_threads():
+        raise Disturbed("another thread runs: a run that may fail after a write could not be undone safely")
+    saved = [v.read_value() for v in variables]  # copy-on-write: no copy unless the run writes
+    try:
+        return run()
+    except BaseException:
+        for v, value in zip(variables, saved):
+            v.assign(value)
+        raise
+
+
+class Disturbed(JanusError):
+    """A graph run that would have to be undone on failure meets another running thread."""
+
+
+def no_other_threads() -> bool:
+    """No Python thread but this one (and Janus's own) runs."""
+    me = threading.current_thread()
+    return all(t is me or t.name.startswith("janus") for t in threading.enumerate())
+
+
+def unused_since(graph: Any, start: int, outputs: Any) -> set:
+    """Ops created in ``graph`` since its ``start``-th that ``outputs`` do not need: what a
+    library built on the way (``tf.vectorized_map`` traces the loop body once before it
+    vectorizes it), which no run executes as eager would."""
+    needed: set = set()
+    stack = [t.op for t in tf.nest.flatten(outputs, expand_composites=True) if hasattr(t, "op")]
+    while stack:
+        op = stack.pop()
+        if op not in needed:
+            needed.add(op)
+            stack += [t.op for t in op.inputs] + list(op.control_inputs)
+    return {op for op in graph.get_operations()[start:] if op not in needed}

@@ -9,9 +9,7 @@ effects.
 """
 from __future__ import annotations
 
-import contextlib
 import inspect
-import io
 import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -25,7 +23,7 @@ from janus.convert.pipeline import converted_function
 from janus.errors import ConversionError
 from janus.runtime import ops
 from janus.runtime.recursion import Regroup, TreeRecursion
-from janus.trace import guards, xla as xla_marks
+from janus.trace import guards, output, xla as xla_marks
 from janus.trace.active import CALL
 from janus.trace.context import TraceContext
 from janus.trace.seeds import DATASET_RANDOM_OPS, STATEFUL_RANDOM_OPS, SeedReservation
@@ -60,6 +58,8 @@ class CacheEntry:
     xla_ops: int = 0  # ops marked for XLA clusters (janus.trace.xla)
     xla_rounding: list = field(default_factory=list)  # op types XLA would round differently
     xla: Any = None  # the XLA decision of this graph (janus.driver.xla_choice)
+    undo: list | None = None  # variables put back if a run fails (an op may fail after a write)
+    late_failure: str | None = None  # why runs are undoable, for janus.explain
     hits: int = 0
     failures: int = 0
 
@@ -85,7 +85,11 @@ class CacheEntry:
         """Run the graph (raises if it aborted; then nothing was changed)."""
         CALL.args = (a, k)
         try:
-            outs = _tf_private.call_flat(self.concrete, self.inputs(a, k), xla=self.xla_ops > 0)
+            if self.undo is None:
+                outs = _tf_private.call_flat(self.concrete, self.inputs(a, k), xla=self.xla_ops > 0)
+            else:
+                outs = atomicity.run_undoing(
+                    lambda: _tf_private.call_flat(self.concrete, self.inputs(a, k), xla=self.xla_ops > 0), self.undo)
         finally:
             CALL.args = None
         return list(outs) if isinstance(outs, (list, tuple)) else ([] if outs is None else [outs])
@@ -233,16 +237,15 @@ def _build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple
         if ctx.heap.random_datasets and ctx.checks.assertions:
             raise ConversionError(f"iterates {ctx.heap.random_datasets[0]}, whose order or elements are random, in a "
                                   "graph with assertions: a run that fails one would have advanced its random state")
-        before = atomicity.gate_state_on_assertions(ctx.heap.outer_graph, ctx.checks.assertions,
-                                                    ctx.checks.writer_constructs)
+        before = atomicity.gate_state_on_assertions(ctx.heap.outer_graph, ctx.checks)
         candidates = xla_marks.candidates(before, [op for op, _ in ctx.checks.assertions])
         state["xla_rounding"] = xla_marks.rounds_differently(candidates)
         if xla:
             state["xla_ops"] = xla_marks.mark(candidates)
-        return packer.tensors
+        return packer.tensors + [atomicity.completion(ctx.heap.outer_graph, ctx.checks.safe_ops)]
 
     traced = tf.function(graph_fn, autograph=False)
-    with contextlib.redirect_stdout(io.StringIO()) as printed:
+    with output.captured() as printed:
         try:
             concrete = traced.get_concrete_function(*(s for _, s in specs))
         finally:
@@ -252,6 +255,12 @@ def _build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple
         # from Python: in a graph it would print once, at trace time, and never again.
         raise ConversionError(f"library code printed while tracing ({printed.getvalue().strip()[:60]!r})", permanent=True)
     _refuse_stateful_random(concrete)
+    undo = None
+    if ctx.checks.late_failures:
+        undo = atomicity.undoable_variables(concrete)
+        if undo is None:
+            raise atomicity.FailureAfterWrite(f"{ctx.checks.late_failures[0]}, and the graph holds state other "
+                                              f"than variables: a run it aborted could not be undone")
     check, guard_source = guards.compile_guard(ctx.guard_set.guards, len(args), tuple(kwargs), ctx.guard_set.namespace)
     inputs = guards.compile_inputs([p for p, _ in specs], fed_scalars, ctx.guard_set.namespace)
     return CacheEntry(
@@ -266,7 +275,8 @@ def _build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple
         constant_bytes=_tf_private.captured_constant_bytes(concrete),
         forests=[f.plan for f in ctx.recursion.forests],
         unbatched={fn.__qualname__: why for fn, why in refused.items()},
-        xla_ops=state.get("xla_ops", 0), xla_rounding=state.get("xla_rounding", []),
+        xla_ops=state.get("xla_ops", 0), xla_rounding=state.get("xla_rounding", []), undo=undo,
+        late_failure=ctx.checks.late_failures[0] if ctx.checks.late_failures else None,
     )
 
 

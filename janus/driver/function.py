@@ -14,6 +14,7 @@ import functools
 import logging
 import os
 import re
+import threading
 import time
 import types
 import weakref
@@ -23,7 +24,9 @@ from typing import Any, Callable
 import tensorflow as tf
 
 from janus import config
+from janus.commit import atomicity
 from janus.commit.atomicity import StateBeforeAssertion
+from janus.commit.uninterrupted import SignalsDeferred
 from janus.convert import support
 from janus.convert.pipeline import convert_source
 from janus.driver.entry import CacheEntry, build_entry, convert, input_leaves
@@ -72,6 +75,8 @@ class JanusFunction:
         self.source: str | None = None
         self.profiler = Profiler(include=is_user_code, values=False)  # what the converter reads
         self.policy = ConversionPolicy(fn.__qualname__)
+        self._converting = threading.Lock()  # held by the thread that profiles or converts
+        self._trial = threading.Lock()  # held by the thread that runs an XLA trial call
         _REGISTRY.add(self)
 
     @property
@@ -107,19 +112,40 @@ class JanusFunction:
         if tf.distribute.has_strategy() and not tf.distribute.in_cross_replica_context():
             return self._in_replica(args, kwargs)
         entry = next((e for e in sorted(self.entries, key=_has_symbolic_dims) if e.check(args, kwargs)), None)
-        if entry is None and not self.policy.gave_up:
-            miss = self.policy.learn_from_miss(self.entries[0], args, kwargs) if self.entries else None
-            entry = self._maybe_convert(args, kwargs)
-            if entry is not None and not entry.check(args, kwargs):
-                self._note("a new graph's guards did not hold on the call that built it")
-                entry = None
-            elif entry is None and miss is not None:
-                self._note(f"no cached graph's guards held ({miss})")
+        if entry is not None or self.policy.gave_up:
+            return self._dispatch(entry, args, kwargs)
+        # One thread at a time profiles and converts; meanwhile other threads run the call as written.
+        if not self._converting.acquire(blocking=False):
+            return self._dispatch(None, args, kwargs, plain=True)
+        try:
+            return self._dispatch(self._miss(args, kwargs), args, kwargs)
+        finally:
+            self._converting.release()
+
+    def _miss(self, args: tuple, kwargs: dict) -> CacheEntry | None:
+        """No cached graph fits: convert if the policy says so (None: run this call eagerly)."""
+        miss = self.policy.learn_from_miss(self.entries[0], args, kwargs) if self.entries else None
+        entry = self._maybe_convert(args, kwargs)
+        if entry is not None and not entry.check(args, kwargs):
+            self._note("a new graph's guards did not hold on the call that built it")
+            entry = None
+        elif entry is None and miss is not None:
+            self._note(f"no cached graph's guards held ({miss})")
+        return entry
+
+    def _dispatch(self, entry: CacheEntry | None, args: tuple, kwargs: dict, plain: bool = False) -> Any:
+        """Run ``entry``'s graph, or the call eagerly (``plain``: unprofiled)."""
         if self.collective is not None and not self._every_worker_runs_a_graph(entry is not None):
             if entry is not None:
                 self._note("another worker could not run a graph at this step: every worker runs it eagerly")
             entry = None
-        return self._run(entry, args, kwargs) if entry is not None else self._eager(args, kwargs)
+        if entry is not None:
+            return self._run(entry, args, kwargs)
+        if plain:
+            self.counts["eager_calls"] += 1
+            self._note("another thread was profiling or converting this function: ran as written")
+            return self.python_function(*args, **kwargs)
+        return self._eager(args, kwargs)
 
     def _every_worker_runs_a_graph(self, mine: bool) -> bool:
         """Agree with the other workers of a multi-worker strategy: a graph's collectives are
@@ -149,39 +175,51 @@ class JanusFunction:
         return self.python_function(*args, **kwargs)
 
     def _run(self, entry: CacheEntry, args: tuple, kwargs: dict) -> Any:
-        """Run a graph; if it aborts (an assertion failed), nothing was committed: run eagerly.
+        """Run a graph and commit its effects; if it aborts (an assertion or an op failed),
+        nothing was committed: run eagerly.  Ctrl-C waits until the commit is done.
 
         While the graph's XLA trial is on (``janus.driver.xla_choice``), its runs are timed,
-        and once its XLA variant exists each call runs both and compares them."""
+        and once its XLA variant exists each call runs both and compares them (one thread
+        at a time, and only while no other Python thread runs)."""
         decision = entry.xla
-        trial = decision is not None and not decision.done
-        if trial and xla_choice.wants_variant(decision):
-            self._build_xla_variant(entry, decision, args, kwargs)
-        target = entry
+        trial = decision is not None and not decision.done and self._trial.acquire(blocking=False)
         try:
-            if trial and decision.variant is not None:
-                outputs, target = xla_choice.run_both(entry, decision, args, kwargs, time.perf_counter)
-            elif trial and entry.hits:  # the first run instantiates the graph: not timed
+            if trial and xla_choice.wants_variant(decision):
+                self._build_xla_variant(entry, decision, args, kwargs)
+            with SignalsDeferred():
+                outputs, target = self._execute(entry, decision if trial else None, args, kwargs)
+                if outputs is not None:
+                    result = target.finish(outputs, args, kwargs)
+                    entry.hits += 1
+                    for assumption in entry.assumptions:
+                        assumption.held += 1
+                    self.counts["graph_calls"] += 1
+                    if trial and decision.chosen:
+                        self._adopt_xla_variant(entry, decision)
+        finally:
+            if trial:
+                self._trial.release()
+        if outputs is None:  # outside the except block: eager's exception must not chain to the graph's
+            return self._eager(args, kwargs)
+        return result
+
+    def _execute(self, entry: CacheEntry, trial: xla_choice.XlaDecision | None, args: tuple,
+                 kwargs: dict) -> tuple[list | None, CacheEntry]:
+        """The graph's outputs and the entry that made them, or None if the run aborted."""
+        try:
+            if trial is not None and trial.variant is not None and atomicity.no_other_threads():
+                return xla_choice.run_both(entry, trial, args, kwargs, time.perf_counter)
+            if trial is not None and entry.hits:  # the first run instantiates the graph: not timed
                 start = time.perf_counter()
                 outputs = entry.execute(args, kwargs)
-                xla_choice.record_plain(decision, time.perf_counter() - start)
-            else:
-                outputs = entry.execute(args, kwargs)
-        except (tf.errors.OpError, ValueError, TypeError) as e:
+                xla_choice.record_plain(trial, time.perf_counter() - start)
+                return outputs, entry
+            return entry.execute(args, kwargs), entry
+        except Exception as e:  # noqa: BLE001 - an op failed, or Janus's own input gathering: run eagerly
             entry.failures += 1
             self.counts["assertion_failures"] += 1
             self._aborted(entry, e)
-            outputs = None
-        if outputs is None:  # outside the except block: eager's exception must not chain to the graph's
-            return self._eager(args, kwargs)
-        result = target.finish(outputs, args, kwargs)
-        entry.hits += 1
-        for assumption in entry.assumptions:
-            assumption.held += 1
-        self.counts["graph_calls"] += 1
-        if trial and decision.chosen:
-            self._adopt_xla_variant(entry, decision)
-        return result
+            return None, entry
 
     def _build_xla_variant(self, entry: CacheEntry, decision: xla_choice.XlaDecision, args: tuple,
                            kwargs: dict) -> None:
@@ -212,6 +250,9 @@ class JanusFunction:
         The user's own ``assert`` failing is no failed assumption: the eager re-run raises
         its AssertionError, and the graph stays (it is right whenever the assert holds).
         """
+        if isinstance(error, atomicity.Disturbed):
+            self._note(f"ran eagerly: {error}")
+            return
         text = str(error)
         if entry.seeds is not None and seeds.OVERFLOW_MESSAGE in text:
             entry.seeds.grow()
@@ -269,6 +310,10 @@ class JanusFunction:
                 converted = convert(fn)
             except ConversionError as e:
                 reason = str(e)
+            except Exception as e:  # noqa: BLE001 - Janus's own failure: never the user's exception
+                self._note(f"converting failed inside Janus: {_first_line(e)}")
+                policy.converted(False)
+                return None
         if reason is not None:
             self._note(f"cannot convert: {reason}")
             policy.give_up(reason, "It contains a construct Janus does not convert; see janus.explain(f).")

@@ -8,7 +8,8 @@ variables it wrote put back as they were — the XLA graph.  Each run is timed, 
 outputs and variables after the two runs are compared bit for bit.  The XLA graph takes
 the plain one's place only if, over ``config.XLA_TRIAL_RUNS`` such calls (after one whose
 XLA run compiled), it gave the same bits every time and its median beat the plain
-median by ``config.XLA_MIN_GAIN``.  A call that disagreed keeps the plain run's results.
+median by ``config.XLA_MIN_GAIN``.  Such calls are made only while no other Python thread
+runs (one could write a variable between the undoing and the XLA run).  A call that disagreed keeps the plain run's results.
 
 So by default XLA is kept only where it is faster *and* computes eager's numbers: eager
 is the oracle, and XLA's fused kernels usually round differently (``tanh``, ``exp``,
@@ -24,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from janus import config
+from janus.commit import atomicity
 
 
 @dataclass
@@ -92,24 +94,13 @@ def wants_variant(decision: XlaDecision) -> bool:
     return True
 
 
-def verifiable_variables(entry: Any) -> list | None:
-    """The variables a graph may write, if they are all the state it holds (else None:
-    a run cannot be undone, e.g. a dataset iterator it advances)."""
-    graph = entry.concrete.graph
-    variables = {id(v.handle): v for v in graph.variables}
-    resources = [external for external, _ in graph.captures if getattr(external, "dtype", None) == tf.resource]
-    if any(id(r) not in variables for r in resources):
-        return None
-    return list(variables.values())
-
-
 def run_both(plain: Any, decision: XlaDecision, args: tuple, kwargs: dict, clock: Any) -> tuple[list, Any]:
     """Run the plain graph, undo its variable writes, run the XLA graph on the same inputs
     and state; time both and compare their bits.  Returns the outputs to commit and the
     entry they came from (the plain one unless XLA agreed).  Raises if the plain run
     aborts (then nothing changed)."""
     variant = decision.variant
-    variables = verifiable_variables(plain)
+    variables = atomicity.undoable_variables(plain.concrete)
     if variables is None:
         give_up(decision, "its graph holds state other than variables: a run cannot be undone to compare")
         return _timed(plain, args, kwargs, clock)[0], plain

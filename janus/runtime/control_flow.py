@@ -140,6 +140,7 @@ class _Side:
     traced: list = field(default_factory=list)  # tensors the trace returned (the graph's outputs, in order)
     effects: list = field(default_factory=list)  # effects the side recorded
     writes: bool = False  # whether the side changes a variable
+    fails: bool = False  # whether an op of the side may fail at run time
     raised: BaseException | None = None
     seed_position: Any = None  # the seed stream's position after the side (janus.trace.seeds)
 
@@ -234,16 +235,19 @@ def _graph_tensors(out: tuple) -> list[tf.Tensor]:
 
 def _finish_side(s: _Side, fixes: dict, extra: Callable[[], list]) -> tuple[tuple, list, list]:
     """Make the side's values (reconciled by ``fixes``) and ``extra()`` the outputs of its
-    branch graph, plus one constant (so the conditional always has an op to gate state on).
+    branch graph, plus one constant (so the conditional always has an output to gate state
+    on), computed only after every op of the side that may fail at run time.
 
     Runs in the branch graph, so the constants and zeros that reconciling creates are that
     side's ops.  Returns the reconciled values, their leaves and their kinds.
     """
     traced = {id(t): g for t, g in zip(s.traced, s.graph.outputs)}
+    checks = current().checks
     with s.graph.as_default():
         out = _apply_fixes(s.out, fixes)
         leaves, kinds, tensors = _split(out)
-        outputs = [traced.get(id(x), x) for x in tensors + extra()] + [tf.constant(True)]
+        gate, s.fails = atomicity.seal_body([tf.constant(True)], checks)
+        outputs = [traced.get(id(x), x) for x in tensors + extra()] + gate
     if any(getattr(x, "graph", None) is not s.graph for x in outputs):
         raise ConversionError("a value of one side of a tensor-dependent branch is not in its graph")
     _tf_private.set_branch_outputs(s.graph, outputs)
@@ -340,6 +344,8 @@ def _build(pred, t: _Side, f: _Side, scope: str, what: str, start: int) -> list:
     ctx.checks.nested_assertions(start, lambda: construct)
     if t.writes or f.writes:
         ctx.checks.writer_constructs.add(construct)
+    if not (t.fails or f.fails):
+        ctx.checks.safe_ops.add(construct)
     return outs[:-1]
 
 
@@ -825,17 +831,26 @@ def _traced_while(cond: Callable, body: Callable, init: list, what: str, carry_s
     """
     ctx = current()
     seeds = ctx.seeds
+    checks = ctx.checks
+    fails = [False, False]  # may an op of the test, of the body fail at run time?
 
     def test(*flat):
         with seeds.forbidden(_DRAW_IN_TEST):
-            return cond(*(flat[:-1] if carry_seeds else flat))
+            pred = cond(*(flat[:-1] if carry_seeds else flat))
+        (pred,), fails[0] = atomicity.seal_body([pred], checks)
+        return pred
 
     def step(*flat):
-        if not carry_seeds:
-            return body(*flat)
-        seeds.position = flat[-1]
-        out = body(*flat[:-1])
-        return list(out) + [seeds.position_tensor()]
+        if carry_seeds:
+            seeds.position = flat[-1]
+            out = list(body(*flat[:-1])) + [seeds.position_tensor()]
+        else:
+            out = list(body(*flat))
+        writes = _body_writes_state()
+        if writes and fails[0]:
+            checks.late_failures.append(f"{what}: its condition may fail at run time after a state update")
+        out, fails[1] = atomicity.seal_body(out, checks, loop_writes=writes)
+        return out
 
     if carry_seeds:
         init = list(init) + [seeds.position_tensor()]
@@ -855,6 +870,8 @@ def _traced_while(cond: Callable, body: Callable, init: list, what: str, carry_s
         if not carry_seeds:
             seeds.uncarried_loops -= 1
     flat = list(flat) if isinstance(flat, (list, tuple)) else [flat]
+    if not any(fails):
+        checks.safe_ops.add(_op_of(flat))
     if carry_seeds:
         seeds.position = flat.pop()
     return flat

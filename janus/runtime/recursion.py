@@ -43,6 +43,7 @@ from typing import Any, Callable
 import tensorflow as tf
 
 from janus import _tf_private, config
+from janus.commit import atomicity
 from janus.convert.analysis.recursion import StructuralRecursion, structural_recursion
 from janus.errors import ConversionError
 from janus.runtime import state
@@ -360,8 +361,12 @@ class TreeRecursion:
                 trace.refuse("its code took another path for a node of the same case")
             return out
 
+        graph = tf.compat.v1.get_default_graph()
+        start = len(graph.get_operations())
         try:
-            return tf.vectorized_map(body, nodes, fallback_to_while_loop=False)
+            out = tf.vectorized_map(body, nodes, fallback_to_while_loop=False)
+            self.ctx.checks.safe_ops.update(atomicity.unused_since(graph, start, out))
+            return out
         except ConversionError:
             raise
         except Exception as e:  # noqa: BLE001 - TensorFlow's vectorizer refuses what it cannot batch exactly

@@ -45,7 +45,7 @@ from janus.trace.seeds import DATASET_RANDOM_OPS, STATEFUL_RANDOM_OPS, SeedStrea
 from janus.trace.sources import Arg, KwArg, Source
 from janus.trace.speculation import Speculator
 from janus.trace.values import (
-    DTYPES, SCALARS, PyScalar, is_eager_composite, is_eager_tensor, is_framework_object, is_plain_callable,
+    DTYPES, SCALARS, PyScalar, fed_scalar, is_eager_composite, is_eager_tensor, is_framework_object, is_plain_callable,
     is_user_class,
 )
 
@@ -263,7 +263,7 @@ class HeapModel:
         dtype = DTYPES[kind]
 
         def closure():
-            return tf.constant(getter(*CALL.args), dtype)
+            return fed_scalar(getter(*CALL.args), kind)
 
         placeholder = _tf_private.call_time_input(self.outer_graph, closure, tf.TensorSpec([], dtype), key=path)
         self.heap_inputs[source] = HeapInput(source, tf.TensorSpec([], dtype), placeholder)
@@ -395,12 +395,17 @@ class HeapModel:
 @dataclass
 class Checks:
     """The assertions a graph run must pass, the assumptions they check, and the TF
-    constructs (conds, loops) whose bodies change state (for all-or-nothing ordering)."""
+    constructs (conds, loops) whose bodies change state or cannot fail (for all-or-nothing
+    ordering, ``janus.commit.atomicity``)."""
 
     speculator: Any = None
     assertions: list[tuple[Any, Any]] = field(default_factory=list)
     assumptions: list[Any] = field(default_factory=list)
     writer_constructs: set = field(default_factory=set)
+    # ops that cannot fail as eager's would: conds/loops whose bodies cannot fail, and ops a
+    # library builds that eager never runs (tf.vectorized_map's template of the loop body)
+    safe_ops: set = field(default_factory=set)
+    late_failures: list = field(default_factory=list)  # ops that may fail after a state update, described
 
     def assume(self, site: Any, kind: str, value: Any) -> Any:
         """Register that this trace assumes ``value`` at ``site`` (see ``janus.trace.speculation``)."""

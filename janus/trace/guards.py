@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from janus.trace.sources import Source
-from janus.trace.values import DTYPES, EAGER_TENSOR
+from janus.trace.values import EAGER_TENSOR, fed_scalar
 
 
 class GuardKind(enum.Enum):
@@ -66,13 +66,9 @@ def compile_inputs(sources: list[Source], fed_scalars: dict[Source, type], names
     items = [f"_scalar({s.expr}, {fed_scalars[s].__name__})" if s in fed_scalars else s.expr for s in sources]
     source = f"def inputs(a, k):\n    return [{', '.join(items)}]\n"
     scope = dict(namespace)
-    scope["_scalar"] = _scalar
+    scope["_scalar"] = fed_scalar
     exec(compile(source, "<janus inputs>", "exec"), scope)  # noqa: S102
     return scope["inputs"]
-
-
-def _scalar(value: Any, kind: type) -> Any:
-    return tf.constant(value, DTYPES[kind])
 
 
 def guard_namespace_base() -> dict[str, Any]:

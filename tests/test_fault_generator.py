@@ -1,0 +1,145 @@
+"""Random steps whose ops may fail at run time, eagerly and through Janus: they must agree.
+
+Each program is generated from a seed: variable writes, list appends, Python counters,
+prints, tensor branches and loops, Python loops, and ops that fail for some inputs — a
+reshape to a size that does not divide (as a statement, or used), a gather out of range,
+``check_numerics`` of a log of a negative, an integer division by zero, a user ``raise``
+under a tensor condition.  The call sequence changes the input's size and values, so
+failing and succeeding calls alternate.  The harness compares results, exceptions,
+printed output and state after every call.  A program Janus runs eagerly is a gap and
+allowed here; a different answer is not.  Conversions happen at the first calls
+(``profile_calls=1``) so that failing calls reach graphs.
+"""
+import random
+import types
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import janus
+from harness import check, fresh_module
+
+PROGRAMS = 200
+PER_TEST = 25
+
+
+class _Gen:
+    def __init__(self, seed: int):
+        self.r = random.Random(seed)
+        self.depth = 0
+        self.loops = 0
+
+    def failing(self) -> list[str]:
+        """A statement that may fail at run time (its value used or not)."""
+        return self.r.choice([
+            ["tf.reshape(y, [-1, 3])"],
+            ["y = tf.reshape(tf.reshape(y, [-1, 2]), [-1])"],
+            ["s = s + tf.gather(y, k)"],
+            ["tf.debugging.check_numerics(tf.math.log(s), 'log of a negative')"],
+            ["s = s + tf.cast(tf.math.floordiv(k, k - 2), tf.float32)"],
+            ["if s > 40.0:", "    raise ValueError('too large')"],
+        ])
+
+    def effect(self) -> list[str]:
+        return self.r.choice([
+            ["self.v.assign_add(s * 0.5)"],
+            ["self.w.assign(self.w * 0.9 + tf.reduce_sum(y) * 0.01)"],
+            ["self.log.append(s)"],
+            ["self.n += 1"],
+            ["print('s is', s)"],
+            ["print('n', self.n)"],
+            ["s = s + self.v"],
+            ["y = y * 1.5 + 1.0"],
+            ["s = s + tf.reduce_max(y)"],
+        ])
+
+    def block(self, size: int) -> list[str]:
+        lines: list[str] = []
+        for _ in range(size):
+            roll = self.r.random()
+            if roll < 0.3:
+                lines += self.failing()
+            elif roll < 0.42 and self.depth < 2:
+                lines += self.branch()
+            elif roll < 0.5 and self.depth < 2 and self.loops < 2:
+                lines += self.loop()
+            else:
+                lines += self.effect()
+        return lines
+
+    def nested(self, header: str, size: int) -> list[str]:
+        self.depth += 1
+        body = self.block(size)
+        self.depth -= 1
+        return [header] + ["    " + line for line in body]
+
+    def branch(self) -> list[str]:
+        cond = self.r.choice(["tf.reduce_sum(y) > 3.0", "s < 2.0", "k > 1", "self.n % 2 == 0"])
+        lines = self.nested(f"if {cond}:", self.r.randint(1, 2))
+        if self.r.random() < 0.6:
+            lines += self.nested("else:", 1)
+        return lines
+
+    def loop(self) -> list[str]:
+        self.loops += 1
+        i = f"i{self.loops}"
+        if self.r.random() < 0.5:
+            return self.nested(f"for {i} in range({self.r.randint(1, 3)}):", self.r.randint(1, 2))
+        self.depth += 1
+        body = self.block(1)
+        self.depth -= 1
+        return ([f"{i} = tf.constant(0)", f"while {i} < k:"] + ["    " + line for line in body]
+                + [f"    {i} += 1"])
+
+    def program(self) -> str:
+        body = ["y = x * 1.0", "s = tf.reduce_sum(x)"] + self.block(self.r.randint(3, 6))
+        ret = self.r.choice(["s", "y", "(s, self.n)", "tf.reduce_sum(y) + s"])
+        lines = [
+            "class Prog:",
+            "    def __init__(self):",
+            "        self.v = tf.Variable(1.0)",
+            "        self.w = tf.Variable(0.5)",
+            "        self.log = []",
+            "        self.n = 0",
+            "",
+            "    def step(self, x, k):",
+        ] + ["        " + line for line in body] + [f"        return {ret}"]
+        return "\n".join(lines) + "\n"
+
+
+def _calls(seed: int) -> list:
+    r = random.Random(seed * 7 + 3)
+    out = []
+    for _ in range(9):
+        n = r.choice([6, 6, 6, 4, 5, 9, 12, 2])
+        sign = -1.0 if r.random() < 0.2 else 1.0
+        values = np.array([r.uniform(0.1, 1.5) * sign for _ in range(n)], np.float32)
+        out.append((tf.constant(values), tf.constant(r.choice([0, 1, 2, 3, 5, 7]))))
+    return out
+
+
+def _state(prog) -> dict:
+    return {"v": prog.v, "w": prog.w, "log": list(prog.log), "n": prog.n}
+
+
+@pytest.mark.parametrize("first", range(0, PROGRAMS, PER_TEST))
+def test_random_failing_steps_agree_with_eager(first):
+    graph_programs = 0
+    for seed in range(first, first + PER_TEST):
+        source = _Gen(seed).program()
+        mod = fresh_module(source, tf=tf)
+
+        def make(jit, mod=mod):
+            cls = type("Prog", (mod.Prog,), {})
+            cls.step = jit(mod.Prog.step) if jit is not janus.function else janus.function(mod.Prog.step,
+                                                                                              profile_calls=1)
+            p = cls()
+            return types.SimpleNamespace(fn=p.step, state=lambda: _state(p))
+
+        try:
+            total = check(make, _calls(seed), min_graph_calls=0)
+        except AssertionError as e:
+            raise AssertionError(f"program {seed}:\n{source}\n{e}") from None
+        graph_programs += total["graph_calls"] > 0
+    assert graph_programs >= PER_TEST // 2, f"only {graph_programs} of {PER_TEST} programs ran graphs"
