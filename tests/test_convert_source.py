@@ -3,6 +3,7 @@
 (item 10)."""
 import functools
 import gc
+import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -85,6 +86,24 @@ def test_method_edited_after_import_runs_the_loaded_code(tmp_path):
         assert_same(eager.step(x), step(jan, x), f"call {i}")
         assert_same(eager.w, jan.w, f"state after call {i}")
     assert "is not the source of the code that runs" in str(janus.explain(step))
+
+
+class _HookLoader(importlib.machinery.SourceFileLoader):
+    """An import hook's loader (as pytest's assertion rewriting is): its code may differ
+    from the text, so only the outline (lines, numbers) is compared."""
+
+
+def test_edited_function_of_an_import_hooks_module_is_not_converted(tmp_path):
+    path = tmp_path / "janus_stale_hooked.py"
+    path.write_text(textwrap.dedent(STALE))
+    loader = _HookLoader("janus_stale_hooked", str(path))
+    spec = importlib.util.spec_from_file_location("janus_stale_hooked", path, loader=loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    assert support.unsupported_reason(mod.scale) is None  # unedited: converts
+    _edit(path, "x * 2.0", "x * 7.0")
+    reason = support.unsupported_reason(mod.scale)
+    assert reason is not None and "is not the source of the code that runs" in reason
 
 
 def test_unedited_function_still_converts(tmp_path):

@@ -173,10 +173,13 @@ def _check_same_code(fn: types.FunctionType, tree: ast.Module, first: int) -> No
                               permanent=True) from None
     candidates = [c for c in _code_objects(compiled)
                   if c.co_name == code.co_name and c.co_firstlineno == code.co_firstlineno]
-    if not any(_same_code(c, code) for c in candidates):
-        raise ConversionError(f"source of {fn.__qualname__} at {where} is not the source of the code that "
-                              f"runs (the file was edited after it was loaded, or the function's code "
-                              f"comes from elsewhere)", permanent=True)
+    if any(_same_code(c, code) for c in candidates):
+        return
+    if _rewritten_on_import(fn.__globals__) and any(_same_outline(c, code) for c in candidates):
+        return
+    raise ConversionError(f"source of {fn.__qualname__} at {where} is not the source of the code that "
+                          f"runs (the file was edited after it was loaded, or the function's code "
+                          f"comes from elsewhere)", permanent=True)
 
 
 _imports: dict[str, tuple[list[str], frozenset[str]]] = {}
@@ -203,6 +206,29 @@ def _module_imports(filename: str, module_globals: dict) -> frozenset[str]:
             todo.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt) or hasattr(c, "body"))
     _imports[filename] = (lines, frozenset(names))
     return _imports[filename][1]
+
+
+def _rewritten_on_import(module_globals: dict) -> bool:
+    """The module was loaded by an import hook that may transform its code (pytest's
+    assertion rewriting, a type-checking hook), not by importlib's own source loader."""
+    loader = module_globals.get("__loader__")
+    return loader is not None and type(loader).__module__ not in ("importlib._bootstrap_external",
+                                                                   "_frozen_importlib_external")
+
+
+def _same_outline(a: types.CodeType, b: types.CodeType) -> bool:
+    """What an import hook's rewriting keeps (it adds code and strings around the user's):
+    the lines that have code, and the numbers among the constants, nested functions included."""
+    return _outline(a) == _outline(b)
+
+
+def _outline(code: types.CodeType) -> tuple:
+    lines = sorted({line for _, _, line in code.co_lines() if line is not None})
+    numbers = sorted(repr(c) for c in code.co_consts
+                     if isinstance(c, (int, float, complex)) and not isinstance(c, bool))
+    nested = sorted((c.co_name, c.co_firstlineno, _outline(c)) for c in code.co_consts if isinstance(c, types.CodeType))
+    return code.co_name, code.co_firstlineno, code.co_varnames[:code.co_argcount], tuple(lines), tuple(numbers), \
+        tuple(nested)
 
 
 def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
