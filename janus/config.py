@@ -107,7 +107,7 @@ def jit_compile() -> bool | None:
     try:
         return switch("JANUS_JIT_COMPILE", False)
     except ConfigError:
-        raise ConfigError(f"JANUS_JIT_COMPILE must be auto or {SWITCH_WORDS}, "
+        raise ConfigError(f"JANUS_JIT_COMPILE must be 0, 1 or auto (or true/false, yes/no, on/off), "
                           f"got {os.environ['JANUS_JIT_COMPILE']!r}") from None
 
 
