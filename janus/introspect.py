@@ -63,6 +63,9 @@ class Explanation:
             if entry.heap_inputs:
                 lines.append(f"    fed at each call: {', '.join(entry.heap_inputs)}")
             lines.append(f"    assertions in graph: {entry.assertions}")
+            if entry.undo is not None:
+                lines.append(f"    runs undoing ({entry.late_failure}): its {len(entry.undo)} variables are put back "
+                             f"if a run fails; with another thread running, calls run eagerly")
             if entry.xla is not None:
                 lines.append(f"    XLA: {entry.xla.describe(entry.xla_ops)}")
             for title, group in (("assumptions", [a for a in entry.assumptions if a.speculative]),

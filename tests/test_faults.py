@@ -112,8 +112,16 @@ def test_an_op_that_may_fail_after_a_write_is_undone():
     """A reshape of what a write produced can only run after the write.  With a varying size
     it may fail: the run is undone (the variable put back) before the eager re-run."""
     sizes = [6, 6, 6, 6, 4, 6, 5, 9, 6, 7, 12]
-    total = check(_counter_program(_late_failure), [(tf.ones([n]),) for n in sizes], min_graph_calls=4)
+    make = _counter_program(_late_failure)
+    total = check(make, [(tf.ones([n]),) for n in sizes], min_graph_calls=4)
     assert total["assertion_failures"] >= 2  # failing calls reached the graph, which undid its write
+    prog = make(janus.function)
+    for n in sizes:
+        try:
+            prog.fn(tf.ones([n]))
+        except tf.errors.InvalidArgumentError:
+            pass
+    assert "runs undoing (Reshape (test_faults.py:" in str(janus.explain(prog.fn))
 
 
 def test_an_undoable_run_waits_for_other_threads():
