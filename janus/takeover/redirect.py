@@ -150,39 +150,80 @@ def running_steps(frame: Any) -> list[types.CodeType]:
     return found
 
 
+def _functions_with(code: types.CodeType) -> list[types.FunctionType]:
+    """The function objects whose ``__code__`` is ``code``: a walk of the whole heap.
+
+    Automatic garbage collection is off during the walk.  ``gc.get_referrers`` calls
+    every object's ``tp_traverse``, and on Python 3.11 TensorFlow's
+    ``EagerTensor_traverse`` calls ``_PyObject_GetDictPtr``, which turns an instance's
+    inline attribute values into a new dict: an allocation that can start a collection
+    in the middle of the walk.  The collection merges the generation being walked into
+    the next one, the walk runs on into that generation's list head, takes it for an
+    object and calls its type's NULL ``tp_traverse``: the SIGSEGV of issue #24 item 12
+    (gdb: ``gc_referrers_for`` -> ``EagerTensor_traverse`` ->
+    ``_PyObject_MakeDictFromInstanceAttributes``, then a jump to 0 from the walk of
+    generation 0).  With collection off the new dict is only appended to generation 0
+    and the walk stays on its list.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        referrers = gc.get_referrers(code)
+    finally:
+        if was_enabled:
+            gc.enable()
+    return [r for r in referrers if isinstance(r, types.FunctionType) and r.__code__ is code]
+
+
 def take_over_codes(codes: list[types.CodeType]) -> None:
     """Take over every function object whose code is one of ``codes``."""
     for code in codes:
         with _lock:
-            for owner in gc.get_referrers(code):
-                if isinstance(owner, types.FunctionType) and owner.__code__ is code:
-                    take_over_function(owner)
+            for fn in _functions_with(code):
+                take_over_function(fn)
 
 
 def _on_start(code: types.CodeType, offset: int) -> None:
     take_over_codes(running_steps(sys._getframe(1).f_back))
 
 
-# The sampler hands the main thread's steps to the main thread itself, as a pending call
-# (run between two bytecodes of whatever it executes): ``gc.get_referrers`` walks every
-# object, and run from the sampler while the main thread was inside a TensorFlow op it
-# crashed the process (seen once in eleven runs of tests/test_hook.py).
+# Python 3.11: the sampler finds running steps; the main thread takes them over, as a
+# pending call run between two of its bytecodes, whichever thread the step runs in.  A
+# heap walk is never made from the sampler thread, where the thread it interrupts may be
+# anywhere inside C code.
+#
+# A code is walked once per *episode*: the samples in a row that find it running outside
+# Janus.  Before, every sample that found a step's first call still running queued
+# another walk (a 2-second first call was walked 924 times, 24 s of a 29 s run, and each
+# walk was a chance for the crash above).  A later episode means a call outside Janus
+# began after the walk: a function object made since with the same code (a closure step
+# built again), walked for again.
 _PENDING_CALL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
-_pending: dict = {"codes": set(), "scheduled": False}
+_QUEUED, _WALKED = "queued", "walked"
+_walked: dict[types.CodeType, str] = {}   # code -> _QUEUED (for the main thread) or _WALKED
+_pending: dict = {"codes": set(), "scheduled": False, "closing": False}
 
 
 def _run_pending(_: Any) -> int:
+    """The pending call: walk for the queued codes, in the main thread."""
     with _lock:
         codes, _pending["codes"] = list(_pending["codes"]), set()
         _pending["scheduled"] = False
+        if _pending["closing"] or not _watch["on"]:
+            return 0
     try:
-        if _watch["on"]:
-            take_over_codes(codes)
+        take_over_codes(codes)
     except Exception:  # noqa: BLE001 - raising here would raise inside arbitrary user code
         log.exception("janus: taking over a running step failed")
+    finally:
+        with _lock:
+            _walked.update(dict.fromkeys(codes, _WALKED))
     return 0
 
 
+# ctypes: Py_AddPendingCall is the only way to run code in the main thread at its next
+# bytecode boundary (3.11 has no sys.monitoring); the callback object lives as long as
+# the module, and no call can be queued after the sampler is joined (``_close``).
 _RUN_PENDING = _PENDING_CALL(_run_pending)
 _add_pending_call = ctypes.pythonapi.Py_AddPendingCall
 _add_pending_call.argtypes, _add_pending_call.restype = [_PENDING_CALL, ctypes.c_void_p], ctypes.c_int
@@ -191,6 +232,10 @@ _add_pending_call.argtypes, _add_pending_call.restype = [_PENDING_CALL, ctypes.c
 def _in_main_thread(codes: list[types.CodeType]) -> None:
     """Take over ``codes`` from the main thread, at its next bytecode boundary."""
     with _lock:
+        if _pending["closing"]:
+            return
+        before = {code: _walked.get(code) for code in codes}
+        _walked.update(dict.fromkeys(codes, _QUEUED))
         _pending["codes"].update(codes)
         if _pending["scheduled"]:
             return
@@ -198,6 +243,12 @@ def _in_main_thread(codes: list[types.CodeType]) -> None:
     if _add_pending_call(_RUN_PENDING, None) != 0:  # the queue is full: try again at the next sample
         with _lock:
             _pending["scheduled"] = False
+            _pending["codes"].difference_update(codes)
+            for code, state in before.items():
+                if state is None:
+                    _walked.pop(code, None)
+                else:
+                    _walked[code] = state
 
 
 class _Sampler(threading.Thread):
@@ -215,20 +266,49 @@ class _Sampler(threading.Thread):
         super().__init__(name="janus takeover", daemon=True)
         self.interval = interval
         self.stopped = threading.Event()
+        self.outside: set[int] = set()   # ids of the codes the last sample found running outside Janus
 
     def run(self) -> None:
-        me, main = threading.get_ident(), threading.main_thread().ident
         while not self.stopped.wait(self.interval):
-            for ident, frame in sys._current_frames().items():
-                found = running_steps(frame) if ident != me else []
-                if found and ident == main:
-                    _in_main_thread(found)
-                elif found:
-                    take_over_codes(found)
+            walk = self.sample()
+            if walk:
+                _in_main_thread(walk)
+
+    def sample(self) -> list[types.CodeType]:
+        """The running steps to walk for now: those never walked, and those walked
+        before whose episode outside Janus begins with this sample."""
+        me, found, walk = threading.get_ident(), set(), []
+        for ident, frame in sys._current_frames().items():
+            if ident == me:
+                continue
+            for code in running_steps(frame):
+                if id(code) in found:
+                    continue
+                found.add(id(code))
+                state = _walked.get(code)
+                if state is None or (state == _WALKED and id(code) not in self.outside):
+                    walk.append(code)
+        self.outside = found
+        return walk
+
+
+def _close() -> None:
+    """At interpreter exit, before the last pending calls are run: stop and join the
+    sampler, so that no pending call is queued once finalization has begun."""
+    with _lock:
+        _pending["closing"] = True
+        sampler = _watch["sampler"]
+    if sampler is not None:
+        sampler.stopped.set()
+        sampler.join()
+
+
+_close_registered = False
 
 
 def start() -> bool:
     """Watch for steps recording tapes; False if the watcher cannot be installed."""
+    global _close_registered
     with _lock:
         if _watch["on"]:
             return True
@@ -243,6 +323,12 @@ def start() -> bool:
             mon.set_local_events(tool, tf.GradientTape.__init__.__code__, mon.events.PY_START)
             _watch["tool"] = tool
         else:
+            if not _close_registered:
+                # threading's private exit hook (as concurrent.futures uses): it runs in
+                # threading._shutdown, before Py_FinalizeEx runs the pending calls left
+                # and long before modules (and _RUN_PENDING) are torn down; atexit runs too late.
+                threading._register_atexit(_close)
+                _close_registered = True
             sampler = _Sampler(config.takeover_sample_seconds())
             sampler.start()
             _watch["sampler"] = sampler
@@ -271,6 +357,7 @@ def stop() -> None:
                 swap.rewrapped.python_function = swap.rewrapped.__wrapped__ = swap.fn
             targets.add(id(swap.target))
         _swaps.clear()
+        _walked.clear()
         registry.taken[:] = [t for t in registry.taken if id(t[1]) not in targets]
     if sampler is not None:
         sampler.join()
