@@ -75,6 +75,19 @@ _FAIL_FREE_WITH_STATIC_SHAPES = frozenset({
     "StatelessRandomUniformFullIntV2", "StatelessRandomUniform", "StatelessRandomNormal",
     "StatelessTruncatedNormal",
 })
+# Of those, ops whose only shape failure is operands that do not broadcast, and reductions
+# (over constant axes of a tensor of known rank): unknown dimensions are safe where they
+# cannot meet another unknown or known size.
+_ELEMENTWISE = frozenset({
+    "Abs", "Acos", "Acosh", "Add", "AddV2", "Asin", "Asinh", "Atan", "Atan2", "Atanh", "Cast", "Ceil", "Cos", "Cosh",
+    "DivNoNan", "Elu", "Equal", "Erf", "Erfc", "Exp", "Expm1", "Floor", "Greater", "GreaterEqual", "Inv", "IsFinite",
+    "IsInf", "IsNan", "LeakyRelu", "Less", "LessEqual", "Lgamma", "Log", "Log1p", "LogicalAnd", "LogicalNot",
+    "LogicalOr", "Maximum", "Minimum", "Mul", "MulNoNan", "Neg", "NotEqual", "Pow", "RealDiv", "Reciprocal", "Relu",
+    "Relu6", "Rint", "Round", "Rsqrt", "Selu", "Sigmoid", "Sign", "Sin", "Sinh", "Softplus", "Softsign", "Sqrt",
+    "Square", "SquaredDifference", "Sub", "Tan", "Tanh", "Xdivy", "Xlogy", "Div", "FloorDiv", "FloorMod",
+    "TruncateDiv", "TruncateMod", "Mod", "SelectV2",
+})
+_REDUCTIONS = frozenset({"Sum", "Mean", "Max", "Min", "Prod", "All", "Any"})
 # Slices cannot fail with constant bounds of a tensor whose shape is known.
 _SLICES = frozenset({"StridedSlice", "Slice"})
 # Division of integers by zero raises: only float division is free of failure.
@@ -163,7 +176,27 @@ def may_fail(op: Any, safe: set) -> bool:
     if kind in _DIVISIONS and not all(t.dtype.is_floating or t.dtype.is_complex for t in op.outputs) \
             and not _nonzero_constant(op.inputs[1]):
         return True
-    return not all(t.shape.is_fully_defined() for t in list(op.inputs) + list(op.outputs))
+    if all(t.shape.is_fully_defined() for t in list(op.inputs) + list(op.outputs)):
+        return False
+    if kind in _ELEMENTWISE:
+        return not _broadcastable([t.shape for t in op.inputs])
+    if kind in _REDUCTIONS:
+        return op.inputs[0].shape.rank is None or op.inputs[1].op.type != "Const"
+    return True
+
+
+def _broadcastable(shapes: list) -> bool:
+    """Shapes that broadcast whatever their unknown dimensions turn out to be: an unknown
+    dimension only meets a 1 or nothing (known ones TensorFlow checked already)."""
+    if any(s.rank is None for s in shapes):
+        return False
+    width = max(s.rank for s in shapes)
+    for i in range(1, width + 1):
+        dims = [s[-i] for s in shapes if s.rank >= i]
+        if any(d is None for d in dims) and any(d != 1 for d in dims if d is not None) or \
+                sum(d is None for d in dims) > 1:
+            return False
+    return True
 
 
 def _nonzero_constant(t: Any) -> bool:
@@ -192,7 +225,7 @@ def _order_writes(graph: Any, checks: Any, check_ops: set) -> list:
     if not writers:
         return operations
     downstream = _descendants(writers, graph)
-    late = next((op for op in downstream if may_fail(op, checks.safe_ops)), None)
+    late = next((op for op in operations if op in downstream and may_fail(op, checks.safe_ops)), None)
     if late is None and len(writers) > 1:
         # a writer that may fail itself (a conditional writing on one side, failing on the
         # other) cannot wait for the other writers, nor they for it if it waits for them
@@ -232,14 +265,30 @@ def gate_state_on_assertions(graph: Any, checks: Any) -> list:
     return _order_writes(graph, checks, check_ops)
 
 
-def completion(graph: Any, safe: set) -> tf.Tensor:
-    """A tensor of ``graph`` computed only after every op of it that may fail has run: one
-    more output of the function, so that no failing op is pruned for being unused."""
-    failing = [op for op in graph.get_operations() if may_fail(op, safe)]
+def completion(graph: Any, safe: set, outputs: list) -> tf.Tensor | None:
+    """A tensor of ``graph`` computed only after every op of it that may fail and that
+    ``outputs`` do not already wait for: one more output of the function, so that no
+    failing op is pruned for being unused (None when there is none)."""
+    needed = _needed(outputs)  # a conditional or loop may be needed for one output, and prune another's ops
+    failing = [op for op in graph.get_operations()
+               if (op not in needed or op.type in _CONSTRUCTS) and may_fail(op, safe)]
+    if not failing:
+        return None
     with graph.as_default(), graph.control_dependencies(None):
-        deps = [_tf_private.barrier(_completion(failing))] if failing else []
-        with graph.control_dependencies(deps):
+        with graph.control_dependencies([_tf_private.barrier(_completion(failing))]):
             return tf.constant(True, name="janus_completed")
+
+
+def _needed(outputs: Any) -> set:
+    """The ops ``outputs`` depend on, through data and control edges."""
+    needed: set = set()
+    stack = [t.op for t in tf.nest.flatten(outputs, expand_composites=True) if hasattr(t, "op")]
+    while stack:
+        op = stack.pop()
+        if op not in needed:
+            needed.add(op)
+            stack += [t.op for t in op.inputs] + list(op.control_inputs)
+    return needed
 
 
 def seal_body(outputs: list, checks: Any, loop_writes: bool = False) -> tuple[list, bool]:
@@ -300,11 +349,5 @@ def unused_since(graph: Any, start: int, outputs: Any) -> set:
     """Ops created in ``graph`` since its ``start``-th that ``outputs`` do not need: what a
     library built on the way (``tf.vectorized_map`` traces the loop body once before it
     vectorizes it), which no run executes as eager would."""
-    needed: set = set()
-    stack = [t.op for t in tf.nest.flatten(outputs, expand_composites=True) if hasattr(t, "op")]
-    while stack:
-        op = stack.pop()
-        if op not in needed:
-            needed.add(op)
-            stack += [t.op for t in op.inputs] + list(op.control_inputs)
+    needed = _needed(outputs)
     return {op for op in graph.get_operations()[start:] if op not in needed}

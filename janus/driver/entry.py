@@ -242,7 +242,8 @@ def _build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple
         state["xla_rounding"] = xla_marks.rounds_differently(candidates)
         if xla:
             state["xla_ops"] = xla_marks.mark(candidates)
-        return packer.tensors + [atomicity.completion(ctx.heap.outer_graph, ctx.checks.safe_ops)]
+        completed = atomicity.completion(ctx.heap.outer_graph, ctx.checks.safe_ops, packer.tensors)
+        return packer.tensors + ([completed] if completed is not None else [])
 
     traced = tf.function(graph_fn, autograph=False)
     with output.captured() as printed:
