@@ -25,7 +25,12 @@ import sys
 import types
 from typing import Any
 
-__all__ = ["MonitoringBackend"]
+__all__ = ["MonitoringBackend", "NoToolFree"]
+
+
+class NoToolFree(RuntimeError):
+    """Every sys.monitoring tool id the profiler may use is taken (by other profilers running
+    at once, a debugger, coverage): the call runs unprofiled."""
 
 
 class MonitoringBackend:
@@ -47,7 +52,7 @@ class MonitoringBackend:
             if mon.get_tool(tool) is None:
                 break
         else:
-            raise RuntimeError("janus_profiler: no free sys.monitoring tool id")
+            raise NoToolFree("janus_profiler: no free sys.monitoring tool id")
         mon.use_tool_id(tool, "janus-profiler")
         self.tool = tool
         E = mon.events

@@ -31,6 +31,7 @@ from collections import Counter
 from typing import Any, Callable
 
 from .data import ProfileData, SiteRecord, _code_of
+from .monitoring import NoToolFree
 from .sites import CodeMap, build_codemap, nested_codes
 from .values import METHOD, OK, TypeInfo, callee_key, safe_getattr, safe_subscript, summarize
 
@@ -445,7 +446,12 @@ class Profiler:
             log.debug("janus_profiler: active on another thread; running %r unprofiled", fn)
             return fn(*args, **kwargs)
         self.add(fn)
-        self.start()
+        try:
+            self.start()
+        except NoToolFree:  # several profilers at once on 3.12+: this call is not profiled
+            log.debug("janus_profiler: no sys.monitoring tool id free; running %r unprofiled", fn)
+            self._backend = None
+            return fn(*args, **kwargs)
         try:
             return fn(*args, **kwargs)
         finally:
