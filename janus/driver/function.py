@@ -124,8 +124,12 @@ class JanusFunction:
 
     def _miss(self, args: tuple, kwargs: dict) -> CacheEntry | None:
         """No cached graph fits: convert if the policy says so (None: run this call eagerly)."""
-        miss = self.policy.learn_from_miss(self.entries[0], args, kwargs) if self.entries else None
-        entry = self._maybe_convert(args, kwargs)
+        try:
+            miss = self.policy.learn_from_miss(self.entries[0], args, kwargs) if self.entries else None
+            entry = self._maybe_convert(args, kwargs)
+        except Exception as e:  # noqa: BLE001 - Janus's own failure: never the user's exception
+            self._note(f"converting failed inside Janus: {_first_line(e)}")
+            return None
         if entry is not None and not entry.check(args, kwargs):
             self._note("a new graph's guards did not hold on the call that built it")
             entry = None
