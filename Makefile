@@ -1,16 +1,34 @@
 # The README's two commands: `make demo` (the main job) and `make test` (the tests).
-# Both create .venv from the system python3 if it is missing and install the project into it.
+# Both create .venv from the system python3 if it is missing and install the project into it
+# (editable, with the test extra); editing pyproject.toml re-installs an existing .venv.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: demo test bench bench-all clean
+# Other Pythons: `make test-py3.12` (or test-py3.13) makes .venv-3.12 from pyenv's 3.12 (or
+# python3.12 on PATH) and runs SUBSET there; `make test-versions` does it for VERSIONS.
+VERSIONS ?= 3.12 3.13
+PYENV_ROOT ?= $(shell pyenv root 2>/dev/null || echo "$$HOME/.pyenv")
+python_for = $(or $(lastword $(sort $(wildcard $(PYENV_ROOT)/versions/$(1).*/bin/python))),$(shell command -v python$(1) 2>/dev/null))
+# the fast subset for the other Pythons: conversion, faults, the profiler (sys.monitoring on
+# 3.12+, settrace on 3.11), the GradientTape hook and python -m janus, the package layout
+SUBSET ?= tests/test_conv_*.py tests/test_faults.py tests/test_fault_generator.py \
+	tests/test_profiler.py tests/test_profiler_cli.py tests/test_hook.py tests/test_layout.py
 
-$(VENV)/.installed: setup.py
+.PHONY: demo test test-subset test-versions wheel-check bench bench-all clean
+
+# tensorflow-cpu (what this Makefile installed before) and tensorflow both write the
+# `tensorflow` package: a venv holding tensorflow-cpu loses both before tensorflow goes in.
+# The tree was the distribution `janus` before it was `janus-tf`: that one goes too.
+$(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[cpu,test]"
+	if $(PY) -m pip show tensorflow-cpu >/dev/null 2>&1; then \
+		$(PY) -m pip uninstall -q -y tensorflow-cpu tensorflow; fi
+	if $(PY) -m pip show janus >/dev/null 2>&1; then $(PY) -m pip uninstall -q -y janus; fi
+	rm -rf janus.egg-info
+	$(PY) -m pip install -q -e ".[test]"
 	touch $@
 
 demo: $(VENV)/.installed
@@ -19,12 +37,37 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(PY) -m pytest -q tests
 
+test-subset: $(VENV)/.installed
+	$(PY) -m pytest -q $(SUBSET)
+
+test-py%:
+	@py="$(call python_for,$*)"; \
+	if [ -z "$$py" ] || ! "$$py" -c 'import sys; sys.exit("%d.%d" % sys.version_info[:2] != "$*")' 2>/dev/null; then \
+		echo "Python $*: no interpreter found, skipped"; exit 0; fi; \
+	echo "Python $*: $$py"; \
+	$(MAKE) --no-print-directory test-subset VENV=.venv-$* PYTHON="$$py"
+
+test-versions: $(addprefix test-py,$(VERSIONS))
+
+# Build the sdist and, from it, the wheel (dist/), install the wheel with plain pip into a new
+# venv (.venv-wheel) and run a step through janus.function from outside the checkout.
+wheel-check:
+	rm -rf dist .venv-build .venv-wheel
+	$(PYTHON) -m venv .venv-build
+	.venv-build/bin/python -m pip install -q build
+	.venv-build/bin/python -m build --outdir dist .
+	$(PYTHON) .ci/check_sdist.py dist/janus_tf-*.tar.gz
+	$(PYTHON) -m venv .venv-wheel
+	.venv-wheel/bin/python -m pip install -q --upgrade pip
+	.venv-wheel/bin/python -m pip install -q dist/janus_tf-*-py3-none-any.whl
+	cd "$$(mktemp -d)" && $(CURDIR)/.venv-wheel/bin/python -P $(CURDIR)/.ci/wheel_smoke.py
+
 bench: $(VENV)/.installed
 	$(PY) benchmarks/lstm_step.py
 
 bench-all: $(VENV)/.installed
-	$(PY) -m pip install -q -e ".[cpu,test,bench]"
+	$(PY) -m pip install -q -e ".[test,bench]"
 	$(PY) benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache
+	rm -rf $(VENV) .venv-3.* .venv-build .venv-wheel dist build *.egg-info .pytest_cache
