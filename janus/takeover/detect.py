@@ -7,6 +7,8 @@ parsing; nested functions have their own code objects and are not counted).
 from __future__ import annotations
 
 import ast
+import ctypes
+import sys
 import types
 from typing import Any, Iterator
 
@@ -45,3 +47,55 @@ def node_records_tape(node: ast.AST) -> bool:
         if isinstance(child, ast.Attribute) and child.attr == TAPE_NAME:
             return True
     return False
+
+
+# -- the function object a running frame belongs to ------------------------------------
+# Python has no API for it (``frame.f_code`` is the code, not the function), and finding
+# the function by its code means walking the heap (``gc.get_referrers``).  The
+# interpreter frame holds it, as a strong reference, at a fixed place of a layout that
+# is fixed per minor version: ``PyFrameObject.f_frame`` (after the object header and
+# ``f_back``) points to the ``_PyInterpreterFrame``, whose pointer fields are, on 3.11,
+# ``f_func, f_globals, f_builtins, f_locals, f_code, ...`` and on 3.12 and 3.13
+# ``f_code`` (``f_executable``), ``previous, f_funcobj, ...``.  Every read is checked: the
+# code pointer read must be the frame's own code and the function pointer must point to
+# a function; the layout is also checked once at import on a frame whose function is
+# known.  Where a check fails (another version, another build) ``function_of`` returns
+# None and the caller walks the heap instead.
+_P = ctypes.sizeof(ctypes.c_void_p)
+_F_FRAME = object.__basicsize__ + _P            # PyFrameObject: header, f_back, f_frame
+_LAYOUTS = {(3, 11): (0, 4), (3, 12): (2, 0), (3, 13): (2, 0)}   # (function index, code index)
+_LAYOUT = _LAYOUTS.get(sys.version_info[:2])
+
+
+def _read_function(frame: types.FrameType) -> types.FunctionType | None:
+    if _LAYOUT is None or type(frame) is not types.FrameType:
+        return None
+    base = ctypes.c_void_p.from_address(id(frame) + _F_FRAME).value
+    if not base or ctypes.c_void_p.from_address(base + _LAYOUT[1] * _P).value != id(frame.f_code):
+        return None
+    fn = ctypes.c_void_p.from_address(base + _LAYOUT[0] * _P).value
+    if not fn or ctypes.c_void_p.from_address(fn + object.__basicsize__ - _P).value != id(types.FunctionType):
+        return None   # (ob_type is the header's last field)
+    return ctypes.py_object.from_address(base + _LAYOUT[0] * _P).value   # a new reference
+
+
+def _probe() -> types.FunctionType | None:
+    return _read_function(sys._getframe())
+
+
+try:
+    _LAYOUT_OK = _LAYOUT is not None and _probe() is _probe
+except Exception:  # noqa: BLE001 - an unknown layout: the heap walk is used instead
+    _LAYOUT_OK = False
+
+
+def function_of(frame: types.FrameType) -> types.FunctionType | None:
+    """The function object whose call ``frame`` runs, read from the interpreter frame
+    without walking the heap; None where this Python's frame layout is not known.
+
+    Call it with the GIL held and ``frame`` running or kept alive by the caller (a
+    frame from ``sys._current_frames()`` or the current stack): the interpreter frame
+    holds the function, so it cannot go away during the read."""
+    if not _LAYOUT_OK:
+        return None
+    return _read_function(frame)

@@ -16,7 +16,10 @@ The watcher is ``sys.monitoring`` limited to ``GradientTape.__init__`` on Python
 hooks that slow every Python call of the program, a thread samples the stacks every
 10 ms and takes over a function that records a tape (the namespace scan's static
 test) when it finds one running (``benchmarks/takeover_overhead.py`` measures both).
-:func:`stop` gives every function its own code back.
+Either way the function object is read from the running frame
+(:func:`janus.takeover.detect.function_of`), not searched for on the heap: a function
+object is taken over once, by the first sample (or tape) that finds it running outside
+Janus, and no sample walks the heap.  :func:`stop` gives every function its own code back.
 """
 from __future__ import annotations
 
@@ -38,7 +41,7 @@ from janus.convert.pipeline import is_converted_code
 from janus.driver.function import BoundJanusFunction, JanusFunction, wrapping
 from janus.driver.function import function as janus_function
 from janus.takeover import registry
-from janus.takeover.detect import TAPE_NAME
+from janus.takeover.detect import TAPE_NAME, function_of
 from janus.takeover.importer import is_user_file
 
 log = logging.getLogger("janus")
@@ -136,22 +139,28 @@ def _candidate(code: types.CodeType) -> bool:
 _candidates: dict[types.CodeType, bool] = {}
 
 
-def running_steps(frame: Any) -> list[types.CodeType]:
-    """The codes running in ``frame`` and its callers that record a tape, except those
-    running inside a Janus function (its eager run, or a trace)."""
+def running_step_frames(frame: Any) -> list[Any]:
+    """The frames, of ``frame`` and its callers, running code that records a tape, except
+    those running inside a Janus function (its eager run, or a trace)."""
     found = []
     while frame is not None:
         code = frame.f_code
         if code in _JANUS_CALLS:
             found.clear()
         elif _candidate(code):
-            found.append(code)
+            found.append(frame)
         frame = frame.f_back
     return found
 
 
+def running_steps(frame: Any) -> list[types.CodeType]:
+    """The codes of :func:`running_step_frames`."""
+    return [f.f_code for f in running_step_frames(frame)]
+
+
 def _functions_with(code: types.CodeType) -> list[types.FunctionType]:
-    """The function objects whose ``__code__`` is ``code``: a walk of the whole heap.
+    """The function objects whose ``__code__`` is ``code``: a walk of the whole heap
+    (only where :func:`janus.takeover.detect.function_of` cannot read a frame's function).
 
     Automatic garbage collection is off during the walk.  ``gc.get_referrers`` calls
     every object's ``tp_traverse``, and on Python 3.11 TensorFlow's
@@ -176,31 +185,62 @@ def _functions_with(code: types.CodeType) -> list[types.FunctionType]:
 
 
 def take_over_codes(codes: list[types.CodeType]) -> None:
-    """Take over every function object whose code is one of ``codes``."""
+    """Take over every function object whose code is one of ``codes`` (a heap walk each)."""
     for code in codes:
         with _lock:
             for fn in _functions_with(code):
                 take_over_function(fn)
 
 
-def _on_start(code: types.CodeType, offset: int) -> None:
-    take_over_codes(running_steps(sys._getframe(1).f_back))
-
-
-# Python 3.11: the sampler finds running steps; the main thread takes them over, as a
-# pending call run between two of its bytecodes, whichever thread the step runs in.  A
-# heap walk is never made from the sampler thread, where the thread it interrupts may be
-# anywhere inside C code.
-#
-# A code is walked once per *episode*: the samples in a row that find it running outside
-# Janus.  Before, every sample that found a step's first call still running queued
-# another walk (a 2-second first call was walked 924 times, 24 s of a 29 s run, and each
-# walk was a chance for the crash above).  A later episode means a call outside Janus
-# began after the walk: a function object made since with the same code (a closure step
-# built again), walked for again.
-_PENDING_CALL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
+# A code is walked for at most once, ever: where a frame's function cannot be read
+# (``function_of`` is None: an unknown frame layout), the first frame found running the
+# code has its code walked for, and later frames of it are left alone.
 _QUEUED, _WALKED = "queued", "walked"
-_walked: dict[types.CodeType, str] = {}   # code -> _QUEUED (for the main thread) or _WALKED
+_walked: dict[types.CodeType, str] = {}   # code -> _QUEUED (3.11: for the main thread) or _WALKED
+
+
+def take_over_frames(frames: list[Any]) -> list[types.CodeType]:
+    """Take over the function objects that ``frames`` (found running outside Janus) run.
+
+    The function is read from each frame (no heap walk): a function whose code is no
+    longer the frame's was taken over already (or changed by the user) and is left
+    alone, so a function object is taken over once however many samples find its
+    running call.  Returns the codes of the frames whose function could not be read and
+    whose code was never walked for (the caller walks for them)."""
+    walk = []
+    for frame in frames:
+        fn = function_of(frame)
+        if fn is None:
+            if frame.f_code not in _walked:
+                walk.append(frame.f_code)
+            continue
+        with _lock:
+            if fn.__code__ is frame.f_code and fn not in _copies and _watch["on"]:
+                take_over_function(fn)
+    return walk
+
+
+def _on_start(code: types.CodeType, offset: int) -> None:
+    """Python 3.12+: ``GradientTape.__init__`` started; take over the running steps of
+    this thread."""
+    walk = take_over_frames(running_step_frames(sys._getframe(1).f_back))
+    if walk:
+        with _lock:
+            _walked.update(dict.fromkeys(walk, _WALKED))
+        take_over_codes(walk)
+
+
+# Python 3.11: the sampler finds running steps and takes them over itself: reading a
+# frame's function and giving it a trampoline is a few pointer reads and an attribute
+# store under the GIL.  Where the function cannot be read, the main thread walks the
+# heap for the code, once, as a pending call run between two of its bytecodes, whichever
+# thread the step runs in: a heap walk is never made from the sampler thread, where the
+# thread it interrupts may be anywhere inside C code.
+#
+# Before, every episode of a code running outside Janus was walked for (and, before
+# that, every sample: a 2-second first call was walked 924 times, 24 s of a 29 s run,
+# and each walk was a chance for the crash above).
+_PENDING_CALL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
 _pending: dict = {"codes": set(), "scheduled": False, "closing": False}
 
 
@@ -230,11 +270,13 @@ _add_pending_call.argtypes, _add_pending_call.restype = [_PENDING_CALL, ctypes.c
 
 
 def _in_main_thread(codes: list[types.CodeType]) -> None:
-    """Take over ``codes`` from the main thread, at its next bytecode boundary."""
+    """Walk for ``codes`` from the main thread, at its next bytecode boundary."""
     with _lock:
         if _pending["closing"]:
             return
-        before = {code: _walked.get(code) for code in codes}
+        codes = [code for code in codes if code not in _walked]
+        if not codes:
+            return
         _walked.update(dict.fromkeys(codes, _QUEUED))
         _pending["codes"].update(codes)
         if _pending["scheduled"]:
@@ -244,11 +286,8 @@ def _in_main_thread(codes: list[types.CodeType]) -> None:
         with _lock:
             _pending["scheduled"] = False
             _pending["codes"].difference_update(codes)
-            for code, state in before.items():
-                if state is None:
-                    _walked.pop(code, None)
-                else:
-                    _walked[code] = state
+            for code in codes:
+                _walked.pop(code, None)
 
 
 class _Sampler(threading.Thread):
@@ -266,30 +305,25 @@ class _Sampler(threading.Thread):
         super().__init__(name="janus takeover", daemon=True)
         self.interval = interval
         self.stopped = threading.Event()
-        self.outside: set[int] = set()   # ids of the codes the last sample found running outside Janus
 
     def run(self) -> None:
         while not self.stopped.wait(self.interval):
-            walk = self.sample()
+            try:
+                walk = self.sample()
+            except Exception:  # noqa: BLE001 - the sampler must survive anything a sample meets
+                log.exception("janus: a take-over sample failed")
+                continue
             if walk:
                 _in_main_thread(walk)
 
     def sample(self) -> list[types.CodeType]:
-        """The running steps to walk for now: those never walked, and those walked
-        before whose episode outside Janus begins with this sample."""
-        me, found, walk = threading.get_ident(), set(), []
+        """Take over the steps running now; return the codes to walk for (those whose
+        function cannot be read from the frame, never walked for before)."""
+        me, frames = threading.get_ident(), []
         for ident, frame in sys._current_frames().items():
-            if ident == me:
-                continue
-            for code in running_steps(frame):
-                if id(code) in found:
-                    continue
-                found.add(id(code))
-                state = _walked.get(code)
-                if state is None or (state == _WALKED and id(code) not in self.outside):
-                    walk.append(code)
-        self.outside = found
-        return walk
+            if ident != me:
+                frames += running_step_frames(frame)
+        return take_over_frames(frames) if frames else []
 
 
 def _close() -> None:
