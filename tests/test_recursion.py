@@ -365,3 +365,34 @@ def test_subtree_reuse_computes_identical_subtrees_once(monkeypatch):
     stats = check(_treernn, [tree_batch(s, size=4) for s in range(14)], min_graph_calls=11, rtol=1e-5, atol=1e-6)
     assert stats["conversions"] == 1, stats
     assert 0 < stats["tree_nodes_computed"] < stats["tree_nodes"], stats
+
+
+def test_a_try_except_exception_around_a_recursion_does_not_swallow_janus_signals():
+    """Janus retraces a recursion it cannot batch (a print per leaf) by raising its own
+    signal; a user's ``except Exception`` around the call must not catch it (it did: the
+    trace went on in the handler and the graph could not run)."""
+    def make(jit):
+        class Encoder:
+            def __init__(self):
+                self.emb = _weights(1, VOCAB, DIM)
+                self.w = _weights(2, 2 * DIM, DIM)
+
+            def encode(self, node):
+                if node.is_leaf():
+                    print("leaf", node.word)
+                    return tf.nn.embedding_lookup(self.emb, tf.constant([node.word]))
+                return tf.tanh(tf.concat([self.encode(node.left), self.encode(node.right)], 1) @ self.w)
+
+            def step(self, trees, labels):
+                try:
+                    total = tf.add_n([self.encode(t) for t in trees])
+                except Exception:
+                    total = tf.zeros([1, DIM])
+                return total
+
+        Encoder.step = jit(Encoder.step)
+        return SimpleNamespace(fn=Encoder().step)
+
+    same = tree_batch(3, size=2)
+    stats = check(make, [same] * 6 + [tree_batch(s, size=2) for s in range(3)], min_graph_calls=3)
+    assert stats["assertion_failures"] == 0, stats
