@@ -97,6 +97,28 @@ def subtree_reuse() -> bool:
     return switch("JANUS_SUBTREE_REUSE", False)
 
 
+def strict() -> bool:
+    """``JANUS_STRICT=1``: every Janus function behaves as ``janus.function(strict=True)``
+    (unless given ``strict=False``): a call that would fall back to eager raises
+    ``janus.GraphBreakError`` instead — for tests and CI."""
+    return switch("JANUS_STRICT", False)
+
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def log_level() -> str | None:
+    """``JANUS_LOG=info|debug`` (also ``warning``, ``error``): Janus configures the ``janus``
+    logger with a handler on stderr at first use; ``info`` gives one line per conversion and
+    give-up, ``debug`` also every note (why a call ran eagerly).  Unset: no handler added."""
+    value = _raw("JANUS_LOG")
+    if value is None:
+        return None
+    if value.lower() not in LOG_LEVELS:
+        raise ConfigError(f"JANUS_LOG must be one of {', '.join(LOG_LEVELS)}, got {os.environ['JANUS_LOG']!r}")
+    return value.lower()
+
+
 def jit_compile() -> bool | None:
     """``JANUS_JIT_COMPILE``: XLA for the functions that leave ``jit_compile`` unset.
     ``1``: always (shape-specialized graphs); ``0``: never; unset or ``auto``: measured
@@ -120,6 +142,8 @@ SETTINGS = {
     "JANUS_TAKEOVER_SAMPLE_MS": takeover_sample_seconds,
     "JANUS_SUBTREE_REUSE": subtree_reuse,
     "JANUS_JIT_COMPILE": jit_compile,
+    "JANUS_STRICT": strict,
+    "JANUS_LOG": log_level,
 }
 
 

@@ -102,7 +102,11 @@ class CacheEntry:
 
 
 def convert(fn: types.FunctionType) -> types.FunctionType:
-    """The converted code of ``fn``, calling Janus's runtime (the generated code's ``_jn``)."""
+    """The converted code of ``fn``, calling Janus's runtime (the generated code's ``_jn``).
+    A function marked ``janus.do_not_convert`` is never converted: a trace that reaches it
+    fails for good, and its caller runs eagerly (no graph breaks yet)."""
+    if getattr(fn, "__janus_do_not_convert__", False) is True:
+        raise ConversionError(f"calls {fn.__qualname__}, marked janus.do_not_convert", permanent=True)
     return converted_function(fn, ops)
 
 

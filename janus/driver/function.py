@@ -45,6 +45,103 @@ _ASSUMPTION_ID = re.compile(r"janus assumption #(\d+)")
 
 log = logging.getLogger("janus")
 
+
+class _Prefix(logging.Filter):
+    """Janus's messages name Janus: warnings start with ``janus:`` so that Python's last-resort
+    output (no handler configured anywhere) says who speaks.  Where a handler is configured
+    its format names the logger already (``INFO:janus:...``, or ``JANUS_LOG``'s ``janus: ...``),
+    so the prefix is dropped there instead of doubled."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str) and record.msg.startswith("janus: ") and log.hasHandlers():
+            record.msg = record.msg[len("janus: "):]
+        return True
+
+
+log.addFilter(_Prefix())
+
+
+class _Stderr(logging.StreamHandler):
+    """A handler writing to whatever ``sys.stderr`` is when a record is emitted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    @property
+    def stream(self):  # noqa: D102 - StreamHandler's attribute, read at each emit
+        import sys
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+_logging_configured = False
+
+
+def configure_logging() -> None:
+    """``JANUS_LOG=info|debug``: give the ``janus`` logger a handler on stderr, once, at the
+    first use of Janus (``janus: <message>`` lines; the logger stops propagating, so a root
+    handler does not print them twice).  Unset: nothing is configured (library code adds no
+    handler)."""
+    global _logging_configured
+    if _logging_configured:
+        return
+    _logging_configured = True
+    level = config.log_level()
+    if level is None:
+        return
+    handler = _Stderr()
+    handler.setFormatter(logging.Formatter("janus: %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(level.upper())
+    log.propagate = False
+
+
+class GraphBreakError(Exception):
+    """A call of a strict Janus function (``janus.function(strict=True)`` or ``JANUS_STRICT=1``)
+    could not run as a graph: instead of running it eagerly, Janus raised this (the call did
+    not run).  ``function``: the function's qualified name; ``reason``: why (the construct,
+    the conversion failure, or why Janus gave up); ``location``: ``file.py:LINE`` of the
+    user's line, when known."""
+
+    def __init__(self, function: str, reason: str, location: str | None = None):
+        self.function = function
+        self.reason = reason
+        self.location = location
+        where = f" (at {location})" if location else ""
+        super().__init__(f"{function} cannot run as a graph{where}: {reason} [janus strict mode: "
+                         f"janus.function(strict=True) or JANUS_STRICT=1 raises instead of running eagerly]")
+
+
+DO_NOT_CONVERT = "__janus_do_not_convert__"
+
+
+def do_not_convert(f: Callable) -> Callable:
+    """Mark ``f`` so that Janus never converts it: ``janus.function(f)`` and the GradientTape
+    hook leave it plain, and a Janus function whose call reaches it runs eagerly (Janus runs
+    whole functions, so the caller runs eagerly too; ``janus.explain`` names ``f``).
+    Returns ``f`` itself (a Janus function: its plain Python function), marked."""
+    if isinstance(f, (staticmethod, classmethod)):
+        do_not_convert(f.__func__)
+        return f
+    jf = getattr(f, "__janus_function__", None)
+    if isinstance(jf, JanusFunction):
+        f = jf.python_function if not isinstance(f, BoundJanusFunction) else types.MethodType(jf.python_function,
+                                                                                                f.__self__)
+    inner = f.__func__ if isinstance(f, types.MethodType) else f
+    if not isinstance(inner, types.FunctionType):
+        raise TypeError(f"janus.do_not_convert expects a Python function or method, got {type(f).__name__}")
+    setattr(inner, DO_NOT_CONVERT, True)
+    return f
+
+
+def marked_do_not_convert(fn: Any) -> bool:
+    fn = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    return getattr(fn, DO_NOT_CONVERT, False) is True
+
+
 _REGISTRY: "weakref.WeakSet[JanusFunction]" = weakref.WeakSet()
 
 
@@ -61,7 +158,8 @@ class JanusFunction:
     """A Python function that Janus runs as specialized graphs whenever it safely can."""
 
     def __init__(self, fn: types.FunctionType, profile_calls: int | None = None, speculate: bool = True,
-                 jit_compile: bool | None = None):
+                 jit_compile: bool | None = None, strict: bool | None = None):
+        configure_logging()
         functools.update_wrapper(self, fn)
         self.python_function = fn
         _WRAPPERS[id(fn)] = self
@@ -69,6 +167,11 @@ class JanusFunction:
         self._profile_calls = profile_calls
         self.speculate = speculate
         self.jit_compile = jit_compile
+        self._strict = strict
+        self.last_entry: CacheEntry | None = None  # the graph that served the last graph call
+        self._failure: tuple[str, str | None] | None = None  # (reason, location) of this call's failed conversion
+        self._why_convert: str | None = None  # what led to the next conversion, for its log line
+        self._permanent_location: str | None = None  # the user's line of the reason it gave up, if known
         self.entries: list[CacheEntry] = []
         self.reasons: Counter[str] = Counter()
         self.counts: Counter[str] = Counter()
@@ -86,6 +189,12 @@ class JanusFunction:
     @property
     def profile_calls(self) -> int:
         return config.profile_calls() if self._profile_calls is None else self._profile_calls
+
+    @property
+    def strict(self) -> bool:
+        """Raise :class:`GraphBreakError` instead of running a call eagerly (``JANUS_STRICT``
+        when not given)."""
+        return config.strict() if self._strict is None else self._strict
 
     @property
     def xla_mode(self) -> bool | None:
@@ -113,14 +222,33 @@ class JanusFunction:
             return self._in_replica(args, kwargs)
         entry = next((e for e in sorted(self.entries, key=_has_symbolic_dims) if e.check(args, kwargs)), None)
         if entry is not None or self.policy.gave_up:
+            if entry is None and self.strict:
+                self._break()
             return self._dispatch(entry, args, kwargs)
         # One thread at a time profiles and converts; meanwhile other threads run the call as written.
         if not self._converting.acquire(blocking=False):
             return self._dispatch(None, args, kwargs, plain=True)
         try:
-            return self._dispatch(self._miss(args, kwargs), args, kwargs)
+            self._failure = None
+            entry = self._miss(args, kwargs)
+            if entry is None and self.strict and (self._failure is not None or self.policy.gave_up):
+                self._break()
+            return self._dispatch(entry, args, kwargs)
         finally:
             self._converting.release()
+
+    def _break(self) -> None:
+        """Strict mode: this call cannot run as a graph; raise instead of running it eagerly."""
+        if self._failure is not None:
+            reason, location = self._failure
+        else:
+            reason, location = self.policy.permanent_reason or "unknown", self._permanent_location
+        self.counts["graph_breaks"] += 1
+        raise GraphBreakError(self.__qualname__, reason, location or _def_location(self.python_function))
+
+    def _failed(self, reason: str, location: str | None = None) -> None:
+        """Remember why this call's conversion failed (for strict mode's error)."""
+        self._failure = (reason, location)
 
     def _miss(self, args: tuple, kwargs: dict) -> CacheEntry | None:
         """No cached graph fits: convert if the policy says so (None: run this call eagerly)."""
@@ -129,12 +257,15 @@ class JanusFunction:
             entry = self._maybe_convert(args, kwargs)
         except Exception as e:  # noqa: BLE001 - Janus's own failure: never the user's exception
             self._note(f"converting failed inside Janus: {_first_line(e)}")
+            self._failed(f"converting failed inside Janus: {_first_line(e)}")
             return None
         if entry is not None and not entry.check(args, kwargs):
             self._note("a new graph's guards did not hold on the call that built it")
+            self._failed("a new graph's guards did not hold on the call that built it (a Janus bug)")
             entry = None
         elif entry is None and miss is not None:
             self._note(f"no cached graph's guards held ({miss})")
+            self._why_convert = f"a guard miss ({miss})"
         return entry
 
     def _dispatch(self, entry: CacheEntry | None, args: tuple, kwargs: dict, plain: bool = False) -> Any:
@@ -195,6 +326,7 @@ class JanusFunction:
                 if outputs is not None:
                     result = target.finish(outputs, args, kwargs)
                     entry.hits += 1
+                    self.last_entry = target
                     for assumption in entry.assumptions:
                         assumption.held += 1
                     self.counts["graph_calls"] += 1
@@ -274,6 +406,7 @@ class JanusFunction:
         self.policy.banned_sites.add(failed.ban)
         self.entries[:] = [e for e in self.entries if not any(a.ban == failed.ban for a in e.assumptions)]
         self.policy.eager_since_attempt = self.profile_calls  # re-convert on the next call, without it
+        self._why_convert = f"a failed assumption (#{failed.id} {failed.description})"
         self._note(f"assumption failed, re-ran eagerly: {failed.description}")
 
     def _eager(self, args: tuple, kwargs: dict) -> Any:
@@ -298,6 +431,7 @@ class JanusFunction:
         if policy.budget_exhausted():
             self._note("conversion budget exhausted; running eagerly")
             policy.give_up_on_budget()
+            self._permanent_location = None
             return None
         if policy.reuse_unlikely(self.entries):
             self._note("the last graphs were never reused; running eagerly")
@@ -305,9 +439,13 @@ class JanusFunction:
                            f"({policy.misses.most_common(1)[0][0] if policy.misses else 'new guards every call'})",
                            "Values it specializes on change at every call; see janus.explain(f).")
             self.entries[:] = [e for e in self.entries if e.hits > 1]
+            self._permanent_location = None
             return None
         fn = self.python_function
-        reason = support.unsupported_reason(fn)
+        started = time.perf_counter()
+        why = self._why_convert or f"{policy.eager_since_attempt} profiled calls"
+        self._permanent_location = None
+        reason = "marked janus.do_not_convert" if marked_do_not_convert(fn) else support.unsupported_reason(fn)
         if reason is None:
             try:
                 self.source = convert_source(fn)
@@ -316,8 +454,11 @@ class JanusFunction:
                 reason = str(e)
             except Exception as e:  # noqa: BLE001 - Janus's own failure: never the user's exception
                 self._note(f"converting failed inside Janus: {_first_line(e)}")
+                self._failed(f"converting failed inside Janus: {_first_line(e)}")
                 policy.converted(False)
                 return None
+        else:
+            self._permanent_location = _construct_location(fn, reason)
         if reason is not None:
             self._note(f"cannot convert: {reason}")
             policy.give_up(reason, "It contains a construct Janus does not convert; see janus.explain(f).")
@@ -333,13 +474,23 @@ class JanusFunction:
             relaxed = fed = None
             entry = self._trace(converted, args, kwargs, None, None, mode is True)
         policy.converted(entry is not None)
+        seconds = time.perf_counter() - started
         if entry is None:
+            if log.isEnabledFor(logging.INFO):
+                why = self._failure[0] if self._failure else "see janus.explain"
+                log.info("%s: conversion failed after %.2f s (%s)%s", self.__qualname__, seconds, why,
+                         "; runs eagerly from now on" if policy.gave_up else "")
             return None
         entry.xla = self._xla_decision(mode, entry, converted, relaxed, fed)
         self.counts["conversions"] += 1
         self.entries.insert(0, entry)
         del self.entries[config.MAX_CACHE_ENTRIES:]
-        log.info("janus: converted %s (%d guards)", self.__qualname__, len(entry.guards))
+        if log.isEnabledFor(logging.INFO):
+            log.info("converted %s in %.2f s after %s: %d guards, %d assumptions, %d inputs%s%s",
+                     self.__qualname__, seconds, why, len(entry.guards),
+                     sum(1 for a in entry.assumptions if a.speculative), len(entry.input_specs),
+                     " (relaxed shapes)" if entry.relaxed else "", _specialized_on(entry))
+        self._why_convert = None
         return entry
 
     def _xla_decision(self, mode: bool | None, entry: CacheEntry, converted: Callable, relaxed: dict | None,
@@ -372,6 +523,7 @@ class JanusFunction:
             except StateBeforeAssertion as e:
                 if not e.assumptions:
                     self._note(f"trace failed: {e} (an assert in the code)")
+                    self._failed(f"trace failed: {e} (an assert in the code)", _trace_location(e).removeprefix(" at "))
                     return None
                 for a in e.assumptions:
                     policy.banned_sites.add(a.ban)
@@ -380,17 +532,21 @@ class JanusFunction:
                 continue
             except ConversionError as e:
                 self._note(f"trace failed{_trace_location(e)}: {e}")
+                self._failed(str(e), _trace_location(e).removeprefix(" at ") or None)
                 if e.permanent:
+                    self._permanent_location = _trace_location(e).removeprefix(" at ") or None
                     policy.give_up(str(e), "It reaches code Janus never converts; see janus.explain(f).")
                 return None
             except Exception as e:  # noqa: BLE001 - eager will raise it (or not) for real
                 self._note(f"trace raised{_trace_location(e)} {_first_line(e)}")
+                self._failed(f"tracing it raised {_first_line(e)}", _trace_location(e).removeprefix(" at ") or None)
                 return None
+        self._failed("assumptions kept being checked after a state update")
         return None
 
     def _note(self, reason: str) -> None:
         self.reasons[reason] += 1
-        log.debug("janus: %s: %s", self.__qualname__, reason)
+        log.debug("%s: %s", self.__qualname__, reason)
 
     def reset(self) -> None:
         """Forget every graph, profile and count."""
@@ -398,6 +554,10 @@ class JanusFunction:
         self.reasons.clear()
         self.counts.clear()
         self.source = None
+        self.last_entry = None
+        self._failure = None
+        self._permanent_location = None
+        self._why_convert = None
         self.profiler.reset()
         self.policy.reset()
 
@@ -452,13 +612,42 @@ def _op_location(e: BaseException) -> str:
     return f" at {os.path.basename(frames[-1][0])}:{frames[-1][1]}" if frames else ""
 
 
+def _def_location(fn: Any) -> str | None:
+    code = getattr(fn, "__code__", None)
+    return f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}" if code is not None else None
+
+
+def _construct_location(fn: types.FunctionType, reason: str) -> str | None:
+    """``file.py:LINE`` of the construct a static reason names (``support.unsupported_reason``)."""
+    try:
+        from janus.convert.parse import function_ast
+        node, filename, _, _ = function_ast(fn)
+        kinds = tuple(kind for kind, text in support._REASONS.items() if text == reason)  # noqa: SLF001
+        import gast
+        for child in gast.walk(node):
+            if child is not node and kinds and isinstance(child, kinds) and hasattr(child, "lineno"):
+                return f"{os.path.basename(filename)}:{child.lineno}"
+    except Exception:  # noqa: BLE001 - the location is a courtesy; the def line stands in
+        pass
+    return None
+
+
+def _specialized_on(entry: CacheEntry) -> str:
+    """``; specialized on: ...``: the first guards of a new graph, for its log line."""
+    shown = [g.description for g in entry.guards[:3]]
+    if not shown:
+        return ""
+    more = f" (+{len(entry.guards) - 3} more)" if len(entry.guards) > 3 else ""
+    return "; specialized on: " + "; ".join(shown) + more
+
+
 def _first_line(e: BaseException) -> str:
     lines = str(e).strip().splitlines()
     return f"{type(e).__name__}: {lines[0][:300]}" if lines else type(e).__name__
 
 
 def function(fn: Callable | None = None, *, profile_calls: int | None = None, speculate: bool = True,
-             jit_compile: bool | None = None):
+             jit_compile: bool | None = None, strict: bool | None = None):
     """Decorator: run ``fn`` through Janus (``JANUS_DISABLE=1`` leaves it untouched).
 
     ``profile_calls``: eager, profiled calls before the first conversion (a whole number
@@ -467,7 +656,11 @@ def function(fn: Callable | None = None, *, profile_calls: int | None = None, sp
     conservative conversion.  ``jit_compile``: XLA clusters for the pure part of each
     graph (assertions and state writes stay outside them): True always, False never, None
     (default, or ``JANUS_JIT_COMPILE``) per graph, kept only if, run both ways on the same
-    calls, XLA was faster and gave the same bits.
+    calls, XLA was faster and gave the same bits.  ``strict=True`` (default ``JANUS_STRICT``):
+    a call that would fall back to eager (a construct Janus never converts, a failed
+    conversion, a function Janus gave up on) raises :class:`GraphBreakError` instead; the
+    profiled calls before a conversion and the eager re-run of an aborted graph run are not
+    fallbacks.  A function marked :func:`do_not_convert` is returned unchanged.
 
     The options are checked here, when given (a TypeError or ValueError naming the option),
     so that a bad one never surfaces later from inside a call.
@@ -489,17 +682,22 @@ def function(fn: Callable | None = None, *, profile_calls: int | None = None, sp
         raise TypeError(f"janus.function: speculate must be True or False, got {speculate!r}")
     if jit_compile is not None and not isinstance(jit_compile, bool):
         raise TypeError(f"janus.function: jit_compile must be True, False or None, got {jit_compile!r}")
+    if strict is not None and not isinstance(strict, bool):
+        raise TypeError(f"janus.function: strict must be True, False or None, got {strict!r}")
+    configure_logging()
 
     def wrap(f: Callable):
         if config.disabled():
             return f
         if isinstance(f, (JanusFunction, BoundJanusFunction)):
             return f
+        if marked_do_not_convert(f):
+            return f
         if isinstance(f, types.MethodType):
-            return JanusFunction(f.__func__, profile_calls, speculate, jit_compile).__get__(f.__self__)
+            return JanusFunction(f.__func__, profile_calls, speculate, jit_compile, strict).__get__(f.__self__)
         if not isinstance(f, types.FunctionType):
             raise TypeError(f"janus.function expects a Python function or method, got {type(f).__name__}")
-        return JanusFunction(f, profile_calls, speculate, jit_compile)
+        return JanusFunction(f, profile_calls, speculate, jit_compile, strict)
     return wrap(fn) if fn is not None else wrap
 
 
