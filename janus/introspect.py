@@ -1,21 +1,106 @@
-"""``janus.stats``, ``janus.explain`` and ``janus.reset``: what Janus did and why."""
+"""``janus.stats``, ``janus.explain``, ``janus.reset`` and ``janus.concrete_function``: what
+Janus did and why.
+
+Each accepts the function the user holds, however Janus reached it: the Janus function
+itself (``@janus.function``, ``python -m janus``'s rewrite), a bound method of it, or the
+plain function object Janus made a Janus function of (the ``janus.enable()`` scan and
+import hook replace the name in its module or class, the running take-over redirects the
+function object itself), or a bound method of that.  A function Janus never ran (or runs
+plainly: ``JANUS_DISABLE``, ``janus.do_not_convert``) has zero counts and an explanation
+saying so; only what is not a function at all is a ``TypeError``.
+"""
 from __future__ import annotations
 
+import functools
+import inspect
+import re
+import types
 from typing import Any
 
+from janus import config
 from janus.commit import effects as _effects
-from janus.driver.function import BoundJanusFunction, JanusFunction, registry
+from janus.driver.function import BoundJanusFunction, JanusFunction, marked_do_not_convert, registry, wrapping
+from janus.takeover import registry as _takeover
 from janus.trace.guards import GuardKind
 
 STAT_KEYS = ("calls", "graph_calls", "eager_calls", "conversions", "fallbacks", "cache_entries",
-             "failed_conversions", "assertion_failures", "assumptions_failed")
+             "failed_conversions", "assertion_failures", "assumptions_failed", "graph_breaks")
+ALL_STAT_KEYS = STAT_KEYS + ("cache_constant_bytes", "tree_nodes", "tree_nodes_computed", "xla_graphs")
+
+DISABLED = "Janus is disabled (JANUS_DISABLE)"
+DO_NOT_CONVERT = "marked janus.do_not_convert: Janus never converts it"
+NOT_RUN = ("Janus has not run it (not decorated with @janus.function, not taken over by janus.enable() "
+           "or python -m janus, or not called since)")
+
+
+def janus_function_of(f: Any, _depth: int = 0) -> JanusFunction | None:
+    """The Janus function made of ``f`` (see the module docstring), None if there is none;
+    a ``TypeError`` if ``f`` is not a function or method at all."""
+    jf = _own(f)
+    if jf is not None:
+        return jf
+    if isinstance(f, (staticmethod, classmethod, types.MethodType)):
+        return janus_function_of(f.__func__, _depth + 1)
+    if isinstance(f, functools.partial):
+        return janus_function_of(f.func, _depth + 1)
+    if isinstance(f, types.FunctionType):
+        jf = wrapping(f) or _trampoline_target(f) or _takeover.janus_function_of(f)
+        if jf is None and _depth < 8 and "__wrapped__" in vars(f):  # a functools.wraps decorator around it
+            return janus_function_of(vars(f)["__wrapped__"], _depth + 1)
+        return jf
+    if inspect.isroutine(f) or _depth:
+        return None
+    raise TypeError(f"janus: expected a function or method, got {_a(type(f).__name__)} object")
+
+
+def _own(f: Any) -> JanusFunction | None:
+    try:
+        jf = getattr(f, "__janus_function__", None)
+    except Exception:  # noqa: BLE001 - an object whose __getattr__ raises: not Janus's
+        return None
+    return jf if isinstance(jf, JanusFunction) else None
+
+
+def _trampoline_target(fn: types.FunctionType) -> JanusFunction | None:
+    """The running take-over gives a function object a trampoline as its code, which holds
+    the Janus function it calls among its constants (``janus.takeover.redirect``)."""
+    for const in fn.__code__.co_consts:
+        jf = _own(const)
+        if jf is not None:
+            return jf
+    return None
 
 
 def _resolve(f: Any) -> JanusFunction:
-    jf = getattr(f, "__janus_function__", None)
-    if isinstance(jf, JanusFunction):
-        return jf
-    raise TypeError(f"{f!r} is not a Janus function (decorate it with @janus.function)")
+    """The Janus function of ``f`` (for ``reset``)."""
+    jf = janus_function_of(f)
+    if jf is None:
+        raise TypeError(f"{f!r} is not a Janus function: {_why_not(f)}")
+    return jf
+
+
+def _why_not(f: Any) -> str:
+    if config.disabled():
+        return DISABLED
+    if marked_do_not_convert(getattr(f, "__func__", f)):
+        return DO_NOT_CONVERT
+    return NOT_RUN
+
+
+def _name(f: Any) -> str:
+    return getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
+
+
+_VOWEL_WORD = re.compile(r"\b([Aa]) (?=(?:[aeio]|u(?!int|ni|s[eu]|[^aeiou\W][aeiou])|[AEIOU](?![A-Z]))\w)")
+
+
+def _articles(text: str) -> str:
+    """``a int32 tensor`` -> ``an int32 tensor`` (descriptions are built as ``a {type}``)."""
+    return _VOWEL_WORD.sub(lambda m: m.group(1) + "n ", text)
+
+
+def _a(word: str) -> str:
+    return _articles(f"a {word}")
 
 
 def stats(f: Any) -> dict[str, int]:
@@ -23,8 +108,13 @@ def stats(f: Any) -> dict[str, int]:
     (graphs held) and cache_constant_bytes (the tensors they captured as constants), tree_nodes
     and tree_nodes_computed (nodes its cached graphs' recursions over trees walked, and
     computed: fewer with common-subtree reuse), xla_graphs (cached graphs that run with XLA
-    clusters), ..."""
-    jf = _resolve(f)
+    clusters), graph_breaks (calls a strict function refused to run eagerly), ...
+
+    ``f``: the function as the user holds it (module docstring); one Janus never ran has
+    every count zero."""
+    jf = janus_function_of(f)
+    if jf is None:
+        return dict.fromkeys(ALL_STAT_KEYS, 0)
     out = {k: jf.counts.get(k, 0) for k in STAT_KEYS}
     out["cache_entries"] = len(jf.entries)
     out["cache_constant_bytes"] = sum(e.constant_bytes for e in jf.entries)
@@ -39,21 +129,50 @@ def stats(f: Any) -> dict[str, int]:
 class Explanation:
     """Readable report of a Janus function: its graphs, their guards, the generated code, and why calls ran eagerly."""
 
-    def __init__(self, jf: JanusFunction):
+    def __init__(self, jf: JanusFunction | None, name: str | None = None, why_not: str | None = None):
         self.function = jf
-        self.code: str | None = jf.source
-        self.stats = stats(jf)
-        self.reasons = dict(jf.reasons)
-        self.entries = list(jf.entries)
+        self.name = jf.__qualname__ if jf is not None else name
+        self.code: str | None = jf.source if jf is not None else None
+        self.stats = stats(jf) if jf is not None else dict.fromkeys(ALL_STAT_KEYS, 0)
+        self.reasons = dict(jf.reasons) if jf is not None else {}
+        self.entries = list(jf.entries) if jf is not None else []
+        # why it runs eagerly for good (or why Janus does not run it at all), None otherwise
+        self.reason: str | None = jf.permanent_reason if jf is not None else why_not
+        self.last_graph = jf.last_entry if jf is not None else None
+
+    @property
+    def concrete_function_reason(self) -> str | None:
+        """Why ``janus.concrete_function`` gives None (None when it gives a function)."""
+        jf = self.function
+        if jf is None:
+            return self.reason
+        if jf.last_entry is not None:
+            return None
+        s = self.stats
+        if jf.permanent_reason:
+            return f"no call ran as a graph: it runs eagerly ({jf.permanent_reason})"
+        return (f"no call ran as a graph yet ({s['calls']} calls, {s['eager_calls']} eagerly; the first graph is "
+                f"built after {jf.profile_calls} profiled calls)")
 
     def __str__(self) -> str:
+        return _articles(self._text())
+
+    def _text(self) -> str:
         jf = self.function
         s = self.stats
+        if jf is None:
+            return f"{self.name}: no graphs, 0 calls: {self.reason}"
         lines = [f"Janus function {jf.__qualname__}",
                  f"  calls {s['calls']}: {s['graph_calls']} as graphs, {s['eager_calls']} eagerly "
                  f"({s['fallbacks']} fallbacks); {s['conversions']} conversions, {len(self.entries)} cached graphs"]
         if jf.permanent_reason:
             lines.append(f"  runs eagerly: {jf.permanent_reason}")
+        if jf.strict:
+            lines.append("  strict: a call that cannot run as a graph raises janus.GraphBreakError")
+        if jf.last_entry is not None:
+            which = next((f"graph {i}" for i, e in enumerate(self.entries) if e is jf.last_entry),
+                         "a graph since dropped from the cache")
+            lines.append(f"  last graph call: {which} (janus.concrete_function)")
         for i, entry in enumerate(self.entries):
             shapes = ", ".join(f"{name}: {spec.dtype.name}{spec.shape.as_list()}"
                                for name, (_, spec) in zip(entry.input_names, entry.input_specs))
@@ -108,16 +227,44 @@ def _guards_by_kind(guards: list) -> list[str]:
 
 
 def explain(f: Any) -> Explanation:
-    return Explanation(_resolve(f))
+    """What Janus did with ``f`` and why (``str()`` it; ``.code`` is the generated source).
+    ``f``: the function as the user holds it (module docstring); one Janus never ran, runs
+    plainly under ``JANUS_DISABLE`` or never converts (``janus.do_not_convert``) is
+    explained as such."""
+    jf = janus_function_of(f)
+    if jf is None:
+        return Explanation(None, _name(f), _why_not(f))
+    return Explanation(jf)
+
+
+def concrete_function(f: Any) -> Any:
+    """The TensorFlow ``ConcreteFunction`` of the graph that served ``f``'s last graph call,
+    or None if no call ran as a graph (``janus.explain(f).concrete_function_reason`` says why).
+
+    Its inputs are flat tensors, in the order ``janus.explain(f)`` lists them: the tensors
+    among the arguments (inside tuples, lists and dicts too), then the Python numbers Janus
+    feeds as scalar tensors; ``tf.Variable``s and the tensors it reads from Python state are
+    captures (fed at each call by Janus).  Its outputs are a flat list: the tensors of the
+    result first, in the order of the result's structure, then the values of the deferred
+    effects (the writes to Python state, the printed values, the random-seed advance) that
+    Janus commits after the run.  ``docs/state.md`` shows how to export it with
+    ``tf.saved_model.save`` and look at it in TensorBoard."""
+    jf = janus_function_of(f)
+    entry = jf.last_entry if jf is not None else None
+    return entry.concrete if entry is not None else None
 
 
 def reset(f: Any = None) -> None:
-    """Clear one function's graphs, profile and counters, or every function's."""
+    """Clear one function's graphs, profile and counters, or every function's (a function
+    Janus never ran has nothing to clear)."""
     if f is None:
         for jf in registry():
             jf.reset()
         return
-    _resolve(f).reset()
+    jf = janus_function_of(f)
+    if jf is not None:
+        jf.reset()
 
 
-__all__ = ["stats", "explain", "reset", "Explanation", "BoundJanusFunction"]
+__all__ = ["stats", "explain", "reset", "concrete_function", "janus_function_of", "Explanation",
+           "BoundJanusFunction"]

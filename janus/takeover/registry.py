@@ -22,3 +22,18 @@ state = _State()
 def record(qualname: str, jf: Any) -> None:
     with lock:
         taken.append((qualname, jf))
+
+
+def janus_function_of(fn: Any) -> Any:
+    """The Janus function the take-over made of the user's function object ``fn`` (the
+    namespace scan's original, or the function a Janus function runs), or None.
+    ``janus.stats``/``janus.explain`` look here for a function the user holds."""
+    with lock:
+        for _, _, original, _, jf in installed:
+            inner = original.__func__ if isinstance(original, (staticmethod, classmethod)) else original
+            if inner is fn:
+                return jf
+        for _, jf in taken:
+            if getattr(jf, "python_function", None) is fn or getattr(jf, "__wrapped__", None) is fn:
+                return jf
+    return None
