@@ -1,5 +1,9 @@
 """``python -m janus [--report] script.py [args ...]``: run an unmodified TF2 script through Janus.
 
+``python -m janus [--report] -m module [args ...]`` runs a module as ``__main__`` the way
+``python -m module`` does (a package: its ``__main__``), rewritten the same way.
+``python -m janus --version`` prints ``janus-tf <version>``.
+
 The script runs as ``__main__`` with the same ``sys.argv[1:]`` it would get from
 ``python script.py args ...``, and with the GradientTape hook enabled:
 
@@ -27,6 +31,8 @@ def _script_directory_first(argv: list[str]) -> None:
     ``numpy.py`` would otherwise shadow the real one."""
     args = list(argv)
     while args and args[0].startswith("-") and args[0] != "--":
+        if args[0] == "-m" or args[0].startswith("-m"):  # a module: the current directory stays first
+            return
         args.pop(0)
     if args and args[0] == "--":
         args.pop(0)
@@ -45,6 +51,8 @@ from janus import config  # noqa: E402
 from janus_profiler import script as script_runner  # noqa: E402
 
 USAGE = """usage: python -m janus [--report] script.py [args ...]
+       python -m janus [--report] -m module [args ...]
+       python -m janus --version
 
 Run an unmodified eager TensorFlow 2 script with Janus: every function or method
 that records a tf.GradientTape (and every module-level training loop whose body
@@ -53,6 +61,8 @@ eagerly otherwise. Results, printed output and exceptions are eager's.
 
 options:
   -h, --help   show this help and exit
+  --version    print janus-tf and its version, and exit
+  -m module    run the module as __main__, as python -m module does
   --report     at exit, print to stderr one line per Janus function:
                calls and how many ran as graphs (same as JANUS_REPORT=1)
 
@@ -62,6 +72,8 @@ error, exit status 2):
   JANUS_DISABLE=1        run everything eagerly (Janus stays out of the way)
   JANUS_PROFILE_CALLS=N  eager (profiled) calls before the first conversion (N >= 0)
   JANUS_TAKEOVER_SAMPLE_MS=MS  how often running training steps are looked for (3.11)
+  JANUS_STRICT=1         a call that cannot run as a graph raises janus.GraphBreakError
+  JANUS_LOG=info|debug   log conversions and give-ups (debug: every note) to stderr
 """
 
 
@@ -134,13 +146,24 @@ def _strip_janus_frames(exc: BaseException) -> BaseException:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     report = False
+    module = None
     while argv and argv[0].startswith("-"):
         opt = argv.pop(0)
         if opt in ("-h", "--help"):
             print(USAGE, end="")
             return 0
+        if opt == "--version":
+            print(f"janus-tf {_version()}")
+            return 0
         if opt == "--report":
             report = True
+        elif opt == "-m" or opt.startswith("-m"):  # python -m's own spelling: -mmodule too
+            module = opt[2:] or (argv.pop(0) if argv else "")
+            if not module:
+                print("janus: argument -m expects a module name (usage: python -m janus -m module [args ...])",
+                      file=sys.stderr)
+                return 2
+            break
         elif opt == "--":
             break
         else:
@@ -152,31 +175,77 @@ def main(argv: list[str] | None = None) -> int:
     except config.ConfigError as e:
         print(f"janus: error: {e}", file=sys.stderr)
         return 2
-    if not argv:
-        print("janus: no script given (usage: python -m janus [--report] script.py [args ...])", file=sys.stderr)
-        return 2
-    script = argv[0]
-    raw = script_runner.read(script, "janus")
-    if raw is None:
-        return 2
-
-    import importlib.util
+    spec = None
+    if module is not None:
+        found = _module_source(module)
+        if isinstance(found, int):
+            return found
+        script, spec, source = found
+        args = argv
+    else:
+        if not argv:
+            print("janus: no script given (usage: python -m janus [--report] script.py [args ...])", file=sys.stderr)
+            return 2
+        script, args = argv[0], argv[1:]
+        raw = script_runner.read(script, "janus")
+        if raw is None:
+            return 2
+        import importlib.util
+        source = importlib.util.decode_source(raw)
 
     from janus.takeover import hook
 
     try:
-        plan = hook.prepare_script(importlib.util.decode_source(raw), script)
+        plan = hook.prepare_script(source, script)
     except SyntaxError:
         exc_type, exc, tb = sys.exc_info()
         traceback.print_exception(exc_type, exc, None)
         return 1
     try:
-        ending = script_runner.run(plan.code, script, argv[1:], start=hook.enable, clean=_strip_janus_frames)
+        ending = script_runner.run(plan.code, script, args, start=hook.enable, clean=_strip_janus_frames, spec=spec)
     finally:
         if report:
             sys.stdout.flush()
             _report(sys.stderr)
     return ending.status
+
+
+def _version() -> str:
+    import janus
+    return janus.__version__
+
+
+def _module_source(name: str):
+    """``(file, spec, source)`` of the module ``python -m name`` would run (a package's
+    ``__main__``), or an exit status after printing one line, as ``python -m`` does."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations is not None:
+            if name == "__main__" or name.endswith(".__main__"):
+                print(f"janus: error: cannot use package as __main__ module ({name})", file=sys.stderr)
+                return 1
+            name = name + ".__main__"
+            spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError) as e:
+        print(f"janus: error: error while finding module specification for {name!r} ({type(e).__name__}: {e})",
+              file=sys.stderr)
+        return 1
+    if spec is None:
+        print(f"janus: error: No module named {name}", file=sys.stderr)
+        return 1
+    try:
+        source = spec.loader.get_source(name) if spec.loader is not None else None
+    except (ImportError, OSError) as e:
+        source, error = None, e
+    else:
+        error = None
+    if source is None or not spec.origin or not os.path.isfile(spec.origin):
+        why = f" ({error})" if error else " (no Python source)"
+        print(f"janus: error: cannot run module {name!r}{why}", file=sys.stderr)
+        return 1
+    return spec.origin, spec, source
 
 
 if __name__ == "__main__":

@@ -40,19 +40,26 @@ def read(script: str, prog: str) -> bytes | None:
 
 def run(code: types.CodeType, script: str, args: list[str], *, start: Callable[[], None] | None = None,
         stop: Callable[[], None] | None = None,
-        clean: Callable[[BaseException], BaseException] | None = None) -> Ending:
-    """Execute ``code`` (compiled from ``script``) as ``__main__`` with ``args``."""
+        clean: Callable[[BaseException], BaseException] | None = None,
+        spec: importlib.machinery.ModuleSpec | None = None) -> Ending:
+    """Execute ``code`` (compiled from ``script``) as ``__main__`` with ``args``.
+
+    ``spec``: the code is module ``spec.name``'s, run as ``python -m`` runs it (its spec and
+    package on ``__main__``, ``sys.argv[0]`` its file, ``sys.path`` left as it is: the
+    current directory first, as ``python -m`` put it)."""
     path = os.path.abspath(script)
     sys.argv = [script] + list(args)
-    if not getattr(sys.flags, "safe_path", False):  # python -P (or -I) puts no directory first
+    if spec is None and not getattr(sys.flags, "safe_path", False):  # python -P (or -I) puts no directory first
         sys.path[0:1] = [os.path.dirname(os.path.realpath(path))]
     main = types.ModuleType("__main__")
     main.__file__ = path
     main.__builtins__ = builtins
     main.__loader__ = importlib.machinery.SourceFileLoader("__main__", path)
-    main.__spec__ = None
-    main.__package__ = None
-    main.__cached__ = None
+    main.__spec__ = spec
+    main.__package__ = spec.parent if spec is not None else None
+    main.__cached__ = spec.cached if spec is not None else None
+    if spec is not None and spec.loader is not None:
+        main.__loader__ = spec.loader
     sys.modules["__main__"] = main
     stopped = [stop is None]
 
