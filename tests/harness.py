@@ -176,8 +176,12 @@ def check_seeded(
     graph_calls: int | None = None,
     min_graph_calls: int = 1,
     eager_only: bool = False,
+    rtol: float = 0,
+    atol: float = 0,
 ) -> dict:
-    """Like :func:`check` for programs that draw random numbers: bitwise equality.
+    """Like :func:`check` for programs that draw random numbers: bitwise equality (or
+    within ``rtol``/``atol``, for programs whose other arithmetic a graph may round
+    differently).
 
     The eager and Janus runs share TensorFlow's random state, so they cannot alternate
     call by call: each runs the whole sequence after ``tf.random.set_seed(seed)``, and the
@@ -204,9 +208,9 @@ def check_seeded(
         if ee is not None:
             assert type(ee) is type(ej) and str(ee) == str(ej), f"{where}: {ee!r} != {ej!r}"
         else:
-            assert_same(re_, rj, f"{where} result", 0, 0)
+            assert_same(re_, rj, f"{where} result", rtol, atol)
         assert oe == oj, f"{where}: stdout {oe!r} != {oj!r}"
-        assert_same(se, sj, f"{where} state", 0, 0)
+        assert_same(se, sj, f"{where} state", rtol, atol)
     total: dict = {}
     for f in _janus_fns(prog):
         for k, v in janus.stats(f).items():
