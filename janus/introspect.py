@@ -155,7 +155,8 @@ class Explanation:
                 f"built after {jf.profile_calls} profiled calls)")
 
     def __str__(self) -> str:
-        return _articles(self._text())
+        text, marker, code = self._text().partition("\n  generated code:\n")
+        return _articles(text) + marker + code  # the generated code is shown as it is
 
     def _text(self) -> str:
         jf = self.function

@@ -249,3 +249,15 @@ def test_explain_says_an_int32_tensor():
     text = str(janus.explain(f))
     assert "an int32 tensor" in text and "a int32" not in text, text
     assert "an int" in text or "is 1" in text
+
+
+def test_the_article_fix_leaves_the_generated_code_alone():
+    @janus.function(profile_calls=1)
+    def f(x):
+        a = x * 2
+        return a if a is not None else x   # the generated code says "(a is not None)"
+
+    for _ in range(3):
+        f(tf.constant([1, 2], tf.int32))
+    text = str(janus.explain(f))
+    assert "an int32 tensor" in text and "(a is not None)" in text and "an is" not in text, text

@@ -205,7 +205,7 @@ def test_the_hook_leaves_a_do_not_convert_function_plain(tmp_path, monkeypatch):
     kept = mod.kept
     try:
         with janus.enabled():
-            assert mod.kept is kept and hook.taken_over() == ["taken"]
+            assert mod.kept is kept and "taken" in hook.taken_over() and "kept" not in hook.taken_over()
             for i in range(5):
                 mod.kept(tf.constant(float(i)))
             assert janus.stats(kept)["calls"] == 0 and "do_not_convert" in str(janus.explain(kept))
