@@ -184,3 +184,42 @@ def test_a_return_in_a_loop_whose_value_raises_goes_on_with_the_loop():
 
     calls = runs_of([(("b", "a"),), (("b", "z"),), (("c", "b"),)], repeat=4)
     check(make, calls, min_graph_calls=4)
+
+
+def test_the_else_of_a_try_is_skipped_when_its_body_returned_or_left_the_loop():
+    """Python runs a ``try``'s ``else`` only when its body ran to the end: not after a
+    ``return``, ``break`` or ``continue`` in it (found by a generator of try statements:
+    the graph printed from the ``else`` after the body had returned)."""
+    def make(jit):
+        log = []
+
+        @jit
+        def f(x, k):
+            acc = x * 0.0
+            for i in range(3):
+                try:
+                    if k == i:
+                        break
+                    if k + i == 4:
+                        continue
+                    acc = acc + x
+                except ValueError:
+                    log.append("never")
+                else:
+                    print("else of", i)
+                    log.append(i)
+            try:
+                if k > 1:
+                    return acc, k
+                acc = acc * 2.0
+            except ValueError:
+                log.append("never")
+            else:
+                print("else after the loop", k)
+                log.append(("else", k))
+            return acc, k
+
+        return SimpleNamespace(fn=f, state=lambda: {"log": list(log)})
+
+    calls = runs_of([(0,), (1,), (2,), (3,), (4,), (5,)], repeat=3)
+    check(make, calls, min_graph_calls=8)

@@ -102,10 +102,15 @@ class LowerBreakContinue(gast.NodeTransformer):
                 s.body = self._block(s.body, brk, cont, flags)
             elif isinstance(s, gast.Try):
                 pending = _find(s.body + s.handlers + s.orelse, (gast.Break, gast.Continue))
+                body_exits = _find(s.body, (gast.Break, gast.Continue))
                 s.body = self._block(s.body, brk, cont, flags)
                 for handler in s.handlers:
                     handler.body = self._block(handler.body, brk, cont, flags)
                 s.orelse = self._block(s.orelse, brk, cont, flags)
+                if body_exits and s.orelse:  # ``else`` runs only when the ``try`` body ran to its end
+                    guarded = T.stmts("if " + " and ".join(f"not {f}" for f in flags) + ":\n    pass")[0]
+                    guarded.body = s.orelse
+                    s.orelse = [guarded]
                 s.finalbody = (self._finally(s.finalbody, brk, cont, flags) if pending
                                else self._block(s.finalbody, brk, cont, flags))
             out.append(s)

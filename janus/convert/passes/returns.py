@@ -10,7 +10,8 @@ pass can turn any block into a function of the variables it modifies::
 
 A ``return`` inside a loop also sets the flag and leaves the loop with ``break``
 (which the break/continue pass lowers in turn).  The value is computed before the
-flag is set: a ``return E`` whose ``E`` raises into an ``except`` returns nothing.
+flag is set: a ``return E`` whose ``E`` raises into an ``except`` returns nothing.  The
+``else`` of a ``try`` whose body may return runs only where the flag is not set.
 
 A ``finally`` block runs in full whatever its ``try`` did, so a return pending from
 the ``try`` must not skip it: where the flag would guard statements of the
@@ -137,10 +138,15 @@ class LowerReturns(gast.NodeTransformer):
             s.body = self._block(s.body, in_loop)
         elif isinstance(s, gast.Try):
             pending = _has_return(s.body + s.handlers + s.orelse)
+            body_returns = _has_return(s.body)
             s.body = self._block(s.body, in_loop)
             for handler in s.handlers:
                 handler.body = self._block(handler.body, in_loop)
             s.orelse = self._block(s.orelse, in_loop)
+            if body_returns and s.orelse:  # ``else`` runs only when the ``try`` body ran to its end
+                guarded = T.stmts(f"if not {DONE}:\n    pass")[0]
+                guarded.body = s.orelse
+                s.orelse = [guarded]
             s.finalbody = self._finally(s.finalbody, in_loop) if pending else self._block(s.finalbody, in_loop)
         return s
 
