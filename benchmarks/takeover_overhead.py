@@ -1,9 +1,11 @@
 """What ``janus.enable()`` costs code that records no tape (and a step it took over).
 
-On Python 3.11 the hook watches for tapes with a ``sys.setprofile`` function, which
-Python calls at every call and return; on 3.12+ it uses ``sys.monitoring`` limited to
-``GradientTape.__init__``.  Three workloads run with the hook off and on, interleaved in
-rounds; the table gives the median time per run and the ratio on/off.
+On Python 3.11 the hook finds steps by sampling every thread's stack (every 10 ms, a
+daemon thread); on 3.12+ it uses ``sys.monitoring`` limited to ``GradientTape.__init__``.
+Two workloads without a tape run with the hook off and on, interleaved in rounds; the
+table gives the median time per run and the ratio on/off; then a step found by the hook
+against the same step under ``@janus.function``.  What the take-over costs the first
+call of a step it finds running: ``benchmarks/takeover_first_call.py``.
 
     python benchmarks/takeover_overhead.py [--rounds 7]
 """
