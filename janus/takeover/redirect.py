@@ -230,28 +230,35 @@ def _on_start(code: types.CodeType, offset: int) -> None:
         take_over_codes(walk)
 
 
-# Python 3.11: the sampler finds running steps and takes them over itself: reading a
-# frame's function and giving it a trampoline is a few pointer reads and an attribute
-# store under the GIL.  Where the function cannot be read, the main thread walks the
-# heap for the code, once, as a pending call run between two of its bytecodes, whichever
-# thread the step runs in: a heap walk is never made from the sampler thread, where the
+# Python 3.11: the sampler finds running steps.  A frame's function is read by the thread
+# that runs the frame wherever it can be: the frames of the main thread are read by the
+# main thread, as a pending call (``Py_AddPendingCall``) run between two of its bytecodes,
+# when the frames below it cannot return.  The sampler could be switched out between two
+# of its reads (a GIL switch after 5 ms) while that frame returns and its interpreter frame
+# is popped; so it reads only the frames of other threads, where no pending call can run
+# (the main thread may be waiting in ``thread.join()``), with the frame pointer checked
+# again after the read.  Where the function cannot be read, the main thread walks the
+# heap for the code, once: a heap walk is never made from the sampler thread, where the
 # thread it interrupts may be anywhere inside C code.
 #
 # Before, every episode of a code running outside Janus was walked for (and, before
 # that, every sample: a 2-second first call was walked 924 times, 24 s of a 29 s run,
 # and each walk was a chance for the crash above).
 _PENDING_CALL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
-_pending: dict = {"codes": set(), "scheduled": False, "closing": False}
+_pending: dict = {"codes": set(), "frames": [], "scheduled": False, "closing": False}
 
 
 def _run_pending(_: Any) -> int:
-    """The pending call: walk for the queued codes, in the main thread."""
+    """The pending call, in the main thread: take over the functions of its queued frames,
+    walk for the queued codes."""
     with _lock:
         codes, _pending["codes"] = list(_pending["codes"]), set()
+        frames, _pending["frames"] = _pending["frames"], []
         _pending["scheduled"] = False
         if _pending["closing"] or not _watch["on"]:
             return 0
     try:
+        codes += [code for code in take_over_frames(frames) if code not in codes]
         take_over_codes(codes)
     except Exception:  # noqa: BLE001 - raising here would raise inside arbitrary user code
         log.exception("janus: taking over a running step failed")
@@ -269,16 +276,19 @@ _add_pending_call = ctypes.pythonapi.Py_AddPendingCall
 _add_pending_call.argtypes, _add_pending_call.restype = [_PENDING_CALL, ctypes.c_void_p], ctypes.c_int
 
 
-def _in_main_thread(codes: list[types.CodeType]) -> None:
-    """Walk for ``codes`` from the main thread, at its next bytecode boundary."""
+def _in_main_thread(codes: list[types.CodeType], frames: list[Any] = ()) -> None:
+    """From the main thread, at its next bytecode boundary: take over the functions of
+    ``frames`` (the main thread's) and walk for ``codes``."""
+    frames = list(frames)
     with _lock:
         if _pending["closing"]:
             return
         codes = [code for code in codes if code not in _walked]
-        if not codes:
+        if not codes and not frames:
             return
         _walked.update(dict.fromkeys(codes, _QUEUED))
         _pending["codes"].update(codes)
+        _pending["frames"] += frames
         if _pending["scheduled"]:
             return
         _pending["scheduled"] = True
@@ -286,6 +296,7 @@ def _in_main_thread(codes: list[types.CodeType]) -> None:
         with _lock:
             _pending["scheduled"] = False
             _pending["codes"].difference_update(codes)
+            _pending["frames"] = [f for f in _pending["frames"] if not any(f is g for g in frames)]
             for code in codes:
                 _walked.pop(code, None)
 
@@ -305,25 +316,31 @@ class _Sampler(threading.Thread):
         super().__init__(name="janus takeover", daemon=True)
         self.interval = interval
         self.stopped = threading.Event()
+        self.queued: set[int] = set()   # ids of the main thread's step frames the last sample queued
 
     def run(self) -> None:
         while not self.stopped.wait(self.interval):
             try:
-                walk = self.sample()
+                walk, frames = self.sample()
             except Exception:  # noqa: BLE001 - the sampler must survive anything a sample meets
                 log.exception("janus: a take-over sample failed")
                 continue
-            if walk:
-                _in_main_thread(walk)
+            if walk or frames:
+                _in_main_thread(walk, frames)
 
-    def sample(self) -> list[types.CodeType]:
-        """Take over the steps running now; return the codes to walk for (those whose
-        function cannot be read from the frame, never walked for before)."""
-        me, frames = threading.get_ident(), []
+    def sample(self) -> tuple[list[types.CodeType], list[Any]]:
+        """Take over the steps running now in threads other than the main one; return the
+        codes to walk for (their function could not be read, never walked for before)
+        and the main thread's step frames not queued by the last sample (a frame running
+        through many samples is queued once; its function is read by the main thread)."""
+        me, main = threading.get_ident(), threading.main_thread().ident
+        mine, other = [], []
         for ident, frame in sys._current_frames().items():
             if ident != me:
-                frames += running_step_frames(frame)
-        return take_over_frames(frames) if frames else []
+                (mine if ident == main else other).extend(running_step_frames(frame))
+        new = [f for f in mine if id(f) not in self.queued]
+        self.queued = {id(f) for f in mine}
+        return (take_over_frames(other) if other else []), new
 
 
 def _close() -> None:
