@@ -56,11 +56,16 @@ def state_of(trainer):
     return {"history": history, "steps_done": trainer.steps_done}
 
 
+def plural(n, word):
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def describe_state(state, eager_state):
     history, steps = state["history"], state["steps_done"]
     symbolic = sum(1 for h in history if h == "symbolic tensor")
-    text = f"history: {len(history)} entries{f' ({symbolic} symbolic tensors of its traces)' if symbolic else ''}, " \
-           f"steps_done {steps}"
+    entries = "1 entry" if len(history) == 1 else f"{len(history)} entries"
+    traced = f" ({plural(symbolic, 'symbolic tensor')} of its traces)" if symbolic else ""
+    text = f"history: {entries}{traced}, steps_done {steps}"
     return text, same_state(state, eager_state)
 
 
@@ -93,6 +98,15 @@ def main(argv=None):
     tff = Trainer(args.seed)
     tff.train_step = tf.function(tff.train_step)
     traces = []   # tf.function's concrete functions after each call: a new one is a (re)trace
+    shapes = []   # the shape of each batch Janus's trainer drew
+    draw = jan.next_batch
+
+    def next_batch():
+        batch = draw()
+        shapes.append(tuple(batch[0].shape))
+        return batch
+
+    jan.next_batch = next_batch
 
     losses = {"eager": [], "janus": [], "tf.function": []}
     times = {"eager": [], "janus": [], "tf.function": []}
@@ -152,8 +166,9 @@ def main(argv=None):
 
     if not same_state(tff_state, eager_state):
         retraces = sorted(set(traces))
-        print(f"tf.function ran the step's Python only while tracing ({traces[-1]} traces: calls "
-              f"{', '.join(str(traces.index(n) + 1) for n in retraces)}): `self.history.append(loss)` appended a "
+        at = ", ".join(str(traces.index(n) + 1) for n in retraces)
+        print(f"tf.function ran the step's Python only while tracing ({plural(traces[-1], 'trace')}, at "
+              f"{'call' if len(retraces) == 1 else 'calls'} {at}): `self.history.append(loss)` appended a "
               f"symbolic tensor and `self.steps_done += 1` counted once per trace, so its trainer's state is "
               f"not eager's; Janus defers both writes and commits them after each graph run.")
     if not same["janus"].all():
@@ -165,11 +180,11 @@ def main(argv=None):
         print("JANUS'S PYTHON STATE DIFFERS from eager's")
 
     stats = janus.stats(jan.train_step)
-    eager_calls = [(i + 1, why) for i, why in enumerate(janus_calls) if why != "graph"]
+    eager_calls = [(i + 1, why, shapes[i]) for i, why in enumerate(janus_calls) if why != "graph"]
     print(f"Janus: {stats['graph_calls']} of {stats['calls']} calls ran as graphs, {stats['conversions']} conversions; "
           f"its {len(eager_calls)} eager calls:")
-    for call, why in eager_calls:
-        print(f"  call {call:3d}: {why}")
+    for call, why, shape in eager_calls:
+        print(f"  call {call:3d} (tokens {shape}): {why}")
     if stats["graph_calls"] == 0:
         print("Janus ran no step as a graph: every step fell back to eager execution.")
         print(janus.explain(jan.train_step))
