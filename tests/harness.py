@@ -246,3 +246,21 @@ def fresh_module(source: str, **inject: Any) -> types.ModuleType:
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def check_generated(seeds: Iterable[int], source_of: Callable[[int], str],
+                    run: Callable[[int, types.ModuleType, str], dict]) -> int:
+    """For each seed, import the program ``source_of(seed)`` generates (``tf`` predefined)
+    and ``run(seed, module, source)`` it — a comparison with eager returning the summed
+    stats; a difference names the program and its source.  Returns how many of the
+    programs ran graphs."""
+    graph_programs = 0
+    for seed in seeds:
+        source = source_of(seed)
+        mod = fresh_module(source, tf=tf)
+        try:
+            total = run(seed, mod, source)
+        except AssertionError as e:
+            raise AssertionError(f"program {seed}:\n{source}\n{e}") from None
+        graph_programs += total["graph_calls"] > 0
+    return graph_programs

@@ -19,7 +19,7 @@ import pytest
 import tensorflow as tf
 
 import janus
-from harness import ATOL, RTOL, check, check_seeded, fresh_module
+from harness import ATOL, RTOL, check, check_generated, check_seeded
 
 PROGRAMS = 200
 PER_TEST = 25
@@ -128,26 +128,20 @@ def _state(prog) -> dict:
     return {"v": prog.v, "w": prog.w, "log": list(prog.log), "n": prog.n}
 
 
+def _run(seed: int, mod, source: str) -> dict:
+    def make(jit):
+        cls = type("Prog", (mod.Prog,), {})
+        cls.step = jit(mod.Prog.step) if jit is not janus.function else janus.function(mod.Prog.step,
+                                                                                          profile_calls=1)
+        p = cls()
+        return types.SimpleNamespace(fn=p.step, state=lambda: _state(p))
+
+    if "tf.random" in source:  # eager and Janus each run the sequence after tf.random.set_seed
+        return check_seeded(make, _calls(seed), seed, min_graph_calls=0, rtol=RTOL, atol=ATOL)
+    return check(make, _calls(seed), min_graph_calls=0)
+
+
 @pytest.mark.parametrize("first", range(0, PROGRAMS, PER_TEST))
 def test_random_failing_steps_agree_with_eager(first):
-    graph_programs = 0
-    for seed in range(first, first + PER_TEST):
-        source = _Gen(seed).program()
-        mod = fresh_module(source, tf=tf)
-
-        def make(jit, mod=mod):
-            cls = type("Prog", (mod.Prog,), {})
-            cls.step = jit(mod.Prog.step) if jit is not janus.function else janus.function(mod.Prog.step,
-                                                                                              profile_calls=1)
-            p = cls()
-            return types.SimpleNamespace(fn=p.step, state=lambda: _state(p))
-
-        try:
-            if "tf.random" in source:  # eager and Janus each run the sequence after tf.random.set_seed
-                total = check_seeded(make, _calls(seed), seed, min_graph_calls=0, rtol=RTOL, atol=ATOL)
-            else:
-                total = check(make, _calls(seed), min_graph_calls=0)
-        except AssertionError as e:
-            raise AssertionError(f"program {seed}:\n{source}\n{e}") from None
-        graph_programs += total["graph_calls"] > 0
+    graph_programs = check_generated(range(first, first + PER_TEST), lambda seed: _Gen(seed).program(), _run)
     assert graph_programs >= PER_TEST // 2, f"only {graph_programs} of {PER_TEST} programs ran graphs"

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from harness import check, fresh_module
+from harness import check, check_generated
 
 PROGRAMS = 120
 PER_TEST = 30
@@ -97,21 +97,16 @@ def _calls(seed: int) -> list:
     return calls
 
 
+def _run(seed: int, mod, source: str) -> dict:
+    def make(jit):
+        cls = type("Prog", (mod.Prog,), {"f": jit(mod.Prog.f)})
+        obj = cls()
+        return types.SimpleNamespace(fn=obj.f, obj=obj, state=lambda: {"log": list(obj.log)})
+
+    return check(make, _calls(seed), min_graph_calls=0)
+
+
 @pytest.mark.parametrize("first", range(0, PROGRAMS, PER_TEST))
 def test_random_try_statements_agree_with_eager(first):
-    graph_programs = 0
-    for seed in range(first, first + PER_TEST):
-        source = _Gen(seed).program()
-        mod = fresh_module(source, tf=tf)
-
-        def make(jit, mod=mod):
-            cls = type("Prog", (mod.Prog,), {"f": jit(mod.Prog.f)})
-            obj = cls()
-            return types.SimpleNamespace(fn=obj.f, obj=obj, state=lambda: {"log": list(obj.log)})
-
-        try:
-            total = check(make, _calls(seed), min_graph_calls=0)
-        except AssertionError as e:
-            raise AssertionError(f"program {seed}:\n{source}\n{e}") from None
-        graph_programs += total["graph_calls"] > 0
+    graph_programs = check_generated(range(first, first + PER_TEST), lambda seed: _Gen(seed).program(), _run)
     assert graph_programs >= PER_TEST // 2, f"only {graph_programs} of {PER_TEST} programs ran graphs"
