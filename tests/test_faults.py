@@ -205,3 +205,23 @@ def test_a_python_counter_in_state_does_not_grow_memory():
     assert c.step == 4200 and float(c.tick(x)) == 4201.0
     # Before the fix: ~0.8 KB per call (about 3 MB here); now only allocator noise.
     assert grown < 1200, f"memory grew {grown} KB over 4000 calls"
+
+
+def _raising_step(self, x):
+    loss = tf.reduce_sum(x * x)
+    if loss > 50.0:
+        raise ValueError("diverged")
+    self.v.assign_add(loss)
+    self.history.append(loss)
+    return loss
+
+
+def test_a_step_that_raises_now_and_then_keeps_its_graph():
+    """``if <diverged>: raise`` taken on a few calls: those re-run eagerly and raise as eager
+    does; the graph stays for the others (it used to be dropped for good at the first
+    raise, and every later call ran eagerly)."""
+    scales = [1.0, 2.0, 1.5, 1.0, 9.0, 2.0, 1.0, 3.0, 8.0, 1.0, 2.5, 1.0, 0.5, 1.0]
+    total = check(_counter_program(_raising_step), [(tf.fill([3], s),) for s in scales], min_graph_calls=8)
+    # the first graph assumed the branch never taken (as profiled); the second checks it
+    # at run time, and keeps serving after a raise
+    assert total["conversions"] == 2 and total["assertion_failures"] == 2, total

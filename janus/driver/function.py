@@ -385,6 +385,7 @@ class JanusFunction:
 
         The user's own ``assert`` failing is no failed assumption: the eager re-run raises
         its AssertionError, and the graph stays (it is right whenever the assert holds).
+        Nor, while it is rare, is a side that raises being taken (``if bad: raise``).
         """
         if isinstance(error, atomicity.Disturbed):
             self._note(f"ran eagerly: {error}")
@@ -403,6 +404,11 @@ class JanusFunction:
                 self._note(f"graph run aborted{_op_location(error)}, re-ran eagerly: {_first_line(error)}")
             return
         failed.failed += 1
+        if failed.kind == "not_raising" and failed.failed <= failed.held:
+            # The graph is right on every call that does not take the raising side, and the
+            # eager re-run raises where eager does: kept while at most half its runs raise.
+            self._note(f"a side that raises was taken, re-ran eagerly (graph kept): {failed.description}")
+            return
         self.policy.banned_sites.add(failed.ban)
         self.entries[:] = [e for e in self.entries if not any(a.ban == failed.ban for a in e.assumptions)]
         self.policy.eager_since_attempt = self.profile_calls  # re-convert on the next call, without it
