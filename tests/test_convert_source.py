@@ -11,13 +11,10 @@ import textwrap
 import threading
 import time
 
-import numpy as np
-import pytest
 import tensorflow as tf
 
 import janus
 from janus.convert import pipeline, support
-from janus.errors import ConversionError
 
 from harness import assert_same
 

@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "mirrored_train.py")
 

@@ -2,7 +2,6 @@
 entered only while tracing, so the function runs eagerly (issue #24, item 9)."""
 import contextlib
 import threading
-import time
 from types import SimpleNamespace
 
 import numpy as np
