@@ -27,13 +27,13 @@ not built (:class:`FailureAfterWrite`).
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
-import numpy as np
 import tensorflow as tf
 
 from janus import _tf_private
 from janus.errors import ConversionError, JanusError
+from janus.trace.xla import nonzero_constant
 from janus_profiler import usercode
 
 _WRITER_PREFIXES = ("Assign", "ResourceApply", "ResourceScatter", "ResourceSparseApply", "ResourceStridedSliceAssign",
@@ -115,18 +115,6 @@ def graph_writes_state(graph: Any, constructs: set) -> bool:
     return any(writes_state(op, constructs) for op in graph.get_operations())
 
 
-def _ancestors(op: Any) -> set:
-    seen: set = set()
-    stack = [op]
-    while stack:
-        current = stack.pop()
-        for dep in [t.op for t in current.inputs] + list(current.control_inputs):
-            if dep not in seen:
-                seen.add(dep)
-                stack.append(dep)
-    return seen
-
-
 def _descendants(ops: list, graph: Any) -> set:
     """Ops that run after any of ``ops``, counting the edges TensorFlow's automatic
     control dependencies will add when the trace ends: later uses of a resource an op
@@ -174,7 +162,7 @@ def may_fail(op: Any, safe: set) -> bool:
     if kind not in _FAIL_FREE_WITH_STATIC_SHAPES:
         return True
     if kind in _DIVISIONS and not all(t.dtype.is_floating or t.dtype.is_complex for t in op.outputs) \
-            and not _nonzero_constant(op.inputs[1]):
+            and not nonzero_constant(op.inputs[1]):
         return True
     if all(t.shape.is_fully_defined() for t in list(op.inputs) + list(op.outputs)):
         return False
@@ -197,11 +185,6 @@ def _broadcastable(shapes: list) -> bool:
                 sum(d is None for d in dims) > 1:
             return False
     return True
-
-
-def _nonzero_constant(t: Any) -> bool:
-    """``t`` is a constant without a zero (an integer divisor that cannot fail)."""
-    return t.op.type == "Const" and bool(np.all(tf.make_ndarray(t.op.get_attr("value")) != 0))
 
 
 def _completion(ops: Sequence[Any]) -> list:
@@ -260,7 +243,7 @@ def gate_state_on_assertions(graph: Any, checks: Any) -> list:
     """
     check_ops = {op for op, _ in checks.assertions}
     for op, assumptions in checks.assertions:
-        if any(writes_state(a, checks.writer_constructs) for a in _ancestors(op)):
+        if any(writes_state(a, checks.writer_constructs) for a in _upstream([op])):
             raise StateBeforeAssertion(assumptions)
     return _order_writes(graph, checks, check_ops)
 
@@ -269,7 +252,7 @@ def completion(graph: Any, safe: set, outputs: list) -> tf.Tensor | None:
     """A tensor of ``graph`` computed only after every op of it that may fail and that
     ``outputs`` do not already wait for: one more output of the function, so that no
     failing op is pruned for being unused (None when there is none)."""
-    needed = _needed(outputs)  # a conditional or loop may be needed for one output, and prune another's ops
+    needed = _upstream(_ops_of(outputs))  # a conditional or loop may be needed for one output, and prune another's ops
     failing = [op for op in graph.get_operations()
                if (op not in needed or op.type in _CONSTRUCTS) and may_fail(op, safe)]
     if not failing:
@@ -279,16 +262,20 @@ def completion(graph: Any, safe: set, outputs: list) -> tf.Tensor | None:
             return tf.constant(True, name="janus_completed")
 
 
-def _needed(outputs: Any) -> set:
-    """The ops ``outputs`` depend on, through data and control edges."""
-    needed: set = set()
-    stack = [t.op for t in tf.nest.flatten(outputs, expand_composites=True) if hasattr(t, "op")]
+def _upstream(ops: Iterable[Any]) -> set:
+    """``ops`` and every op they depend on, through data and control edges."""
+    found: set = set()
+    stack = list(ops)
     while stack:
         op = stack.pop()
-        if op not in needed:
-            needed.add(op)
+        if op not in found:
+            found.add(op)
             stack += [t.op for t in op.inputs] + list(op.control_inputs)
-    return needed
+    return found
+
+
+def _ops_of(tensors: Any) -> list:
+    return [t.op for t in tf.nest.flatten(tensors, expand_composites=True) if hasattr(t, "op")]
 
 
 def seal_body(outputs: list, checks: Any, loop_writes: bool = False) -> tuple[list, bool]:
@@ -349,5 +336,5 @@ def unused_since(graph: Any, start: int, outputs: Any) -> set:
     """Ops created in ``graph`` since its ``start``-th that ``outputs`` do not need: what a
     library built on the way (``tf.vectorized_map`` traces the loop body once before it
     vectorizes it), which no run executes as eager would."""
-    needed = _needed(outputs)
+    needed = _upstream(_ops_of(outputs))
     return {op for op in graph.get_operations()[start:] if op not in needed}

@@ -52,7 +52,7 @@ def compilable(op: Any) -> bool:
     again for every size (``tf.shape`` of a tree batch has a static shape, its input has not)."""
     if op.type not in _COMPILABLE:
         return False
-    if op.type in _DIVIDING and any(t.dtype.is_integer for t in op.inputs) and not _nonzero_constant(op.inputs[-1]):
+    if op.type in _DIVIDING and any(t.dtype.is_integer for t in op.inputs) and not nonzero_constant(op.inputs[-1]):
         return False
     return all(t.shape.is_fully_defined() for t in list(op.inputs) + list(op.outputs))
 
@@ -90,7 +90,8 @@ def rounds_differently(ops: list[Any]) -> list[str]:
     return sorted(found)
 
 
-def _nonzero_constant(tensor: Any) -> bool:
+def nonzero_constant(tensor: Any) -> bool:
+    """``tensor`` is a constant without a zero (an integer divisor that cannot fail)."""
     if tensor.op.type != "Const":
         return False
     return bool((tf.make_ndarray(tensor.op.get_attr("value")) != 0).all())
