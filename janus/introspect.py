@@ -19,7 +19,8 @@ from typing import Any
 
 from janus import config
 from janus.commit import effects as _effects
-from janus.driver.function import BoundJanusFunction, JanusFunction, marked_do_not_convert, registry, wrapping
+from janus.convert.support import marked_do_not_convert
+from janus.driver.function import BoundJanusFunction, JanusFunction, registry, wrapping
 from janus.takeover import registry as _takeover
 from janus.trace.guards import GuardKind
 

@@ -16,6 +16,16 @@ from janus.errors import ConversionError
 
 # Builtins converted code calls (the runtime, ``janus.runtime.calls``, runs them on the
 # trace's values); a call of any other builtin (``open``, ``input``, ``eval``) fails.
+# The attribute ``janus.do_not_convert`` sets on a function: Janus never converts it.
+DO_NOT_CONVERT = "__janus_do_not_convert__"
+
+
+def marked_do_not_convert(fn: object) -> bool:
+    """Was ``fn`` (a function, or a method of one) marked with ``janus.do_not_convert``?"""
+    fn = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    return getattr(fn, DO_NOT_CONVERT, False) is True
+
+
 ALLOWED_BUILTINS = frozenset({
     abs, all, any, bool, callable, chr, dict, divmod, enumerate, filter, float, frozenset, getattr,
     hasattr, int, isinstance, issubclass, iter, len, list, map, max, min, next, ord, pow, range,

@@ -19,6 +19,7 @@ import tensorflow as tf
 from janus import _tf_private
 from janus.commit import atomicity, effects
 from janus.commit.packing import Packer, Recipe, Run, unpack
+from janus.convert import support
 from janus.convert.pipeline import converted_function
 from janus.errors import ConversionError
 from janus.runtime import ops
@@ -85,11 +86,10 @@ class CacheEntry:
         """Run the graph (raises if it aborted; then nothing was changed)."""
         CALL.args = (a, k)
         try:
-            if self.undo is None:
-                outs = _tf_private.call_flat(self.concrete, self.inputs(a, k), xla=self.xla_ops > 0)
-            else:
-                outs = atomicity.run_undoing(
-                    lambda: _tf_private.call_flat(self.concrete, self.inputs(a, k), xla=self.xla_ops > 0), self.undo)
+            def run() -> Any:
+                return _tf_private.call_flat(self.concrete, self.inputs(a, k), xla=self.xla_ops > 0)
+
+            outs = run() if self.undo is None else atomicity.run_undoing(run, self.undo)
         finally:
             CALL.args = None
         return list(outs) if isinstance(outs, (list, tuple)) else ([] if outs is None else [outs])
@@ -105,7 +105,7 @@ def convert(fn: types.FunctionType) -> types.FunctionType:
     """The converted code of ``fn``, calling Janus's runtime (the generated code's ``_jn``).
     A function marked ``janus.do_not_convert`` is never converted: a trace that reaches it
     fails for good, and its caller runs eagerly (no graph breaks yet)."""
-    if getattr(fn, "__janus_do_not_convert__", False) is True:
+    if support.marked_do_not_convert(fn):
         raise ConversionError(f"calls {fn.__qualname__}, marked janus.do_not_convert", permanent=True)
     return converted_function(fn, ops)
 

@@ -115,9 +115,6 @@ class GraphBreakError(Exception):
                          f"janus.function(strict=True) or JANUS_STRICT=1 raises instead of running eagerly]")
 
 
-DO_NOT_CONVERT = "__janus_do_not_convert__"
-
-
 def do_not_convert(f: Callable) -> Callable:
     """Mark ``f`` so that Janus never converts it: ``janus.function(f)`` and the GradientTape
     hook leave it plain, and a Janus function whose call reaches it runs eagerly (Janus runs
@@ -133,13 +130,8 @@ def do_not_convert(f: Callable) -> Callable:
     inner = f.__func__ if isinstance(f, types.MethodType) else f
     if not isinstance(inner, types.FunctionType):
         raise TypeError(f"janus.do_not_convert expects a Python function or method, got {type(f).__name__}")
-    setattr(inner, DO_NOT_CONVERT, True)
+    setattr(inner, support.DO_NOT_CONVERT, True)
     return f
-
-
-def marked_do_not_convert(fn: Any) -> bool:
-    fn = fn.__func__ if isinstance(fn, types.MethodType) else fn
-    return getattr(fn, DO_NOT_CONVERT, False) is True
 
 
 _REGISTRY: "weakref.WeakSet[JanusFunction]" = weakref.WeakSet()
@@ -451,7 +443,7 @@ class JanusFunction:
         started = time.perf_counter()
         why = self._why_convert or f"{policy.eager_since_attempt} profiled calls"
         self._permanent_location = None
-        reason = "marked janus.do_not_convert" if marked_do_not_convert(fn) else support.unsupported_reason(fn)
+        reason = "marked janus.do_not_convert" if support.marked_do_not_convert(fn) else support.unsupported_reason(fn)
         if reason is None:
             try:
                 self.source = convert_source(fn)
@@ -697,7 +689,7 @@ def function(fn: Callable | None = None, *, profile_calls: int | None = None, sp
             return f
         if isinstance(f, (JanusFunction, BoundJanusFunction)):
             return f
-        if marked_do_not_convert(f):
+        if support.marked_do_not_convert(f):
             return f
         if isinstance(f, types.MethodType):
             return JanusFunction(f.__func__, profile_calls, speculate, jit_compile, strict).__get__(f.__self__)
