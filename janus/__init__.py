@@ -21,7 +21,7 @@ needs TensorFlow says how to install it if it is missing.
 _LAZY = {
     "function": "janus.driver.function",
     "do_not_convert": "janus.driver.function",
-    "GraphBreakError": "janus.driver.function",
+    "GraphBreakError": "janus.errors",
     "stats": "janus.introspect",
     "explain": "janus.introspect",
     "reset": "janus.introspect",

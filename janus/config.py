@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import os
 
+from janus.errors import UserFacingError
+
 DEFAULT_PROFILE_CALLS = 3
 MAX_CACHE_ENTRIES = 8
 MAX_CONVERSIONS = 12
@@ -20,7 +22,7 @@ _FALSE = ("0", "false", "no", "off")
 SWITCH_WORDS = "1/0, true/false, yes/no or on/off"
 
 
-class ConfigError(ValueError):
+class ConfigError(UserFacingError, ValueError):
     """A ``JANUS_*`` variable holds a value its setting does not accept."""
 
 

@@ -1,12 +1,34 @@
-"""Exceptions Janus raises internally.  None of them ever reaches the user: a
-conversion or trace problem makes the call run eagerly instead."""
+"""Every exception class Janus defines, and their one root.
+
+Two families.  Janus's own signals (:class:`InternalSignal`: ``ConversionError``, the
+``Restart`` family, ...) never reach the user: a conversion or trace problem makes the call
+run eagerly instead, and the converted code's ``except`` handlers let every internal signal
+through (a user's ``except Exception`` must not swallow one).  The errors meant for the user
+(:class:`GraphBreakError`, ``janus.config.ConfigError``) derive from :class:`UserFacingError`
+and are caught like any other exception.
+"""
 
 
 class JanusError(Exception):
-    """The root of the exceptions Janus raises for its own signals (never the user's)."""
+    """The root of every exception class Janus defines."""
 
 
-class ConversionError(JanusError):
+class InternalSignal(JanusError):
+    """Janus's own signal, never the user's: it passes through the user's ``except`` handlers
+    in converted code and ends at Janus's driver (the call then runs eagerly, or is retried)."""
+
+
+class UserFacingError(JanusError):
+    """An error Janus raises to the user on purpose (bad configuration, strict mode)."""
+
+
+class Restart(InternalSignal):
+    """The work in progress (a trace, a loop's trace, a tree plan) starts again with what this
+    signal carries; each kind is caught by the one loop that retries it, a bounded number of
+    times."""
+
+
+class ConversionError(InternalSignal):
     """The function (or this specialization of it) cannot be run as a graph.
 
     The message is the human-readable reason shown by ``janus.explain``.  ``permanent``:
@@ -21,3 +43,19 @@ class ConversionError(JanusError):
 
 class UndefinedValueError(ConversionError):
     """Converted code touched a variable that eager Python would not have bound."""
+
+
+class GraphBreakError(UserFacingError):
+    """A call of a strict Janus function (``janus.function(strict=True)`` or ``JANUS_STRICT=1``)
+    could not run as a graph: instead of running it eagerly, Janus raised this (the call did
+    not run).  ``function``: the function's qualified name; ``reason``: why (the construct,
+    the conversion failure, or why Janus gave up); ``location``: ``file.py:LINE`` of the
+    user's line, when known."""
+
+    def __init__(self, function: str, reason: str, location: str | None = None):
+        self.function = function
+        self.reason = reason
+        self.location = location
+        where = f" (at {location})" if location else ""
+        super().__init__(f"{function} cannot run as a graph{where}: {reason} [janus strict mode: "
+                         f"janus.function(strict=True) or JANUS_STRICT=1 raises instead of running eagerly]")

@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Sequence
 import tensorflow as tf
 
 from janus import _tf_private
-from janus.errors import ConversionError, JanusError
+from janus.errors import ConversionError, InternalSignal
 from janus.trace.xla import nonzero_constant
 from janus_profiler import usercode
 
@@ -322,7 +322,7 @@ def run_undoing(run: Callable[[], Any], variables: list) -> Any:
         raise
 
 
-class Disturbed(JanusError):
+class Disturbed(InternalSignal):
     """A graph run that would have to be undone on failure meets another running thread."""
 
 

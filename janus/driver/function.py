@@ -32,7 +32,7 @@ from janus.convert.pipeline import convert_source
 from janus.driver.entry import CacheEntry, build_entry, convert, input_leaves
 from janus.driver import xla_choice
 from janus.driver.policy import ConversionPolicy
-from janus.errors import ConversionError
+from janus.errors import ConversionError, GraphBreakError
 from janus.convert.pipeline import is_converted_code
 from janus.runtime.calls import is_user_code, is_user_code_file
 from janus.runtime.control_flow import USER_ASSERT_MESSAGE
@@ -97,22 +97,6 @@ def configure_logging() -> None:
     log.addHandler(handler)
     log.setLevel(level.upper())
     log.propagate = False
-
-
-class GraphBreakError(Exception):
-    """A call of a strict Janus function (``janus.function(strict=True)`` or ``JANUS_STRICT=1``)
-    could not run as a graph: instead of running it eagerly, Janus raised this (the call did
-    not run).  ``function``: the function's qualified name; ``reason``: why (the construct,
-    the conversion failure, or why Janus gave up); ``location``: ``file.py:LINE`` of the
-    user's line, when known."""
-
-    def __init__(self, function: str, reason: str, location: str | None = None):
-        self.function = function
-        self.reason = reason
-        self.location = location
-        where = f" (at {location})" if location else ""
-        super().__init__(f"{function} cannot run as a graph{where}: {reason} [janus strict mode: "
-                         f"janus.function(strict=True) or JANUS_STRICT=1 raises instead of running eagerly]")
 
 
 def do_not_convert(f: Callable) -> Callable:

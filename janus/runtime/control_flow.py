@@ -30,7 +30,7 @@ from janus.commit import atomicity, branch_effects
 from janus.commit.effects import When
 from janus.convert.pipeline import is_converted_code
 from janus.convert.sites import SiteInfo
-from janus.errors import ConversionError, JanusError
+from janus.errors import ConversionError, InternalSignal
 from janus.trace.active import current
 from janus.trace.seeds import DrawInLoop
 from janus.trace.values import DTYPES, PY_SCALARS, UNDEF, PyOrTensor, PyScalar, is_symbolic
@@ -197,7 +197,7 @@ def _trace_side(fn: Callable, side: bool, scope: str, what: str) -> _Side:
         ctx.log.sinks.append([])
         try:
             out = tuple(fn())
-        except JanusError:  # Janus's own signals pass through
+        except InternalSignal:  # Janus's own signals pass through
             raise
         except Exception as e:  # noqa: BLE001 - a raising side is speculated away by _cond
             result.raised = e
@@ -212,7 +212,7 @@ def _trace_side(fn: Callable, side: bool, scope: str, what: str) -> _Side:
 
     try:
         result.graph = _tf_private.branch_graph(body, scope, side)
-    except JanusError:  # Janus's own signals pass through
+    except InternalSignal:  # Janus's own signals pass through
         raise
     except Exception as e:  # noqa: BLE001
         if result.raised is None:
@@ -567,7 +567,7 @@ def caught(error: BaseException) -> None:
     TF op, a Keras check) is a graph-construction error: eager raises another one, or
     none, at run time, so the conversion fails and the call runs eagerly.
     """
-    if isinstance(error, JanusError):
+    if isinstance(error, InternalSignal):
         raise error
     tb = error.__traceback__
     while tb is not None:
@@ -785,7 +785,7 @@ def _undefined_result_filled(body: Callable, state: tuple, names: Sequence[str],
     ctx.log.sinks.append(None)
     try:
         tf.function(probe, autograph=False).get_concrete_function()
-    except JanusError:  # Janus's own signals pass through
+    except InternalSignal:  # Janus's own signals pass through
         raise
     except Exception as e:  # noqa: BLE001 - eager raises it (or not) for real
         raise ConversionError(f"{what}: {type(e).__name__}: {_first_line(e)}") from None
@@ -860,7 +860,7 @@ def _traced_while(cond: Callable, body: Callable, init: list, what: str, carry_s
     ctx.log.sinks.append(None)
     try:
         flat = tf.while_loop(test, step, init)
-    except JanusError:  # Janus's own signals pass through
+    except InternalSignal:  # Janus's own signals pass through
         raise
     except (TypeError, ValueError) as e:
         raise ConversionError(f"{what}: {_first_line(e)}") from None

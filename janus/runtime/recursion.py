@@ -45,7 +45,7 @@ import tensorflow as tf
 from janus import _tf_private, config
 from janus.commit import atomicity
 from janus.convert.analysis.recursion import StructuralRecursion, structural_recursion
-from janus.errors import ConversionError, JanusError
+from janus.errors import ConversionError, InternalSignal, Restart
 from janus.runtime import state
 from janus.trace.active import CALL
 from janus.trace.forest import MAX_CASES, MAX_LEVELS, Case, CaseTest, Flat, ForestPlan, NodeView
@@ -61,7 +61,7 @@ _WRITER_PREFIXES = ("ResourceApply", "ResourceSparseApply", "ResourceScatter")
 _CALL_OPS = {"If", "StatelessIf", "While", "StatelessWhile", "PartitionedCall", "StatefulPartitionedCall", "Case"}
 
 
-class Regroup(JanusError):
+class Regroup(Restart):
     """Trace again, computing these roots (``{function: [sources]}``) in one forest, or
     (``False``) each root in a forest of its own; or inline the recursion of a function
     whose trees cannot be batched (``refused``: function -> why)."""
@@ -367,7 +367,7 @@ class TreeRecursion:
             out = tf.vectorized_map(body, nodes, fallback_to_while_loop=False)
             self.ctx.checks.safe_ops.update(atomicity.unused_since(graph, start, out))
             return out
-        except JanusError:
+        except InternalSignal:
             raise
         except Exception as e:  # noqa: BLE001 - TensorFlow's vectorizer refuses what it cannot batch exactly
             raise ConversionError(f"recursion over {plan.label}: TensorFlow cannot batch its code over nodes "

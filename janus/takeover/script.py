@@ -16,6 +16,8 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
+from janus.errors import InternalSignal
+
 from janus.driver.function import function as janus_function
 from janus.takeover import registry
 from janus.takeover.detect import node_records_tape, own_nodes
@@ -99,8 +101,8 @@ def loop_body(key: str, g: dict) -> LoopBody:
         return body
 
 
-class _Decline(Exception):
-    pass
+class _Decline(InternalSignal):
+    """This loop is not rewritten (the reason: what it holds that the rewrite refuses)."""
 
 
 _FORBIDDEN = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.Return, ast.Yield,

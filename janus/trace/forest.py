@@ -23,6 +23,8 @@ from typing import Any, Callable
 import numpy as np
 import tensorflow as tf
 
+from janus.errors import InternalSignal
+
 
 MAX_LEVELS = 64  # heights beyond this run eagerly (a graph unrolls one block per height)
 MAX_CASES = 16
@@ -106,7 +108,7 @@ class Miss:
     kind: str = "other"  # "case": ``node`` needs a new case; "height": more levels would fit
 
 
-class _Missed(Exception):
+class _Missed(InternalSignal):
     def __init__(self, miss: Miss):
         super().__init__(miss.reason)
         self.miss = miss
