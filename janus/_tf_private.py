@@ -101,7 +101,7 @@ def barrier(ops: Sequence[Any]) -> Any:
     return op
 
 
-# -- conditionals traced once (``janus.runtime.control_flow._cond``) -----------------
+# -- conditionals traced once (``janus.runtime.branches._cond``) ---------------------
 # Why: ``tf.cond`` traces both sides and requires them to return the same structure
 # right away.  Janus must first see what each side produces (a Python number on one side
 # and a tensor on the other, a result only one side defines, effects each side records)

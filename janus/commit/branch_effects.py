@@ -5,15 +5,35 @@ branch cannot be replayed unconditionally.  Its tensors are carried out of the c
 extra outputs (the other side outputs zeros in their place) and the effect is wrapped
 in a ``When`` effect with the predicate: at commit time it is replayed only when the
 predicate had that value, in program order with the other effects.
+
+:func:`tensor_dependent` is the bracket around tracing any tensor-dependent body (a
+``tf.cond`` side, a ``tf.while_loop``, a graph a library builds around a callback):
+Python mutations are refused inside it, and effects go to the side's list or are refused.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 import tensorflow as tf
 
 from janus.commit.effects import Effect
+from janus.trace.context import EffectLog
 from janus.trace.values import DeferredStr, Field, PyScalar, is_symbolic
+
+
+@contextmanager
+def tensor_dependent(log: EffectLog, sink: list | None = None) -> Iterator[list | None]:
+    """While a tensor-dependent body is traced: the log's ``dynamic_depth`` is raised (Python
+    mutations are refused) and effects go to ``sink``, a ``tf.cond`` side's list; with no
+    sink (a loop, a graph of its own) an effect fails the conversion."""
+    log.dynamic_depth += 1
+    log.sinks.append(sink)
+    try:
+        yield sink
+    finally:
+        log.dynamic_depth -= 1
+        log.sinks.pop()
 
 
 def map_graph_values(value: Any, fn: Callable[[tf.Tensor], Any]) -> Any:

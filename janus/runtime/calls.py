@@ -25,7 +25,7 @@ from janus.commit.effects import CallMethod, Print
 from janus.convert.pipeline import is_converted_code as is_converted
 from janus.convert.support import ALLOWED_BUILTINS
 from janus.errors import ConversionError
-from janus.runtime import control_flow, random, recursion, state
+from janus.runtime import loops, random, recursion, state, truth
 from janus.trace import active
 from janus.trace.active import current
 from janus.trace.forest import NodeView, is_tree_part
@@ -335,7 +335,7 @@ def print_(*args: Any, sep: str | None = " ", end: str | None = "\n", file: Any 
 
 def _range(*bounds: Any):
     if any(is_symbolic(b) or isinstance(b, PyScalar) for b in bounds):
-        return control_flow.TensorRange(*bounds)
+        return loops.TensorRange(*bounds)
     return range(*bounds)
 
 
@@ -349,7 +349,7 @@ def _len(x: Any) -> Any:
 
 def _enumerate(x: Any, start: int = 0) -> Any:
     if isinstance(x, tf.data.Dataset) and type(start) is int:
-        return control_flow.EnumeratedDataset(x, start)
+        return loops.EnumeratedDataset(x, start)
     return enumerate(_iterable(x), start)
 
 
@@ -367,11 +367,11 @@ def _scalar(kind: type):
     """``bool(t)``, ``int(t)``, ``float(t)`` of a graph value: a Python scalar the graph computes."""
     def convert(x: Any = 0, *rest: Any) -> Any:
         if isinstance(x, PyScalar):
-            return PyScalar.of(control_flow.to_bool(x), bool) if kind is bool else PyScalar.of(x, kind)
+            return PyScalar.of(truth.to_bool(x), bool) if kind is bool else PyScalar.of(x, kind)
         if not is_symbolic(x):
             return kind(x, *rest)
         if kind is bool:
-            return PyScalar(control_flow.to_bool(x), bool)
+            return PyScalar(truth.to_bool(x), bool)
         if x.shape.num_elements() != 1:
             raise ConversionError(f"{kind.__name__}() of a non-scalar tensor")
         t = tf.reshape(x, [])

@@ -3,12 +3,12 @@
 They are the paper's graph-side operations: state reads and writes (PyGetAttr /
 PySetAttr and friends), control flow decided at trace time, calls, assertions.
 """
+from janus.runtime.branches import and_, if_stmt, ifexp, not_, or_, test_and, test_or
 from janus.runtime.calls import call, mod, mutate_attr, mutate_cell, mutate_global
-from janus.runtime.control_flow import (
-    and_, assert_, caught, for_stmt, if_stmt, ifexp, not_, or_, test_and, test_or, while_stmt,
-)
+from janus.runtime.checks import assert_, caught
 from janus.runtime.contexts import context_manager
 from janus.runtime.fstrings import field, fstring
+from janus.runtime.loops import for_stmt, while_stmt
 from janus.runtime.state import aug_operand, ld_attr, ld_cell, ld_global, st_attr, st_cell, st_global, st_subscr
 from janus.trace.values import UNDEF
 

@@ -1,0 +1,39 @@
+"""Truth values of what converted code tests: a Python value's own, or a graph's boolean.
+
+Every test of converted code (``if``, ``while``, ``and``/``or``/``not``, ``assert``,
+``bool(t)``) first asks :func:`is_tensor`: a value the graph computes is tested by a
+boolean tensor computed as eager's ``bool(t)`` computes it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import tensorflow as tf
+
+from janus.errors import ConversionError
+from janus.trace.values import PyOrTensor, PyScalar, is_symbolic
+
+
+def is_tensor(x: Any) -> bool:
+    """A value the graph computes: a graph tensor or a Python scalar derived from one (or either)."""
+    return is_symbolic(x) or isinstance(x, (PyScalar, PyOrTensor))
+
+
+def to_bool(cond: Any) -> tf.Tensor:
+    """The truth value of a scalar tensor, as eager's ``bool(t)`` computes it."""
+    if isinstance(cond, PyScalar):
+        cond = cond.tensor
+    if isinstance(cond, PyOrTensor):  # the number's truth or the tensor's, as the path went
+        number = tf.not_equal(cond.number, tf.zeros([], cond.number.dtype))
+        return tf.where(cond.is_number, number, to_bool(cond.tensor))
+    if cond.shape.rank is None or cond.shape.rank > 0 and cond.shape.num_elements() != 1:
+        raise ConversionError("truth value of a non-scalar tensor")
+    cond = tf.reshape(cond, [])
+    if cond.dtype != tf.bool:
+        cond = tf.not_equal(cond, tf.zeros([], cond.dtype))
+    return cond
+
+
+def truth(value: Any) -> tf.Tensor:
+    """The truth of any value as a boolean tensor (a constant for a Python value)."""
+    return to_bool(value) if is_tensor(value) else tf.constant(bool(value))
