@@ -17,9 +17,8 @@ import tensorflow as tf
 
 from janus.errors import ConversionError
 from janus.trace.context import TraceContext
-from janus.trace.values import (
-    SCALARS, DeferredStr, PyOrTensor, PyScalar, Undefined, is_framework_object, is_symbolic, to_python,
-)
+from janus.trace.scalars import PyOrTensor, PyScalar, to_python
+from janus.trace.values import SCALARS, DeferredStr, Undefined, is_framework_object, is_symbolic
 
 Recipe = tuple
 

@@ -44,9 +44,9 @@ from janus.trace.guards import Guard, GuardKind, fits_spec
 from janus.trace.seeds import DATASET_RANDOM_OPS, STATEFUL_RANDOM_OPS, SeedStream
 from janus.trace.sources import Arg, KwArg, Source
 from janus.trace.speculation import Speculator
+from janus.trace.scalars import DTYPES, PyScalar, fed_scalar
 from janus.trace.values import (
-    DTYPES, SCALARS, PyScalar, fed_scalar, is_eager_composite, is_eager_tensor, is_framework_object, is_plain_callable,
-    is_user_class,
+    SCALARS, is_eager_composite, is_eager_tensor, is_framework_object, is_plain_callable, is_user_class,
 )
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from janus.trace.sources import Source
-from janus.trace.values import EAGER_TENSOR, fed_scalar
+from janus.trace.scalars import EAGER_TENSOR, fed_scalar
 
 
 class GuardKind(enum.Enum):
