@@ -30,7 +30,7 @@ import ast
 
 import gast
 
-from janus.convert import analysis, parse, support
+from janus.convert import analysis, parse, registry, support
 from janus.convert.anno import Anno, setanno
 from janus.convert.passes.break_continue import LowerBreakContinue
 from janus.convert.passes.calls import LowerCalls
@@ -43,6 +43,9 @@ from janus.convert.passes.finally_exits import CatchForFinally
 from janus.convert.passes.returns import LowerReturns
 from janus.convert.passes.state_access import LowerStateAccess
 from janus.convert.passes.undefined import BindUndefined
+# Still imported from here by janus/driver, takeover/redirect.py, trace/values.py and
+# runtime/checks.py, until they move to janus.convert.registry:
+from janus.convert.registry import is_converted_code  # noqa: F401
 from janus.convert.sites import SiteInfo
 from janus.convert.unparse import unparse
 from janus.errors import ConversionError
@@ -51,7 +54,6 @@ from janus_profiler import site_of
 # Keyed by file and line too: code objects compare equal regardless of where they come from.
 _code_cache: dict[tuple, tuple[str, types.CodeType, tuple]] = {}
 _fn_cache: "weakref.WeakKeyDictionary[types.FunctionType, types.FunctionType]" = weakref.WeakKeyDictionary()
-_CONVERTED: set[types.CodeType] = set()
 
 
 class _StripSignatureExtras(gast.NodeTransformer):
@@ -155,22 +157,10 @@ def _compiled(fn: types.FunctionType) -> tuple[str, types.CodeType, tuple]:
     # Compiled from the tree, under the user's file name and lines: a traceback through
     # converted code, and the op-creation stack TensorFlow keeps, point at the user's line.
     compiled = parse.compile_tree(tree, filename)
-    _CONVERTED.update(_code_objects(compiled))
+    registry.record(compiled)
     source = _with_user_lines(unparse(tree).strip() + "\n", tree, os.path.basename(filename))
     _code_cache[key] = (source, compiled, tuple(sites))
     return _code_cache[key]
-
-
-def is_converted_code(code: types.CodeType) -> bool:
-    """A code object of Janus-generated code (it carries the user's file name and lines)."""
-    return code in _CONVERTED
-
-
-def _code_objects(code: types.CodeType):
-    yield code
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            yield from _code_objects(const)
 
 
 def _with_user_lines(source: str, tree: ast.AST, filename: str) -> str:
