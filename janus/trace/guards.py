@@ -1,21 +1,27 @@
-"""Generate the guard check and the input gathering of a cache entry.
+"""Guards: the one builder of guard code, and the compiled guard and input functions of a cache entry.
 
-Guards are recorded during the trace as Python expressions over ``a`` (positional
-arguments), ``k`` (keyword arguments) and constants of the entry's namespace.  They
-are compiled once into a single function, so checking a cache entry costs one call
-and a chain of comparisons, not a walk over generic structures.
+A guard is a Python expression over ``a`` (positional arguments), ``k`` (keyword
+arguments) and constants of the entry's namespace, with a readable description that
+``janus.explain`` and guard-miss messages show.  :class:`GuardBuilder` is the only place
+guard code is written: one method per kind of guard (type, identity, value, tensor
+dtype and shape, length, ...), each recording its guard once.  The guards are compiled
+once into a single function, so checking a cache entry costs one call and a chain of
+comparisons, not a walk over generic structures.
 """
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import tensorflow as tf
 
-from janus.trace.sources import Source
 from janus.trace.scalars import EAGER_TENSOR, fed_scalar
+from janus.trace.sources import Source
+
+if TYPE_CHECKING:
+    from janus.trace.forest import ForestPlan
 
 
 class GuardKind(enum.Enum):
@@ -45,6 +51,186 @@ class Guard:
     description: str
     kind: GuardKind
     source: Source | None = None
+
+
+class GuardBuilder:
+    """The guards one trace records, and the namespace their code refers to.
+
+    Each method below writes one kind of guard (its code and its description), records
+    it unless the same code is recorded already, and returns it.  ``const`` puts an object
+    in the namespace (the constants guard, feed and commit code of the entry is compiled
+    against); the namespace starts with the helpers guard code calls.
+    """
+
+    def __init__(self) -> None:
+        self.guards: list[Guard] = []
+        self.namespace: dict[str, Any] = guard_namespace_base()
+        self._recorded: dict[str, Guard] = {}
+        self._const_ids: dict[int, str] = {}
+        self._keep: list[Any] = []
+
+    def const(self, obj: Any, hint: str = "o") -> str:
+        """Name under which ``obj`` is reachable from generated guard/feed code."""
+        name = self._const_ids.get(id(obj))
+        if name is None:
+            name = f"_{hint}{len(self.namespace)}"
+            self.namespace[name] = obj
+            self._const_ids[id(obj)] = name
+            self._keep.append(obj)
+        return name
+
+    def add(self, expr: str, description: str, kind: GuardKind, source: Source | None = None) -> Guard:
+        """Record a guard (once per expression); the methods below write its code."""
+        recorded = self._recorded.get(expr)
+        if recorded is None:
+            recorded = self._recorded[expr] = Guard(expr, description, kind, source)
+            self.guards.append(recorded)
+        return recorded
+
+    def guard(self, expr: str, description: str, kind: GuardKind, source: Source | None = None) -> None:
+        """:meth:`add` under its former name (runtime callers move to the kind's method)."""
+        self.add(expr, description, kind, source)
+
+    # -- values ----------------------------------------------------------------------
+    def is_constant(self, source: Source, value: bool | None) -> Guard:
+        """``True``, ``False`` or ``None``: the very object."""
+        return self.add(f"{source.expr} is {value!r}", f"{source.what} is {value!r}", GuardKind.VALUE, source)
+
+    def equals(self, source: Source, value: Any) -> Guard:
+        """A Python scalar (int, float, str, bytes, complex) of this type and value."""
+        path = source.expr
+        return self.add(f"type({path}) is {type(value).__name__} and {path} == {self._literal(value)}",
+                        f"{source.what} == {value!r}", GuardKind.VALUE, source)
+
+    def equals_sequence(self, source: Source, value: tuple | list) -> Guard:
+        """A tuple, list or named tuple of Python scalars (nested), compared with a copy."""
+        path, cls = source.expr, self._sequence_type(value)
+        name = self.const(_frozen_copy(value), "v")
+        return self.add(f"type({path}) is {cls} and {path} == {name}", f"{source.what} == {_short(value)}",
+                        GuardKind.VALUE, source)
+
+    def equals_set(self, source: Source, value: set | frozenset) -> Guard:
+        """A set or frozenset of Python scalars, compared with a frozen copy."""
+        path, name = source.expr, self.const(frozenset(value), "v")
+        return self.add(f"type({path}) is {type(value).__name__} and {path} == {name}",
+                        f"{source.what} == {_short(value)}", GuardKind.VALUE, source)
+
+    def equals_array(self, source: Source, value: np.ndarray) -> Guard:
+        """A NumPy array equal (dtype, shape, elements) to a copy of this one."""
+        name = self.const(value.copy(), "arr")
+        return self.add(f"_np_equal({source.expr}, {name})",
+                        f"{source.what} equals the array seen ({value.dtype}{list(value.shape)})", GuardKind.VALUE, source)
+
+    # -- types and structure -----------------------------------------------------------
+    def type_is(self, source: Source, cls: type) -> Guard:
+        """Exactly of class ``cls`` (a builtin class by its name, any other through the namespace)."""
+        ref = cls.__name__ if cls.__module__ == "builtins" else self.const(cls, "t")
+        return self.add(f"type({source.expr}) is {ref}", f"{source.what} is a {cls.__qualname__}", GuardKind.TYPE,
+                        source)
+
+    def fed_number(self, source: Source, kind: type) -> Guard:
+        """A Python int (within int64) or float of any value: the graph is fed it."""
+        path = source.expr
+        bounds = f" and {-2 ** 63} <= {path} < {2 ** 63}" if kind is int else ""
+        article = "an" if kind is int else "a"
+        return self.add(f"type({path}) is {kind.__name__}{bounds}",
+                        f"{source.what} is {article} {kind.__name__} (fed to the graph)", GuardKind.TYPE, source)
+
+    def length(self, source: Source, value: tuple | list) -> Guard:
+        """A tuple, list or named tuple of this type and length (its items are guarded each)."""
+        path, cls = source.expr, self._sequence_type(value)
+        return self.add(f"type({path}) is {cls} and len({path}) == {len(value)}",
+                        f"{source.what} is a {type(value).__name__} of {len(value)}", GuardKind.STRUCTURE, source)
+
+    def dict_keys(self, source: Source, value: dict) -> Guard:
+        """A dict with these keys, in this order (its values are guarded each)."""
+        path, keys = source.expr, list(value)
+        return self.add(f"type({path}) is dict and list({path}) == {keys!r}", f"{source.what} has keys {keys!r}",
+                        GuardKind.STRUCTURE, source)
+
+    # -- tensors -----------------------------------------------------------------------
+    def tensor(self, source: Source, dtype: tf.DType, dims: tuple) -> Guard:
+        """An eager tensor of ``dtype`` and shape ``dims`` (a None dimension: any size)."""
+        path, dname = source.expr, self.const(dtype, "dt")
+        shape_check = f"_shape_ok({path}.shape, {dims!r})" if None in dims else f"{path}.shape == {dims!r}"
+        return self.add(f"type({path}) is _EagerTensor and {path}.dtype == {dname} and {shape_check}",
+                        f"{source.what} is a {dtype.name} tensor of shape {dims}", GuardKind.TENSOR, source)
+
+    def composite(self, source: Source, value: Any, spec: tf.TypeSpec) -> Guard:
+        """A composite tensor (``RaggedTensor``, ``SparseTensor``, ``ExtensionType``) of ``spec``."""
+        name = self.const(spec, "ts")
+        return self.add(f"_fits({source.expr}, {name})", f"{source.what} is a {type(value).__name__} of {_short(spec)}",
+                        GuardKind.SPEC, source)
+
+    def dataset(self, source: Source, element_spec: Any) -> Guard:
+        """A ``tf.data.Dataset`` of this element structure."""
+        path, name = source.expr, self.const(element_spec, "es")
+        return self.add(f"isinstance({path}, _Dataset) and {path}.element_spec == {name}",
+                        f"{source.what} is a dataset of {_short(element_spec)}", GuardKind.SPEC, source)
+
+    # -- identity and aliasing ---------------------------------------------------------------
+    def identity(self, source: Source, obj: Any, named: bool = False) -> Guard:
+        """This very object; described by its qualified name when ``named`` (functions,
+        modules, classes), else as the same object of its type."""
+        what = f"{source.what} is {_name(obj)}" if named else f"{source.what} is the same {type(obj).__name__} object"
+        return self.add(f"{source.expr} is {self.const(obj)}", what, GuardKind.IDENTITY, source)
+
+    def same_object(self, source: Source, first: Source) -> Guard:
+        """The object at ``source`` is the one first read at ``first``."""
+        return self.add(f"{source.expr} is {first.expr}", f"{source.what} is the same object as {first.label}",
+                        GuardKind.ALIAS, source)
+
+    def distinct(self, source: Source, other: Source) -> Guard:
+        """The object at ``source`` is not the one at ``other``."""
+        return self.add(f"{source.expr} is not {other.expr}", f"{source.what} is not the same object as {other.label}",
+                        GuardKind.ALIAS, source)
+
+    # -- absence -----------------------------------------------------------------------
+    def builtin_not_shadowed(self, module: str, name: str) -> Guard:
+        """Builtin ``name`` is not rebound in the globals held as namespace entry ``module``."""
+        return self.add(f"{name!r} not in {module}", f"global {name} is not rebound (builtin {name})", GuardKind.ABSENT)
+
+    def not_on_instance(self, source: Source, name: str) -> Guard:
+        """Attribute ``name`` is not set on the instance at ``source`` (its class's is read)."""
+        return self.add(f"{name!r} not in {source.expr}.__dict__", f"{source.label}.{name} is not set on the instance",
+                        GuardKind.ABSENT, source)
+
+    # -- recursive structures ------------------------------------------------------------
+    def forest(self, plan: ForestPlan) -> Guard:
+        """The call's trees fit the node cases of ``plan`` (``janus.trace.forest``)."""
+        return self.add(f"{self.const(plan, 'forest')}.fits(a, k)",
+                        f"{', '.join(plan.root_labels)} fit the {len(plan.cases)} node cases of {plan.label} traced "
+                        f"(below {plan.levels} levels)", GuardKind.FOREST)
+
+    # -- the recorded set ------------------------------------------------------------------
+    def subsume_type(self, source: Source) -> None:
+        """Drop the type guard on ``source`` (a root of a recursion over trees, whose class
+        the recursion's own guard tests), unless the trace read something through it."""
+        def within(s: Any) -> bool:
+            while s is not None:
+                if s == source:
+                    return True
+                s = getattr(s, "parent", None)
+            return False
+
+        if not any(g.source != source and within(g.source) for g in self.guards):
+            dropped = [g for g in self.guards if g.source == source and g.kind is GuardKind.TYPE]
+            self.guards = [g for g in self.guards if g not in dropped]
+            for g in dropped:
+                del self._recorded[g.expr]
+
+    def getter(self, source: Source) -> Callable[[tuple, dict], Any]:
+        """``lambda a, k: <source>``: reads the source on the arguments of a later call."""
+        return eval(f"lambda a, k: {source.expr}", self.namespace)  # noqa: S307 - generated access path
+
+    def _literal(self, value: Any) -> str:
+        if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+            return self.const(value, "f")
+        return repr(value)
+
+    def _sequence_type(self, value: tuple | list) -> str:
+        """How guard code names the class of a tuple, list or named tuple."""
+        return type(value).__name__ if type(value) in (tuple, list) else self.const(type(value), "t")
 
 
 def compile_guard(guards: list[Guard], n_args: int, kw_names: tuple[str, ...], namespace: dict[str, Any]) -> tuple[Callable, str]:
@@ -89,3 +275,20 @@ def fits_spec(value: Any, spec: tf.TypeSpec) -> bool:
 
 def _np_equal(a, b) -> bool:
     return isinstance(a, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+
+
+def _frozen_copy(value):
+    """A deep copy of a nested list/tuple of scalars (the value a guard compares against)."""
+    items = [_frozen_copy(v) if type(v) in (tuple, list) else v for v in value]
+    return tuple(items) if type(value) is tuple else items
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _name(value: Any) -> str:
+    mod = getattr(value, "__module__", None)
+    qual = getattr(value, "__qualname__", None) or getattr(value, "__name__", None) or type(value).__name__
+    return f"{mod}.{qual}" if mod else str(qual)

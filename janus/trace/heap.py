@@ -1,0 +1,299 @@
+"""The heap model: what one trace read from outside, how converted code sees it, and
+which of those values are graph inputs.
+
+While converted code runs inside a ``FuncGraph``, every value it reads from outside
+(arguments, globals, closure cells, object attributes) passes through
+:meth:`HeapModel.read`.  That method decides how the graph may use the value and
+records the *guard* that makes the decision safe to reuse (through the trace's
+:class:`~janus.trace.guards.GuardBuilder`):
+
+* an eager tensor becomes a graph input fed at every call (never a stale constant),
+  guarded on dtype and shape; so do a ``tf.data.Dataset`` (guarded on its element spec)
+  and a ``RaggedTensor``, ``SparseTensor`` or ``ExtensionType`` (on its ``TypeSpec``);
+* a Python scalar, string or ``None`` is specialized as a constant, guarded by value;
+* functions, modules, classes, variables and framework objects (Keras layers,
+  optimizers, ``tf.Module``) are used as they are, guarded by identity;
+* a user object is guarded by its class and *tracked*: reads of its attributes are
+  recorded in turn, relative to the access path it was reached by;
+* tuples, lists and dicts are rebuilt element by element (lists and dicts read from
+  the heap become shadow copies; mutating them is the state module's business).
+
+Where a value came from is a typed :mod:`source <janus.trace.sources>`; it renders
+the Python expression (over ``a``, ``k`` and constants of the guard namespace) from
+which the guard and feed code of a cache entry is generated once and compiled.
+"""
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from janus import _tf_private
+from janus.errors import ConversionError
+from janus.trace.active import CALL
+from janus.trace.guards import GuardBuilder, fits_spec
+from janus.trace.scalars import DTYPES, PyScalar, fed_scalar
+from janus.trace.seeds import DATASET_RANDOM_OPS, STATEFUL_RANDOM_OPS
+from janus.trace.sources import Arg, KwArg, Source
+from janus.trace.values import (
+    SCALARS, is_eager_composite, is_eager_tensor, is_framework_object, is_plain_callable, is_user_class,
+)
+
+
+@dataclass
+class HeapInput:
+    """A tensor, a fed Python number or a dataset read from Python state, fed into the graph at every call."""
+
+    source: Source
+    spec: tf.TypeSpec
+    placeholder: tf.Tensor | None = None
+
+
+@dataclass
+class HeapModel:
+    """What the trace read from outside (arguments, globals, cells, attributes), how
+    converted code sees each value, and which of them are graph inputs."""
+
+    guard_set: GuardBuilder
+    relaxed: bool = False
+    fed_scalars: dict[Source, type] = field(default_factory=dict)
+    heap_shapes: dict[Source, tf.TensorShape] = field(default_factory=dict)
+    outer_graph: tf.Graph | None = None
+    arg_inputs: dict[Source, tf.Tensor] = field(default_factory=dict)
+    arg_specs: dict[Source, tf.TensorSpec] = field(default_factory=dict)
+    heap_inputs: dict[Source, HeapInput] = field(default_factory=dict)
+    composite_specs: dict[Source, tf.TypeSpec] = field(default_factory=dict)
+    overlay: dict[tuple, Any] = field(default_factory=dict)
+    mutated_unread: set = field(default_factory=set)
+    _sources: dict[int, Source] = field(default_factory=dict)
+    _by_id: dict[int, tuple] = field(default_factory=dict)
+    _read_from: dict[int, Source] = field(default_factory=dict)
+    _distinct: list[tuple] = field(default_factory=list)
+    _created: set[int] = field(default_factory=set)
+    created_classes: set[type] = field(default_factory=set)
+    random_datasets: list[str] = field(default_factory=list)
+    _keep: list[Any] = field(default_factory=list)
+
+    def was_read(self, obj: Any) -> bool:
+        return id(obj) in self._by_id
+
+    def source_of(self, obj: Any) -> Source | None:
+        """The source of a Python-state object the trace tracks (its writes are deferred)."""
+        return self._sources.get(id(obj))
+
+    def label_of(self, obj: Any) -> str | None:
+        """How the user's code named ``obj`` (or the graph value made of it) when the trace read it."""
+        source = self._read_from.get(id(obj))
+        return source.label if source is not None else None
+
+    def adopt(self, obj: Any) -> Any:
+        """Mark ``obj`` as built by this trace (its attributes are the trace's own to change)."""
+        self._created.add(id(obj))
+        self._keep.append(obj)
+        return obj
+
+    def is_created(self, obj: Any) -> bool:
+        return id(obj) in self._created
+
+    def track(self, obj: Any, source: Source) -> None:
+        if id(obj) not in self._sources:
+            self._sources[id(obj)] = source
+            self._keep.append(obj)
+
+    # -- reads ------------------------------------------------------------------
+    def read(self, value: Any, source: Source) -> Any:
+        """Return the value converted code should see for ``value`` read from ``source``.
+
+        The same object reached by two sources is one value in the trace too (aliasing
+        is guarded with ``is``); distinct arguments and distinct mutable containers
+        are guarded with ``is not``, since converted code may depend on either.
+        """
+        if type(value) in SCALARS or is_plain_callable(value):
+            return self._read(value, source)
+        if id(value) in self.mutated_unread:
+            raise ConversionError(f"{source.what} is read after a deferred change to it")
+        seen = self._by_id.get(id(value))
+        if seen is not None:
+            first, result = seen
+            if first != source:
+                self.guard_set.same_object(source, first)
+            return result
+        if (isinstance(source, (Arg, KwArg)) and (is_eager_tensor(value) or is_user_class(type(value))
+                                                  and not is_framework_object(value))) \
+                or type(value) in (list, dict, set):
+            for other_source, other in self._distinct:
+                if type(other) is type(value) or is_eager_tensor(other) and is_eager_tensor(value):
+                    self.guard_set.distinct(source, other_source)
+            self._distinct.append((source, value))
+        result = self._read(value, source)
+        self._by_id[id(value)] = (source, result)
+        self._read_from[id(value)] = self._read_from[id(result)] = source
+        self._keep += [value, result]
+        return result
+
+    def _read(self, value: Any, source: Source) -> Any:
+        guards = self.guard_set
+        if is_eager_tensor(value):
+            return self._tensor_input(value, source)
+        if is_eager_composite(value):
+            return self._composite_input(value, source)
+        if source in self.fed_scalars and type(value) is self.fed_scalars[source]:
+            return self._fed_scalar(source)
+        if isinstance(value, bool) or value is None:
+            guards.is_constant(source, value)
+            return value
+        if type(value) in SCALARS:
+            guards.equals(source, value)
+            return value
+        if type(value) in (tuple, list) or isinstance(value, tuple) and hasattr(type(value), "_fields"):
+            return self._sequence(value, source)
+        if type(value) is dict:
+            return self._dict(value, source)
+        if type(value) in (set, frozenset):
+            return self._set(value, source)
+        if isinstance(value, tf.data.Dataset):
+            return self._dataset_input(value, source)
+        if hasattr(type(value), "__next__"):
+            # Iterating it while tracing would consume the caller's iterator (or generator)
+            # before the run is known to succeed.
+            raise ConversionError(f"{source.what} is an iterator ({type(value).__name__}): a trace would consume it")
+        if isinstance(value, np.ndarray):
+            guards.equals_array(source, value)
+            return value
+        if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type,
+                              types.MethodType, types.BuiltinMethodType)) or callable(value) and not hasattr(value, "__dict__"):
+            guards.identity(source, value, named=True)
+            return value
+        if not is_framework_object(value) and hasattr(value, "__dict__") and is_user_class(type(value)):
+            guards.type_is(source, type(value))  # a user object: its attributes are read in turn
+        else:
+            guards.identity(source, value)
+        self.track(value, source)
+        return value
+
+    def _fed_scalar(self, source: Source) -> PyScalar:
+        """A Python int/float that changes from call to call: a graph input, as a PyScalar."""
+        kind = self.fed_scalars[source]
+        self.guard_set.fed_number(source, kind)
+        if source in self.arg_inputs:
+            return PyScalar(self.arg_inputs[source], kind)
+        getter = self.guard_set.getter(source)
+        dtype = DTYPES[kind]
+
+        def closure():
+            return fed_scalar(getter(*CALL.args), kind)
+
+        placeholder = _tf_private.call_time_input(self.outer_graph, closure, tf.TensorSpec([], dtype), key=source.expr)
+        self.heap_inputs[source] = HeapInput(source, tf.TensorSpec([], dtype), placeholder)
+        return PyScalar(placeholder, kind)
+
+    def _sequence(self, value: tuple | list, source: Source) -> tuple | list:
+        """A tuple, list or named tuple, read item by item."""
+        if len(value) > 256:
+            raise ConversionError(f"{source.what} is a {type(value).__name__} of {len(value)} items: "
+                                  "too long to specialize")
+        if _only_scalars(value):
+            self.guard_set.equals_sequence(source, value)
+            out = value if isinstance(value, tuple) else list(value)
+        else:
+            self.guard_set.length(source, value)
+            items = [self.read(v, source.item(i)) for i, v in enumerate(value)]
+            named = type(value) not in (tuple, list)
+            out = type(value)(*items) if named else tuple(items) if isinstance(value, tuple) else items
+        if isinstance(out, list):
+            self.track(out, source)
+        return out
+
+    def _dict(self, value: dict, source: Source) -> dict:
+        if len(value) > 256:
+            raise ConversionError(f"{source.what} is a dict of {len(value)} items: too long to specialize")
+        if not all(type(k) in SCALARS for k in value):
+            raise ConversionError(f"{source.what} is a dict with non-scalar keys")
+        self.guard_set.dict_keys(source, value)
+        out = {k: self.read(v, source.item(k)) for k, v in value.items()}
+        self.track(out, source)
+        return out
+
+    def _set(self, value: set | frozenset, source: Source) -> set | frozenset:
+        """A set of Python scalars, guarded by value; converted code gets a copy (mutations
+        of a set from Python state are deferred like a list's, never made while tracing)."""
+        if not all(type(v) in SCALARS for v in value):
+            raise ConversionError(f"{source.what} is a {type(value).__name__} of objects other than Python scalars")
+        self.guard_set.equals_set(source, value)
+        out = type(value)(value)
+        if type(out) is set:
+            self.track(out, source)
+        return out
+
+    def _tensor_input(self, value: tf.Tensor, source: Source) -> tf.Tensor:
+        spec = self.arg_specs.get(source) or tf.TensorSpec(self.heap_shapes.get(source, value.shape), value.dtype)
+        self.guard_set.tensor(source, value.dtype, tuple(spec.shape.as_list()))
+        if source in self.arg_inputs:
+            return self.arg_inputs[source]
+        return self._call_time_input(source, spec)
+
+    def _composite_input(self, value: Any, source: Source) -> Any:
+        """A ``RaggedTensor``, ``SparseTensor`` or ``ExtensionType``: fed through its
+        ``TypeSpec`` at every call (the spec widened where sizes changed, as a tensor's
+        shape is relaxed), never captured as a constant."""
+        spec = self.composite_specs.get(source)
+        if spec is None or not fits_spec(value, spec):
+            spec = tf.type_spec_from_value(value)
+        self.guard_set.composite(source, value, spec)
+        return self._call_time_input(source, spec)
+
+    def _call_time_input(self, source: Source, spec: tf.TypeSpec) -> Any:
+        """The graph's placeholder for the value at ``source``, fed at every call."""
+        existing = self.heap_inputs.get(source)
+        if existing is not None:
+            return existing.placeholder
+        hi = HeapInput(source, spec)
+        hi.placeholder = _capture_at_call_time(self, hi)
+        self.heap_inputs[source] = hi
+        return hi.placeholder
+
+    def _dataset_input(self, value: tf.data.Dataset, source: Source) -> Any:
+        """A dataset: fed to the graph through its ``DatasetSpec`` at every call, so any
+        dataset with the same element structure runs the same graph (iterating it in the
+        graph starts a new iterator, as eager's ``for`` does)."""
+        spec = tf.data.DatasetSpec(value.element_spec)
+        if _tf_private.dataset_op_types(value) & (DATASET_RANDOM_OPS | STATEFUL_RANDOM_OPS):
+            self.random_datasets.append(source.label)
+        self.guard_set.dataset(source, value.element_spec)
+        return self._call_time_input(source, spec)
+
+    # -- one side of a tensor conditional ---------------------------------------------
+    def snapshot(self) -> tuple:
+        return (dict(self._by_id), dict(self._read_from), dict(self.overlay), set(self.mutated_unread),
+                list(self._distinct))
+
+    def restore(self, snap: tuple) -> None:
+        by_id, read_from, overlay, mutated_unread, distinct = snap
+        self._by_id, self._read_from, self.overlay = dict(by_id), dict(read_from), dict(overlay)
+        self.mutated_unread, self._distinct = set(mutated_unread), list(distinct)
+
+    def merge(self, snap: tuple) -> None:
+        by_id, read_from, _, mutated_unread, distinct = snap
+        for key, value in by_id.items():
+            self._by_id.setdefault(key, value)
+        for key, value in read_from.items():
+            self._read_from.setdefault(key, value)
+        self.mutated_unread |= mutated_unread
+        known = {source for source, _ in self._distinct}
+        self._distinct += [(source, value) for source, value in distinct if source not in known]
+
+
+def _capture_at_call_time(heap: HeapModel, hi: HeapInput) -> Any:
+    getter = heap.guard_set.getter(hi.source)
+
+    def closure():
+        return getter(*CALL.args)
+
+    return _tf_private.call_time_input(heap.outer_graph, closure, hi.spec, key=hi.source.expr)
+
+
+def _only_scalars(value: tuple | list) -> bool:
+    return all(type(v) in SCALARS or (type(v) in (tuple, list) and _only_scalars(v)) for v in value)
