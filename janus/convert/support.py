@@ -12,10 +12,9 @@ import types
 import gast
 
 from janus.convert import analysis
+from janus.convert.libraries import ALLOWED_BUILTINS
 from janus.errors import ConversionError
 
-# Builtins converted code calls (the runtime, ``janus.runtime.calls``, runs them on the
-# trace's values); a call of any other builtin (``open``, ``input``, ``eval``) fails.
 # The attribute ``janus.do_not_convert`` sets on a function: Janus never converts it.
 DO_NOT_CONVERT = "__janus_do_not_convert__"
 
@@ -25,12 +24,6 @@ def marked_do_not_convert(fn: object) -> bool:
     fn = fn.__func__ if isinstance(fn, types.MethodType) else fn
     return getattr(fn, DO_NOT_CONVERT, False) is True
 
-
-ALLOWED_BUILTINS = frozenset({
-    abs, all, any, bool, callable, chr, dict, divmod, enumerate, filter, float, frozenset, getattr,
-    hasattr, int, isinstance, issubclass, iter, len, list, map, max, min, next, ord, pow, range,
-    reversed, round, set, slice, sorted, sum, tuple, zip, str, repr, format, type, setattr, super,
-})
 
 _REASONS = {
     gast.Yield: "generator (yield)",
