@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from janus.commit.packing import Packer, Run, unpack
-from janus.trace.context import TraceContext
+from janus.commit.packing import Constant, Packer, Run
 from janus.trace.sources import Source
+
+if TYPE_CHECKING:
+    from janus.trace.context import TraceContext
+    from janus.trace.seeds import SeedReservation
 
 Finder = Callable[[tuple, dict], Any]
 
@@ -54,7 +57,7 @@ class SetAttr(Effect):
                                    find=ctx.getter(self.target))
 
     def commit(self, run: Run) -> None:
-        setattr(self.find(run.a, run.k), self.name, unpack(self.value, run))
+        setattr(self.find(run.a, run.k), self.name, self.value.unpack(run))
 
     def describe(self) -> str:
         return f"set {self.target.label}.{self.name}"
@@ -77,7 +80,7 @@ class SetGlobal(Effect):
                                    namespace=ctx.guard_set.namespace[self.module])
 
     def commit(self, run: Run) -> None:
-        self.namespace[self.name] = unpack(self.value, run)
+        self.namespace[self.name] = self.value.unpack(run)
 
     def describe(self) -> str:
         return f"set global {self.name}"
@@ -99,7 +102,7 @@ class SetCell(Effect):
                                    cell=ctx.guard_set.namespace[self.target.cell])
 
     def commit(self, run: Run) -> None:
-        self.cell.cell_contents = unpack(self.value, run)
+        self.cell.cell_contents = self.value.unpack(run)
 
     def describe(self) -> str:
         return f"set closure variable {self.target.label}"
@@ -123,7 +126,7 @@ class SetItem(Effect):
                                    find=ctx.getter(self.target))
 
     def commit(self, run: Run) -> None:
-        self.find(run.a, run.k)[unpack(self.key, run)] = unpack(self.value, run)
+        self.find(run.a, run.k)[self.key.unpack(run)] = self.value.unpack(run)
 
     def describe(self) -> str:
         return f"set {self.target.label}[...]"
@@ -146,7 +149,7 @@ class CallMethod(Effect):
                                    find=ctx.getter(self.target))
 
     def commit(self, run: Run) -> None:
-        getattr(self.find(run.a, run.k), self.method)(*unpack(self.args, run))
+        getattr(self.find(run.a, run.k), self.method)(*self.args.unpack(run))
 
     def describe(self) -> str:
         return f"call {self.target.label}.{self.method}(...)"
@@ -167,7 +170,7 @@ class Print(Effect):
         return dataclasses.replace(self, args=packer.pack(tuple(self.args), "print arguments"))
 
     def commit(self, run: Run) -> None:
-        print(*unpack(self.args, run), sep=self.sep, end=self.end)  # noqa: T201 - the user's own print
+        print(*self.args.unpack(run), sep=self.sep, end=self.end)  # noqa: T201 - the user's own print
 
     def describe(self) -> str:
         return "print(...)"
@@ -188,7 +191,7 @@ class When(Effect):
         return When(packer.pack(self.pred, "a branch condition"), self.side, pack_effects(ctx, packer, self.effects))
 
     def commit(self, run: Run) -> None:
-        if bool(unpack(self.pred, run)) == self.side:
+        if bool(self.pred.unpack(run)) == self.side:
             commit(self.effects, run)
 
     def describe(self) -> str:
@@ -203,18 +206,18 @@ class ConsumeSeeds(Effect):
     """Advance TensorFlow's op-seed generator past the random draws the run made (a count,
     or the graph's count of them), as eager's draws would have (``janus.trace.seeds``)."""
 
-    count: Any
-    reservation: Any
+    count: Any  # a number of draws (or the graph's count), a recipe once packed
+    reservation: SeedReservation
 
     def pack(self, ctx: TraceContext, packer: Packer) -> "ConsumeSeeds":
         return dataclasses.replace(self, count=packer.pack(self.count, "the number of random draws"))
 
     def commit(self, run: Run) -> None:
-        self.reservation.consume(int(unpack(self.count, run)))
+        self.reservation.consume(int(self.count.unpack(run)))
 
     def describe(self) -> str:
-        if isinstance(self.count, tuple) and self.count[0] == "c":
-            return f"consume {self.count[1]} op seeds (the random draws, as eager would)"
+        if isinstance(self.count, Constant):
+            return f"consume {self.count.value} op seeds (the random draws, as eager would)"
         return "consume the op seeds of the random draws that ran (counted by the graph)"
 
     def map_values(self, fn):

@@ -5,22 +5,208 @@ the arguments of its deferred effects) is *packed* at trace time: graph tensors
 become outputs, immutable Python values become constants, objects that live in
 Python state are re-read at call time through their source, and containers
 are rebuilt fresh at every call (eager would build new ones too).
+
+A recipe is a tree of small frozen records, one class per kind of value (as JAX's
+partial evaluation records how to rebuild each value); each record rebuilds its value
+from a :class:`Run` with :meth:`Recipe.unpack`.
 """
 from __future__ import annotations
 
 import types
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import tensorflow as tf
 
 from janus.errors import ConversionError
-from janus.trace.context import TraceContext
 from janus.trace.scalars import PyOrTensor, PyScalar, to_python
 from janus.trace.values import SCALARS, DeferredStr, Undefined, is_framework_object, is_symbolic
 
-Recipe = tuple
+if TYPE_CHECKING:
+    from janus.trace.context import TraceContext
+
+
+@dataclass
+class Run:
+    """What one successful graph run hands to the commit: the graph's outputs, the call's
+    arguments (sources are read on them), and the objects rebuilt so far (an object the
+    trace built is rebuilt once, however many places it reaches)."""
+
+    outputs: list
+    a: tuple
+    k: dict
+    objects: dict = field(default_factory=dict)
+
+
+class Recipe:
+    """How to rebuild one value after a graph run (the base of the records below)."""
+
+    __slots__ = ()
+
+    def unpack(self, run: Run) -> Any:
+        raise NotImplementedError
+
+
+def _record(cls: type) -> type:
+    """A recipe record: frozen, with slots; equal only to itself (a constant it holds may
+    be an array, whose ``==`` is not a truth value)."""
+    return dataclass(frozen=True, slots=True, eq=False)(cls)
+
+
+@_record
+class Output(Recipe):
+    """Graph output ``index``: the tensor, or the Python number of ``kind`` it holds."""
+
+    index: int
+    kind: type | None = None
+
+    def unpack(self, run: Run) -> Any:
+        value = run.outputs[self.index]
+        return value if self.kind is None else to_python(value, self.kind)
+
+
+@_record
+class NumberOrTensor(Recipe):
+    """A :class:`~janus.trace.scalars.PyOrTensor`: outputs ``first`` (the number),
+    ``first + 1`` (the tensor) and ``first + 2`` (which one it is); the Python number or
+    the tensor, as the run went."""
+
+    first: int
+    kind: type
+
+    def unpack(self, run: Run) -> Any:
+        number, tensor, is_number = run.outputs[self.first:self.first + 3]
+        return to_python(number, self.kind) if bool(is_number) else tensor
+
+
+@_record
+class Composite(Recipe):
+    """A composite tensor of ``spec`` rebuilt from ``count`` outputs from ``first`` on."""
+
+    spec: tf.TypeSpec
+    first: int
+    count: int
+
+    def unpack(self, run: Run) -> Any:
+        return tf.nest.pack_sequence_as(self.spec, run.outputs[self.first:self.first + self.count],
+                                        expand_composites=True)
+
+
+@_record
+class Constant(Recipe):
+    """A value the trace knew: an immutable Python value, a function, a variable ..."""
+
+    value: Any
+
+    def unpack(self, run: Run) -> Any:
+        return self.value
+
+
+@_record
+class FromState(Recipe):
+    """An object of Python state, read again at call time through its source."""
+
+    read: Callable[[tuple, dict], Any]
+
+    def unpack(self, run: Run) -> Any:
+        return self.read(run.a, run.k)
+
+
+@_record
+class ListOf(Recipe):
+    """A new list of the items' values."""
+
+    items: tuple[Recipe, ...]
+
+    def unpack(self, run: Run) -> list:
+        return [r.unpack(run) for r in self.items]
+
+
+@_record
+class TupleOf(Recipe):
+    """A tuple of the items' values."""
+
+    items: tuple[Recipe, ...]
+
+    def unpack(self, run: Run) -> tuple:
+        return tuple(r.unpack(run) for r in self.items)
+
+
+@_record
+class NamedTupleOf(Recipe):
+    """A named tuple of class ``cls`` of the items' values."""
+
+    cls: type
+    items: tuple[Recipe, ...]
+
+    def unpack(self, run: Run) -> tuple:
+        return self.cls(*(r.unpack(run) for r in self.items))
+
+
+@_record
+class DictOf(Recipe):
+    """A new dict: ``keys`` (in order) to the values' values."""
+
+    keys: tuple
+    values: tuple[Recipe, ...]
+
+    def unpack(self, run: Run) -> dict:
+        return dict(zip(self.keys, (r.unpack(run) for r in self.values)))
+
+
+@_record
+class SetOf(Recipe):
+    """A new set (or frozenset, ``cls``) of Python scalars."""
+
+    cls: type
+    items: tuple
+
+    def unpack(self, run: Run) -> set | frozenset:
+        return self.cls(self.items)
+
+
+@_record
+class ArrayCopy(Recipe):
+    """A fresh copy of a NumPy array the trace built."""
+
+    array: np.ndarray
+
+    def unpack(self, run: Run) -> np.ndarray:
+        return self.array.copy()
+
+
+@_record
+class Formatted(Recipe):
+    """An f-string formatted after the run from its fields' values."""
+
+    text: DeferredStr
+    fields: tuple[Recipe, ...]
+
+    def unpack(self, run: Run) -> str:
+        return self.text.render([r.unpack(run) for r in self.fields])
+
+
+@_record
+class Built(Recipe):
+    """A user object the trace built: made once per run (``slot`` in ``table``, which holds
+    its class, attribute names and their recipes) without calling its ``__init__``."""
+
+    slot: int
+    table: list
+
+    def unpack(self, run: Run) -> Any:
+        obj = run.objects.get(self.slot)
+        if obj is None:
+            cls, names, values = self.table[self.slot]
+            obj = run.objects[self.slot] = object.__new__(cls)
+            vars(obj).update(zip(names, (r.unpack(run) for r in values)))
+        return obj
+
+
+def unpack(recipe: Recipe, run: Run) -> Any:
+    """Rebuild the value described by ``recipe`` from a graph run."""
+    return recipe.unpack(run)
 
 
 class Packer:
@@ -37,22 +223,22 @@ class Packer:
             raise ConversionError(f"{what} may be unassigned")
         if is_symbolic(value):
             self.tensors.append(value)
-            return ("t", len(self.tensors) - 1, None)
+            return Output(len(self.tensors) - 1)
         if isinstance(value, PyScalar):
             self.tensors.append(value.tensor)
-            return ("t", len(self.tensors) - 1, value.kind)
+            return Output(len(self.tensors) - 1, value.kind)
         if isinstance(value, PyOrTensor):
             first = len(self.tensors)
             self.tensors += value.parts()
-            return ("union", first, value.kind)
+            return NumberOrTensor(first, value.kind)
         if isinstance(value, DeferredStr):
             fields = [p.value for p in value.parts if not isinstance(p, str)]
-            return ("fstr", value, [self.pack(v, what) for v in fields])
+            return Formatted(value, tuple(self.pack(v, what) for v in fields))
         if type(value) in SCALARS or isinstance(value, np.generic):
-            return ("c", value)
+            return Constant(value)
         source = self.ctx.source_of(value)
         if source is not None:
-            return ("p", self.ctx.getter(source))
+            return FromState(self.ctx.getter(source))
         made_here = self.ctx.heap.created_classes
         if type(value) in made_here or isinstance(value, type) and value in made_here:
             raise ConversionError(f"{what} is a class made inside the function, or an instance of one "
@@ -60,29 +246,28 @@ class Packer:
         if self.ctx.heap.is_created(value):
             return self._created(value, what)
         if type(value) is list:
-            return ("list", [self.pack(v, what) for v in value])
+            return ListOf(tuple(self.pack(v, what) for v in value))
         if type(value) is tuple:
-            return ("tuple", [self.pack(v, what) for v in value])
+            return TupleOf(tuple(self.pack(v, what) for v in value))
         if isinstance(value, tuple) and hasattr(value, "_fields"):
-            return ("named", type(value), [self.pack(v, what) for v in value])
+            return NamedTupleOf(type(value), tuple(self.pack(v, what) for v in value))
         if type(value) in (set, frozenset) and all(type(v) in SCALARS for v in value):
-            return ("set", type(value), list(value))
+            return SetOf(type(value), tuple(value))
         if type(value) is dict:
-            return ("dict", list(value.keys()), [self.pack(v, what) for v in value.values()])
+            return DictOf(tuple(value.keys()), tuple(self.pack(v, what) for v in value.values()))
         if isinstance(value, np.ndarray):
-            return ("array", value.copy())
+            return ArrayCopy(value.copy())
         components = composite_components(value)
         if components is not None and any(is_symbolic(t) for t in components):
             first = len(self.tensors)
             self.tensors += components
-            return ("composite", tf.type_spec_from_value(value), first, len(components))
+            return Composite(tf.type_spec_from_value(value), first, len(components))
         if isinstance(value, (tf.Tensor, tf.Variable, types.FunctionType, types.BuiltinFunctionType,
                               types.ModuleType, type, types.MethodType)) or is_framework_object(value):
-            return ("c", value)
+            return Constant(value)
         raise ConversionError(f"{what} holds a {type(value).__name__} object created during the call")
 
-
-    def _created(self, value: Any, what: str) -> Recipe:
+    def _created(self, value: Any, what: str) -> Built:
         """A user object the trace built: rebuilt after the run from its attributes, once
         per run however often it is reached (``slot`` names it)."""
         slot = self._objects.get(id(value))
@@ -91,7 +276,7 @@ class Packer:
             self._built.append(None)
             attrs = vars(value)
             self._built[slot] = (type(value), list(attrs), [self.pack(v, what) for v in attrs.values()])
-        return ("obj", slot, self._built)
+        return Built(slot, self._built)
 
 
 def composite_components(value: Any) -> list | None:
@@ -111,57 +296,3 @@ def composite_components(value: Any) -> list | None:
     except (TypeError, ValueError):
         return None
     return flat
-
-
-@dataclass
-class Run:
-    """What one successful graph run hands to the commit: the graph's outputs, the call's
-    arguments (sources are read on them), and the objects rebuilt so far (an object the
-    trace built is rebuilt once, however many places it reaches)."""
-
-    outputs: list
-    a: tuple
-    k: dict
-    objects: dict = field(default_factory=dict)
-
-
-def unpack(recipe: Recipe, run: Run) -> Any:
-    """Rebuild the value described by ``recipe`` from a graph run."""
-    kind = recipe[0]
-    if kind == "t":
-        value = run.outputs[recipe[1]]
-        return value if recipe[2] is None else to_python(value, recipe[2])
-    if kind == "c":
-        return recipe[1]
-    if kind == "union":  # the Python number or the tensor, as the run went
-        _, first, number_kind = recipe
-        number, tensor, is_number = run.outputs[first:first + 3]
-        return to_python(number, number_kind) if bool(is_number) else tensor
-    if kind == "composite":
-        _, spec, first, n = recipe
-        return tf.nest.pack_sequence_as(spec, run.outputs[first:first + n], expand_composites=True)
-    if kind == "p":
-        return recipe[1](run.a, run.k)
-    if kind == "list":
-        return [unpack(r, run) for r in recipe[1]]
-    if kind == "tuple":
-        return tuple(unpack(r, run) for r in recipe[1])
-    if kind == "named":
-        return recipe[1](*(unpack(r, run) for r in recipe[2]))
-    if kind == "dict":
-        return dict(zip(recipe[1], (unpack(r, run) for r in recipe[2])))
-    if kind == "fstr":
-        return recipe[1].render([unpack(r, run) for r in recipe[2]])
-    if kind == "obj":
-        _, slot, built = recipe
-        obj = run.objects.get(slot)
-        if obj is None:
-            cls, names, values = built[slot]
-            obj = run.objects[slot] = object.__new__(cls)
-            vars(obj).update(zip(names, (unpack(r, run) for r in values)))
-        return obj
-    if kind == "set":
-        return recipe[1](recipe[2])
-    if kind == "array":
-        return recipe[1].copy()
-    raise AssertionError(f"unknown recipe {kind}")
