@@ -1,0 +1,166 @@
+"""One forest: every node of some trees computed in one graph, level by level.
+
+The cases of the trees' nodes are found first (:func:`_plan`: cases learned by earlier
+traces of the function, and new ones discovered on the nodes at hand); the graph is fed
+each call's trees flattened by a guard (``janus.trace.forest``), and computes the nodes
+of one height and one case at once, running the case's code under ``tf.vectorized_map``
+over their indices and appending the results to the table of the heights below.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import tensorflow as tf
+
+from janus import _tf_private, config
+from janus.commit import atomicity
+from janus.convert.analysis.recursion import StructuralRecursion
+from janus.errors import ConversionError, InternalSignal
+from janus.runtime.recursion_cases import Batch, CaseTrace, discover, gate, scratch
+from janus.trace.active import CALL
+from janus.trace.forest import MAX_LEVELS, Case, Flat, ForestPlan
+from janus.trace.guards import GuardKind
+from janus.trace.sources import Source
+
+# Cases learned by earlier traces of a function (without their nodes): a later trace, e.g. for
+# a new batch size, needs only find a node of each among its trees instead of tracing it again.
+_KNOWN_CASES: "weakref.WeakKeyDictionary[Any, tuple[dict, list[Case]]]" = weakref.WeakKeyDictionary()
+
+
+@dataclass
+class Forest:
+    """The table of every node's result (a nest of ``[nodes, ...]`` tensors) of one graph."""
+
+    plan: ForestPlan
+    function: Any
+    tables: Any
+    roots: tf.Tensor
+    sources: list[Source]
+
+    def result(self, k: int) -> Any:
+        """Root ``k``'s result; its gates tell the plan which components a gradient reaches."""
+        out = tf.nest.map_structure(lambda t: tf.gather(t, self.roots[k]), self.tables)
+        gates = [gate(t, lambda j=j: self.plan.reached_root(k, j) or True)
+                 for j, t in enumerate(tf.nest.flatten(out))]
+        return tf.nest.pack_sequence_as(out, gates)
+
+
+def build(rec: Any, fn: Any, info: StructuralRecursion, bound: inspect.BoundArguments,
+          roots: list[tuple[Any, Source]]) -> Forest:
+    """The forest of ``roots`` (nodes, with their sources), every node's result computed
+    level by level in the graph being traced; ``rec`` is the trace's
+    :class:`~janus.runtime.recursion.TreeRecursion`."""
+    ctx = rec.ctx
+    objs = tuple(o for o, _ in roots)
+    plan = _plan(rec, fn, info, bound, objs, *_KNOWN_CASES.get(fn, ({}, [])))
+    plan.root_labels = [s.label for _, s in roots]
+    specs = {repr(c.spec) for c in plan.cases}
+    if len(specs) > 1:
+        raise ConversionError(f"recursion over {plan.label}: its cases return different structures or shapes "
+                              f"({' vs '.join(sorted(specs))})")
+    name = ctx.const(plan, "forest")
+    plan.roots_of = eval(f"lambda a, k: ({''.join(s.expr + ', ' for _, s in roots)})",  # noqa: S307
+                         ctx.guard_set.namespace)
+    ctx.guard(f"{name}.fits(a, k)", f"{', '.join(plan.root_labels)} fit the {len(plan.cases)} node cases of "
+              f"{plan.label} traced (below {plan.levels} levels)", GuardKind.FOREST)
+    inputs = plan.unpack(_tf_private.call_time_input(ctx.heap.outer_graph, lambda: plan.inputs(*CALL.args),
+                                                     plan.spec(), key=name))
+    offsets, root_index = inputs[0], inputs[1]
+    n_cases = len(plan.cases)
+
+    def level(height: int, tables: Any) -> Any:
+        for case in plan.cases:
+            if (height == 0) != (not case.children):
+                continue  # leaves are height 0, and a node with children is above them
+            block = height * n_cases + case.index
+            nodes = tf.range(offsets[block], offsets[block + 1])
+            out = _vectorized(rec, plan, fn, info, bound, case, nodes, inputs, tables)
+            out = tf.nest.pack_sequence_as(out, [gate(t, lambda c=case.index, j=j: plan.block_passes(c, j))
+                                                 for j, t in enumerate(tf.nest.flatten(out))])
+            tables = tf.nest.map_structure(lambda t, o: tf.concat([t, o], 0), tables, out)
+        return tables
+
+    def from_height(height: int, tables: Any) -> Any:
+        """Heights ``height`` and up.  Those above the height the traced call's structures
+        reached run only at calls that have nodes that high: the ops of an empty height
+        would run on zero rows at about the cost of a full one."""
+        if height == plan.levels:
+            return tables
+        if height <= plan.reached:
+            return from_height(height + 1, level(height, tables))
+        return tf.cond(offsets[height * n_cases] < offsets[plan.levels * n_cases],
+                       lambda: from_height(height + 1, level(height, tables)), lambda: tables)
+
+    tables = from_height(0, tf.nest.map_structure(lambda s: tf.zeros([0, *s.shape], s.dtype), plan.cases[0].spec))
+    for case in plan.cases:
+        case.exemplar = None
+    return Forest(plan, fn, tables, root_index, [s for _, s in roots])
+
+
+def _plan(rec: Any, fn: Any, info: StructuralRecursion, bound: inspect.BoundArguments, objs: tuple,
+          namespace: dict, known: list[Case]) -> ForestPlan:
+    """The cases of the nodes of ``objs``: cases known from earlier traces of ``fn`` that
+    occur there (each needs a node of its own to be traced on), and new ones discovered.
+    ``namespace`` holds the classes and values the known cases' tests name."""
+    plan = ForestPlan(fn.__qualname__, config.subtree_reuse())
+    plan.namespace.update(namespace)
+    for case in known:
+        plan.add(dataclasses.replace(case, index=len(plan.cases), exemplar=None))
+    while True:
+        exemplars: dict[int, Any] = {}
+        found = plan.flatten(objs, exemplars)
+        if isinstance(found, Flat):
+            break
+        if found.kind == "case":
+            discover(rec, plan, fn, info, bound, found.node)
+            if plan.match(found.node) < 0:  # would loop: what the trace recorded does not recognize it
+                raise ConversionError(f"recursion over {plan.label}: the tests of a node's case do not hold "
+                                      f"on it")
+        elif found.kind == "height" and plan.levels < MAX_LEVELS:
+            plan.levels *= 2
+        else:
+            raise ConversionError(f"recursion over {plan.label}: {found.reason}")
+    if all(case.exemplar is not None or case.index in exemplars for case in plan.cases):
+        plan.reached, plan.traced = found.height, found
+        for case in plan.cases:
+            case.exemplar = case.exemplar if case.exemplar is not None else exemplars[case.index]
+        for case in plan.cases:
+            if case.flows is None:  # learned in another trace: its gradients may differ in this one
+                trace = scratch(rec, plan, fn, info, bound, case.exemplar)
+                if trace.case_signature() != case.signature():
+                    trace.refuse("its code took another path for a node of the same case")
+                case.flows, case.reaches = trace.case.flows, trace.case.reaches
+        learned = {c.signature(): c for c in known}
+        learned.update((c.signature(), dataclasses.replace(c, exemplar=None, flows=None, reaches=None))
+                       for c in plan.cases)
+        _KNOWN_CASES[fn] = (dict(plan.namespace), list(learned.values()))
+        return plan
+    present = [case for case in plan.cases if case.exemplar is not None or case.index in exemplars]
+    return _plan(rec, fn, info, bound, objs, plan.namespace, present)
+
+
+def _vectorized(rec: Any, plan: ForestPlan, fn: Any, info: StructuralRecursion, bound: inspect.BoundArguments,
+                case: Case, nodes: tf.Tensor, inputs: tuple, tables: Any) -> Any:
+    """The results of ``case``'s code on ``nodes``, batched by TensorFlow's vectorizer."""
+    def body(index):
+        trace = CaseTrace(rec, fn, info, bound, plan, case, Batch(index, inputs, tables))
+        out = trace.run(case.exemplar)
+        if trace.case_signature() != case.signature():
+            trace.refuse("its code took another path for a node of the same case")
+        return out
+
+    graph = tf.compat.v1.get_default_graph()
+    start = len(graph.get_operations())
+    try:
+        out = tf.vectorized_map(body, nodes, fallback_to_while_loop=False)
+        rec.ctx.checks.safe_ops.update(atomicity.unused_since(graph, start, out))
+        return out
+    except InternalSignal:
+        raise
+    except Exception as e:  # noqa: BLE001 - TensorFlow's vectorizer refuses what it cannot batch exactly
+        raise ConversionError(f"recursion over {plan.label}: TensorFlow cannot batch its code over nodes "
+                              f"({str(e).splitlines()[0][:120]})") from None
