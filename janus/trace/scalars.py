@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from janus.convert.pipeline import is_converted_code
+from janus.convert.registry import is_converted_code
 from janus.errors import ConversionError
 from janus.trace.active import current
 
