@@ -119,7 +119,7 @@ class TraceContext:
                  heap_shapes: dict[Source, tf.TensorShape] | None = None,
                  composite_specs: dict[Source, tf.TypeSpec] | None = None,
                  convert: Callable[[types.FunctionType], Callable] | None = None,
-                 on_collective: Callable[[Any], None] | None = None,
+                 on_collective: Callable[[tf.distribute.Strategy], None] | None = None,
                  recursion: Callable[[TraceContext], Any] | None = None):
         self.guard_set = GuardBuilder()
         self.heap = HeapModel(self.guard_set, relaxed=relaxed, fed_scalars=dict(fed_scalars or {}),
@@ -129,10 +129,10 @@ class TraceContext:
         self.seeds = SeedStream()
         self.convert = convert
         self.on_collective = on_collective
-        self.collective: Any = None  # the multi-worker strategy the trace calls, if any
+        self.collective: tf.distribute.Strategy | None = None  # the multi-worker strategy the trace calls
         self.recursion: Any = recursion(self) if recursion is not None else None
 
-    def uses_collective(self, strategy: Any) -> None:
+    def uses_collective(self, strategy: tf.distribute.Strategy) -> None:
         """The trace calls a multi-worker ``tf.distribute`` strategy: its graphs run only when
         every worker runs its own (``janus.driver.function``), and may carry no assertion."""
         self.collective = strategy
