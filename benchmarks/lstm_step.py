@@ -116,7 +116,7 @@ def run(mode: str, steps: int, warmup: int, window: int) -> dict:
     out = {"mode": mode, "ms": 1000 * statistics.median(windows), "losses": losses}
     if mode.startswith("janus"):
         out["stats"] = janus.stats(step)
-        out["assumptions"] = sum(len(e.assumptions) for e in step.__janus_function__.entries)
+        out["assumptions"] = sum(len(e.report.assumptions) for e in step.__janus_function__.entries)
     return out
 
 

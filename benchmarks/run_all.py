@@ -279,7 +279,7 @@ class Run:
             res["timed_graph_share"] = (stats["graph_calls"] - warm["graph_calls"]) / max(stats["calls"] - warm["calls"], 1)
             res["reasons"] = {}
             explanation = janus.explain(self.trainer.train_step)
-            res["xla"] = [e.xla.describe(e.xla_ops) for e in explanation.entries if e.xla is not None]
+            res["xla"] = [e.xla.describe(e.graph.xla_ops) for e in explanation.entries if e.xla is not None]
             for k, v in explanation.reasons.items():
                 k = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", str(k)).split())[:240]
                 res["reasons"][k] = res["reasons"].get(k, 0) + v

@@ -123,7 +123,7 @@ def main(argv=None):
             if name == "janus":
                 after = janus.stats(jan.train_step)
                 explanation = janus.explain(jan.train_step)
-                profile_calls = explanation.function.profile_calls if explanation.function is not None else None
+                profile_calls = explanation.function.options.profile_calls if explanation.function is not None else None
                 new = [r for r, n in explanation.reasons.items() if n > reasons_before.get(r, 0)]
                 if after["graph_calls"] > before["graph_calls"]:
                     janus_calls.append("graph")

@@ -19,8 +19,8 @@ needs TensorFlow says how to install it if it is missing.
 
 # public name -> the module that defines it
 _LAZY = {
-    "function": "janus.driver.function",
-    "do_not_convert": "janus.driver.function",
+    "function": "janus.driver.api",
+    "do_not_convert": "janus.driver.api",
     "GraphBreakError": "janus.errors",
     "stats": "janus.introspect",
     "explain": "janus.introspect",

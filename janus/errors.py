@@ -17,6 +17,11 @@ class InternalSignal(JanusError):
     """Janus's own signal, never the user's: it passes through the user's ``except`` handlers
     in converted code and ends at Janus's driver (the call then runs eagerly, or is retried)."""
 
+    @property
+    def reason(self) -> str:
+        """The human-readable reason (``janus.explain``): the signal's own message."""
+        return str(self.args[0]) if self.args else type(self).__name__
+
 
 class UserFacingError(JanusError):
     """An error Janus raises to the user on purpose (bad configuration, strict mode)."""

@@ -118,12 +118,12 @@ def stats(f: Any) -> dict[str, int]:
         return dict.fromkeys(ALL_STAT_KEYS, 0)
     out = {k: jf.counts.get(k, 0) for k in STAT_KEYS}
     out["cache_entries"] = len(jf.entries)
-    out["cache_constant_bytes"] = sum(e.constant_bytes for e in jf.entries)
+    out["cache_constant_bytes"] = sum(e.report.constant_bytes for e in jf.entries)
     out["failed_conversions"] = jf.policy.failed_attempts
     out["assumptions_failed"] = sum(a.failed for a in jf.policy.assumptions.values())
-    out["tree_nodes"] = sum(p.nodes for e in jf.entries for p in e.forests)
-    out["tree_nodes_computed"] = sum(p.unique for e in jf.entries for p in e.forests)
-    out["xla_graphs"] = sum(1 for e in jf.entries if e.xla_ops and e.xla is not None and e.xla.chosen)
+    out["tree_nodes"] = sum(p.nodes for e in jf.entries for p in e.report.forests)
+    out["tree_nodes_computed"] = sum(p.unique for e in jf.entries for p in e.report.forests)
+    out["xla_graphs"] = sum(1 for e in jf.entries if e.graph.xla_ops and e.xla is not None and e.xla.chosen)
     return out
 
 
@@ -153,7 +153,7 @@ class Explanation:
         if jf.permanent_reason:
             return f"no call ran as a graph: it runs eagerly ({jf.permanent_reason})"
         return (f"no call ran as a graph yet ({s['calls']} calls, {s['eager_calls']} eagerly; the first graph is "
-                f"built after {jf.profile_calls} profiled calls)")
+                f"built after {jf.options.profile_calls} profiled calls)")
 
     def __str__(self) -> str:
         text, marker, code = self._text().partition("\n  generated code:\n")
@@ -169,7 +169,7 @@ class Explanation:
                  f"({s['fallbacks']} fallbacks); {s['conversions']} conversions, {len(self.entries)} cached graphs"]
         if jf.permanent_reason:
             lines.append(f"  runs eagerly: {jf.permanent_reason}")
-        if jf.strict:
+        if jf.options.strict:
             lines.append("  strict: a call that cannot run as a graph raises janus.GraphBreakError")
         if jf.last_entry is not None:
             which = next((f"graph {i}" for i, e in enumerate(self.entries) if e is jf.last_entry),
@@ -177,32 +177,33 @@ class Explanation:
             lines.append(f"  last graph call: {which} (janus.concrete_function)")
         for i, entry in enumerate(self.entries):
             shapes = ", ".join(f"{name}: {spec.dtype.name}{spec.shape.as_list()}"
-                               for name, (_, spec) in zip(entry.input_names, entry.input_specs))
-            lines.append(f"  graph {i}: {entry.hits} hits, {entry.failures} aborted runs"
-                         f"{' (relaxed shapes)' if entry.relaxed else ''}")
+                               for name, (_, spec) in zip(entry.report.input_names, entry.report.input_specs))
+            lines.append(f"  graph {i}: {entry.counters.hits} hits, {entry.counters.failures} aborted runs"
+                         f"{' (relaxed shapes)' if entry.report.relaxed else ''}; converted in "
+                         f"{entry.report.seconds:.2f} s")
             lines.append(f"    inputs: {shapes or 'none'}")
-            if entry.heap_inputs:
-                lines.append(f"    fed at each call: {', '.join(entry.heap_inputs)}")
-            lines.append(f"    assertions in graph: {entry.assertions}")
-            if entry.undo is not None:
-                lines.append(f"    runs undoing ({entry.late_failure}): its {len(entry.undo)} variables are put back "
+            if entry.report.heap_inputs:
+                lines.append(f"    fed at each call: {', '.join(entry.report.heap_inputs)}")
+            lines.append(f"    assertions in graph: {entry.report.assertions}")
+            if entry.graph.undo is not None:
+                lines.append(f"    runs undoing ({entry.report.late_failure}): its {len(entry.graph.undo)} variables are put back "
                              f"if a run fails; with another thread running, calls run eagerly")
             if entry.xla is not None:
-                lines.append(f"    XLA: {entry.xla.describe(entry.xla_ops)}")
-            for title, group in (("assumptions", [a for a in entry.assumptions if a.speculative]),
-                                 ("run-time checks", [a for a in entry.assumptions if not a.speculative])):
+                lines.append(f"    XLA: {entry.xla.describe(entry.graph.xla_ops)}")
+            for title, group in (("assumptions", [a for a in entry.report.assumptions if a.speculative]),
+                                 ("run-time checks", [a for a in entry.report.assumptions if not a.speculative])):
                 if group:
                     lines.append(f"    {title}:")
                     lines += [f"      - #{a.id} {a.description} (held {a.held}, failed {a.failed})" for a in group]
-            if entry.effects:
-                lines.append(f"    deferred effects: {', '.join(_effects.describe(entry.effects))}")
-            for plan in entry.forests:
+            if entry.graph.effects:
+                lines.append(f"    deferred effects: {', '.join(_effects.describe(entry.graph.effects))}")
+            for plan in entry.report.forests:
                 lines.append("    recursion over trees: " + "\n      ".join(plan.describe()))
-            for name, why in entry.unbatched.items():
+            for name, why in entry.report.unbatched.items():
                 lines.append(f"    recursion of {name} inlined for these structures only, not batched: {why}")
             lines.append("    guards:")
-            lines += _guards_by_kind(entry.guards) or ["      (none)"]
-        dropped = [a for a in jf.policy.assumptions.values() if a.failed and not any(a in e.assumptions for e in self.entries)]
+            lines += _guards_by_kind(entry.report.guards) or ["      (none)"]
+        dropped = [a for a in jf.policy.assumptions.values() if a.failed and not any(a in e.report.assumptions for e in self.entries)]
         if dropped:
             lines.append("  assumptions given up:")
             lines += [f"    - #{a.id} {a.description} (held {a.held}, failed {a.failed})" for a in dropped]
@@ -253,7 +254,7 @@ def concrete_function(f: Any) -> Any:
     ``tf.saved_model.save`` and look at it in TensorBoard."""
     jf = janus_function_of(f)
     entry = jf.last_entry if jf is not None else None
-    return entry.concrete if entry is not None else None
+    return entry.graph.concrete if entry is not None else None
 
 
 def reset(f: Any = None) -> None:

@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 import janus
-import janus.driver.function as driver
+import janus.driver.conversion as driver
 import janus.runtime.ops as runtime_ops
 from harness import check
 

@@ -109,7 +109,7 @@ def test_bad_options_fail_when_given(options, error, monkeypatch):
 
 def test_good_options_are_accepted():
     f = janus.function(_f, profile_calls=np.int64(2), speculate=False, jit_compile=False)
-    assert f.__janus_function__.profile_calls == 2
+    assert f.__janus_function__.options.profile_calls == 2
     assert janus.function(profile_calls=0, jit_compile=None)(_f)(3) == 3
 
 

@@ -224,7 +224,7 @@ def test_concrete_function_before_any_graph_call_says_why():
     assert "no call ran as a graph yet" in janus.explain(f).concrete_function_reason
     for _ in range(4):
         f(tf.constant(1.0))
-    assert janus.concrete_function(f) is janus.explain(f).last_graph.concrete
+    assert janus.concrete_function(f) is janus.explain(f).last_graph.graph.concrete
     assert "last graph call: graph 0" in str(janus.explain(f))
 
 

@@ -27,12 +27,17 @@ def _modules() -> dict[str, str]:
 
 
 def _imports(module: str, path: str, modules: dict) -> set[str]:
-    """Modules of ours that ``module`` imports anywhere in its file (module or function level)."""
+    """Modules of ours that ``module`` imports anywhere in its file (module or function level),
+    at run time: an ``if TYPE_CHECKING:`` block names types for readers and type checkers only."""
     is_package = path.endswith("__init__.py")
     out = set()
     with open(path, encoding="utf-8") as fh:
         tree = ast.parse(fh.read(), path)
+    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If) and _is_type_checking(block.test)
+                   for stmt in block.body for n in ast.walk(stmt)}
     for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -48,6 +53,11 @@ def _imports(module: str, path: str, modules: dict) -> set[str]:
     if module == "janus":  # the public names are imported lazily, on first use
         out |= set(janus._LAZY.values())
     return {m for m in out if m in modules and m != module}
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return isinstance(test, ast.Name) and test.id == "TYPE_CHECKING" or \
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -431,7 +431,7 @@ def test_aborted_graph_run_itself_leaves_state_untouched():
     before_w = g.w.numpy().copy()
     bad = tf.constant([1.0, -0.5, 2.0])
     with pytest.raises(Exception):
-        jf.entries[0].execute((g, bad), {})
+        jf.entries[0].graph.execute((g, bad), {})
     assert_same(before, g.snapshot(), "state after the aborted graph run")
     np.testing.assert_array_equal(g.w.numpy(), before_w)
     assert len(g.history) == 5

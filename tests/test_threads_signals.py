@@ -186,13 +186,13 @@ def test_ctrl_c_during_the_commit_leaves_all_effects_or_none(monkeypatch):
     for _ in range(3):
         c.step(tf.ones([2]))
     assert janus.stats(c.step)["graph_calls"] == 2
-    finish = entry_module.CacheEntry.finish
+    finish = entry_module.Graph.finish
 
     def interrupted_finish(self, outs, a, k):
         signal.raise_signal(signal.SIGINT)  # delivered at the next bytecode boundary
         return finish(self, outs, a, k)
 
-    monkeypatch.setattr(entry_module.CacheEntry, "finish", interrupted_finish)
+    monkeypatch.setattr(entry_module.Graph, "finish", interrupted_finish)
     for trial in range(12):
         with pytest.raises(KeyboardInterrupt):
             c.step(tf.ones([2]) * trial)
@@ -228,7 +228,7 @@ def test_ctrl_c_at_random_times_never_tears_a_graph_call():
 def test_a_failure_inside_janus_runs_the_call_eagerly(monkeypatch):
     """Any failure of Janus's own machinery (here: converting raises SystemError, as
     concurrent parses did on CPython 3.11) means "run eagerly", never the user's exception."""
-    from janus.driver import function as driver
+    from janus.driver import conversion as driver
 
     def broken(fn):
         raise SystemError("AST constructor recursion depth mismatch")

@@ -229,7 +229,7 @@ def test_xla_off_and_bad_settings(monkeypatch):
     with pytest.raises(ValueError, match="JANUS_JIT_COMPILE must be 0, 1 or auto"):
         config.jit_compile()
     monkeypatch.setenv("JANUS_JIT_COMPILE", "1")
-    assert janus.function(lambda x: x).xla_mode is True
+    assert janus.function(lambda x: x).options.xla_mode is True
 
 
 def test_integer_division_is_compiled_only_by_constants_without_zeros():

@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Sequence
 import tensorflow as tf
 
 from janus import _tf_private
-from janus.errors import ConversionError, InternalSignal
+from janus.errors import ConversionError, InternalSignal, Restart
 from janus.trace.xla import nonzero_constant
 from janus_profiler import usercode
 
@@ -93,8 +93,9 @@ _SLICES = frozenset({"StridedSlice", "Slice"})
 # Division of integers by zero raises: only float division is free of failure.
 _DIVISIONS = frozenset({"RealDiv", "Div", "FloorDiv", "FloorMod", "TruncateDiv", "TruncateMod", "Mod"})
 
-class StateBeforeAssertion(ConversionError):
-    """An assertion depends on a state update, so the graph cannot be all-or-nothing."""
+class StateBeforeAssertion(Restart):
+    """An assertion depends on a state update, so the graph cannot be all-or-nothing: the
+    conversion traces again without ``assumptions`` (with none, it fails)."""
 
     def __init__(self, assumptions: list):
         self.assumptions = [a for a in assumptions if a is not None]

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import inspect
 import types
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Callable
 
 import tensorflow as tf
 
 from janus import _tf_private
 from janus.commit import atomicity, effects
-from janus.commit.packing import Packer, Recipe, Run, unpack
+from janus.commit.packing import Packer, Recipe, Run
 from janus.convert import support
 from janus.convert.pipeline import converted_function
 from janus.errors import ConversionError
@@ -28,41 +28,29 @@ from janus.trace import guards, output, xla as xla_marks
 from janus.trace.active import CALL
 from janus.trace.context import TraceContext
 from janus.trace.seeds import DATASET_RANDOM_OPS, STATEFUL_RANDOM_OPS, SeedReservation
-from janus.trace.guards import Guard, guard_namespace_base
+from janus.trace.guards import Guard
 from janus.trace.sources import Arg, Default, KwArg, Source
-from janus.trace.values import DTYPES, is_eager_composite, is_eager_tensor
+from janus.trace.scalars import DTYPES, is_eager_tensor
+from janus.trace.values import is_eager_composite
+
+if TYPE_CHECKING:
+    from janus.trace.speculation import Assumption, Speculator
 
 
 @dataclass
-class CacheEntry:
-    """One specialized graph of a function and the conditions under which it is valid."""
+class Graph:
+    """The runnable part of a cache entry: the concrete function, its compiled guard and
+    input gathering, and what a successful run commits and returns."""
 
     concrete: Any
     check: Callable[[tuple, dict], bool]
     inputs: Callable[[tuple, dict], list]
     output: Recipe
     effects: list[effects.Effect]
-    guards: list[Guard]
-    guard_source: str
-    input_specs: list[tuple[Source, tf.TensorSpec]]
-    input_names: list[str]
-    heap_inputs: list[str]
-    heap_specs: dict
-    assertions: int
-    assumptions: list
-    relaxed: bool
-    namespace: dict = field(default_factory=dict)
+    namespace: dict  # what the guard and input code read (sources' expressions)
     seeds: SeedReservation | None = None  # the random draws' seeds, fed and consumed at each call
-    constant_bytes: int = 0  # what its constants (captured tensors, Const ops) hold
-    forests: list = field(default_factory=list)  # plans of recursions over trees (janus.trace.forest)
-    unbatched: dict = field(default_factory=dict)  # recursions inlined per structure instead, and why
-    xla_ops: int = 0  # ops marked for XLA clusters (janus.trace.xla)
-    xla_rounding: list = field(default_factory=list)  # op types XLA would round differently
-    xla: Any = None  # the XLA decision of this graph (janus.driver.xla_choice)
     undo: list | None = None  # variables put back if a run fails (an op may fail after a write)
-    late_failure: str | None = None  # why runs are undoable, for janus.explain
-    hits: int = 0
-    failures: int = 0
+    xla_ops: int = 0  # ops marked for XLA clusters (janus.trace.xla)
 
     def holds(self, guard: Guard, a: tuple, k: dict) -> bool:
         """Evaluate one guard (to explain a miss; the hot path uses the compiled ``check``)."""
@@ -70,11 +58,6 @@ class CacheEntry:
             return bool(eval(guard.expr, dict(self.namespace), {"a": a, "k": k}))  # noqa: S307
         except Exception:  # noqa: BLE001
             return False
-
-    def value_shape(self, source: Source) -> tf.TensorShape | None:
-        """The shape this graph assumed for the tensor read from ``source``."""
-        spec = self.heap_specs.get(source)
-        return spec.shape if spec is not None else None
 
     def value_at(self, source: Source, a: tuple, k: dict) -> Any:
         try:
@@ -98,7 +81,77 @@ class CacheEntry:
         """After a successful run: commit the deferred effects, then rebuild the result."""
         run = Run(outs, a, k)
         effects.commit(self.effects, run)
-        return unpack(self.output, run)
+        return self.output.unpack(run)
+
+
+@dataclass
+class Report:
+    """What the trace found and assumed: for ``janus.explain``, the log and the policy."""
+
+    guards: list[Guard]
+    guard_source: str
+    input_specs: list[tuple[Source, tf.TensorSpec]]
+    input_names: list[str]
+    heap_inputs: list[str]
+    heap_specs: dict
+    assertions: int
+    assumptions: list[Assumption]
+    relaxed: bool  # some dimension is symbolic
+    constant_bytes: int = 0  # what its constants (captured tensors, Const ops) hold
+    forests: list = field(default_factory=list)  # plans of recursions over trees (janus.trace.forest)
+    unbatched: dict = field(default_factory=dict)  # recursions inlined per structure instead, and why
+    xla_rounding: list = field(default_factory=list)  # op types XLA would round differently
+    late_failure: str | None = None  # why runs are undoable, for janus.explain
+    seconds: float = 0.0  # what the conversion took, traces and restarts included
+
+    def value_shape(self, source: Source) -> tf.TensorShape | None:
+        """The shape this graph assumed for the tensor read from ``source``."""
+        spec = self.heap_specs.get(source)
+        return spec.shape if spec is not None else None
+
+
+@dataclass
+class Counters:
+    """How a cache entry fared: runs that committed, runs that aborted."""
+
+    hits: int = 0
+    failures: int = 0
+
+
+@dataclass
+class CacheEntry:
+    """One specialized graph of a function: what runs, what it assumed, how it fared, and
+    the XLA decision about it (``janus.driver.xla_choice``)."""
+
+    graph: Graph
+    report: Report
+    counters: Counters = field(default_factory=Counters)
+    xla: Any = None
+
+
+@dataclass(frozen=True)
+class TracePlan:
+    """What a trace is specialized with, revised by each restart of the conversion loop.
+
+    ``relaxed``: a relaxed shape (or widened ``TypeSpec``) per source that varied;
+    ``fed``: Python numbers fed as inputs instead of specialized on; ``grouping`` and
+    ``refused``: which recursive calls on trees compute in one forest, and which are
+    inlined instead (``janus.runtime.recursion.Regroup``); ``xla``: mark XLA clusters."""
+
+    relaxed: dict = field(default_factory=dict)
+    fed: dict = field(default_factory=dict)
+    grouping: dict | bool | None = None
+    refused: dict = field(default_factory=dict)
+    xla: bool = False
+
+    def regrouped(self, signal: Regroup) -> "TracePlan | None":
+        """The plan after ``signal``: first find the roots, then group them, then each alone
+        (None: the trees changed between traces)."""
+        if signal.refused:
+            return replace(self, refused={**self.refused, **signal.refused})
+        if self.grouping is None or self.grouping and signal.grouping is False:
+            return replace(self, grouping=signal.grouping)
+        return None
 
 
 def convert(fn: types.FunctionType) -> types.FunctionType:
@@ -167,54 +220,29 @@ def _defaults(ctx: TraceContext, fn: types.FunctionType, args: tuple, kwargs: di
 
 
 def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple, kwargs: dict,
-                relaxed_shapes: dict[Source, tf.TensorShape | tf.TypeSpec] | None = None, speculator: Any = None,
-                fed_scalars: dict[Source, type] | None = None,
-                on_collective: Callable[[Any], None] | None = None, xla: bool = False) -> CacheEntry:
+                plan: TracePlan, speculator: Speculator,
+                on_collective: Callable[[Any], None] | None = None) -> CacheEntry:
     """Trace ``converted`` on these arguments into a cache entry (raises on failure).
 
-    ``xla``: mark the pure ops that run before any state change for XLA clusters.
-
-    Raises :class:`janus.commit.atomicity.StateBeforeAssertion` when an assumption is checked
-    after a state update; the caller retraces without those assumptions.  A trace that
-    found several calls of a recursive function on trees is traced once more, to compute
-    them in one batch (``janus.runtime.recursion``).
+    Raises a :class:`janus.errors.Restart` when the trace must start again with what it
+    learned: :class:`janus.commit.atomicity.StateBeforeAssertion` (an assumption checked
+    after a state update) or :class:`janus.runtime.recursion.Regroup` (recursive calls on
+    trees to compute in one batch).  The driver's conversion loop retries.
     """
-    grouping: dict | bool | None = None
-    refused: dict = {}
-    for _ in range(8):
-        try:
-            return _build_entry(python_fn, converted, args, kwargs, relaxed_shapes, speculator, fed_scalars,
-                                on_collective, grouping, refused, xla)
-        except Regroup as again:
-            if again.refused:
-                refused.update(again.refused)
-            elif grouping is None or grouping and again.grouping is False:  # find roots, group, or each alone
-                grouping = again.grouping
-            else:
-                break
-    raise ConversionError("recursive calls on trees changed between traces")
-
-
-def _build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple, kwargs: dict,
-                 relaxed_shapes: dict | None, speculator: Any, fed_scalars: dict | None,
-                 on_collective: Callable[[Any], None] | None, grouping: dict | bool | None,
-                 refused: dict, xla: bool) -> CacheEntry:
     leaves = tensor_leaves(args, kwargs)
-    relaxed_shapes = relaxed_shapes or {}
+    relaxed_shapes = plan.relaxed
     composite_specs = {p: s for p, s in relaxed_shapes.items() if isinstance(s, tf.TypeSpec)}
     relaxed_shapes = {p: s for p, s in relaxed_shapes.items() if p not in composite_specs}
-    fed_scalars = fed_scalars or {}
+    fed_scalars = plan.fed
     specs = [(p, tf.TensorSpec(relaxed_shapes.get(p, v.shape), v.dtype)) for p, v in leaves]
     heap_shapes = {p: s for p, s in relaxed_shapes.items() if not p.is_argument}
     # Fed scalars among the arguments are inputs of the concrete function; fed scalars read
     # from Python state are captured at call time when (and only if) the trace reads them.
     specs += [(p, tf.TensorSpec([], DTYPES[kind])) for p, kind in fed_scalars.items() if p.is_argument]
-    ctx = TraceContext(relaxed=bool(relaxed_shapes), speculator=speculator, fed_scalars=dict(fed_scalars),
-                       heap_shapes=heap_shapes, convert=convert)
-    ctx.guard_set.namespace.update(guard_namespace_base())
-    ctx.heap.composite_specs = composite_specs
-    ctx.on_collective = on_collective
-    ctx.recursion = TreeRecursion(ctx, grouping, (args, kwargs), refused)
+    ctx = TraceContext(relaxed=bool(relaxed_shapes), speculator=speculator, fed_scalars=fed_scalars,
+                       heap_shapes=heap_shapes, composite_specs=composite_specs, convert=convert,
+                       on_collective=on_collective,
+                       recursion=lambda c: TreeRecursion(c, plan.grouping, (args, kwargs), plan.refused))
     names = _param_names(python_fn)
     state: dict[str, Any] = {}
 
@@ -244,7 +272,7 @@ def _build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple
         before = atomicity.gate_state_on_assertions(ctx.heap.outer_graph, ctx.checks)
         candidates = xla_marks.candidates(before, [op for op, _ in ctx.checks.assertions])
         state["xla_rounding"] = xla_marks.rounds_differently(candidates)
-        if xla:
+        if plan.xla:
             state["xla_ops"] = xla_marks.mark(candidates)
         completed = atomicity.completion(ctx.heap.outer_graph, ctx.checks.safe_ops, packer.tensors)
         return packer.tensors + ([completed] if completed is not None else [])
@@ -268,21 +296,21 @@ def _build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple
                                               f"than variables: a run it aborted could not be undone")
     check, guard_source = guards.compile_guard(ctx.guard_set.guards, len(args), tuple(kwargs), ctx.guard_set.namespace)
     inputs = guards.compile_inputs([p for p, _ in specs], fed_scalars, ctx.guard_set.namespace)
-    return CacheEntry(
-        concrete=concrete, check=check, inputs=inputs, output=state["output"], effects=state["effects"],
+    graph = Graph(concrete=concrete, check=check, inputs=inputs, output=state["output"], effects=state["effects"],
+                  namespace=ctx.guard_set.namespace, seeds=ctx.seeds.reservation if ctx.seeds.used else None,
+                  undo=undo, xla_ops=state.get("xla_ops", 0))
+    report = Report(
         guards=list(ctx.guard_set.guards), guard_source=guard_source, input_specs=specs,
         input_names=[ctx.heap.label_of(ctx.heap.arg_inputs.get(p)) or p.label for p, _ in specs],
         heap_inputs=[h.source.what for h in ctx.heap.heap_inputs.values()],
         heap_specs={p: h.spec for p, h in ctx.heap.heap_inputs.items()},
-        assertions=len(ctx.checks.assertions), assumptions=list(ctx.checks.assumptions),
-        relaxed=ctx.heap.relaxed, namespace=ctx.guard_set.namespace,
-        seeds=ctx.seeds.reservation if ctx.seeds.used else None,
+        assertions=len(ctx.checks.assertions), assumptions=list(ctx.checks.assumptions), relaxed=ctx.heap.relaxed,
         constant_bytes=_tf_private.captured_constant_bytes(concrete),
         forests=[f.plan for f in ctx.recursion.forests],
-        unbatched={fn.__qualname__: why for fn, why in refused.items()},
-        xla_ops=state.get("xla_ops", 0), xla_rounding=state.get("xla_rounding", []), undo=undo,
-        late_failure=ctx.checks.late_failures[0] if ctx.checks.late_failures else None,
-    )
+        unbatched={fn.__qualname__: why for fn, why in plan.refused.items()},
+        xla_rounding=state.get("xla_rounding", []),
+        late_failure=ctx.checks.late_failures[0] if ctx.checks.late_failures else None)
+    return CacheEntry(graph, report)
 
 
 def _refuse_stateful_random(concrete: Any) -> None:

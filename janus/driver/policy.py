@@ -23,7 +23,9 @@ import tensorflow as tf
 from janus import config
 from janus.trace.guards import GuardKind
 from janus.trace.sources import Arg, KwArg, Source
-from janus.trace.values import is_eager_composite, is_eager_tensor
+from janus.trace.speculation import Assumption, Speculator
+from janus.trace.scalars import is_eager_tensor
+from janus.trace.values import is_eager_composite
 
 log = logging.getLogger("janus")
 
@@ -79,7 +81,25 @@ class ConversionPolicy:
     def reuse_unlikely(self, entries: list) -> bool:
         """The newest graphs each served only the call that built them."""
         recent = entries[:UNUSED_GRAPHS_BEFORE_GIVING_UP]
-        return len(recent) == UNUSED_GRAPHS_BEFORE_GIVING_UP and all(e.hits <= 1 for e in recent)
+        return len(recent) == UNUSED_GRAPHS_BEFORE_GIVING_UP and all(e.counters.hits <= 1 for e in recent)
+
+    def record_eager_call(self) -> None:
+        """A profiled eager call: one more toward the next conversion."""
+        self.eager_since_attempt += 1
+
+    def retry_next_call(self, profile_calls: int) -> None:
+        """Convert again at the next call (a failed assumption, now banned, needs no new profile)."""
+        self.eager_since_attempt = profile_calls
+
+    # -- what to stop assuming --------------------------------------------------------
+    def ban(self, assumption: Assumption) -> None:
+        """Never assume again what ``assumption`` assumed (its site, or its check's value)."""
+        self.banned_sites.add(assumption.ban)
+
+    def speculator(self, profile: Any) -> Speculator:
+        """What a trace may assume: what ``profile`` saw (None: nothing), minus what was banned;
+        assumptions shared across this function's traces through one registry (by id)."""
+        return Speculator(profile, self.banned_sites, self.assumptions)
 
     # -- giving up ------------------------------------------------------------------
     def give_up(self, reason: str, advice: str) -> None:
@@ -124,18 +144,19 @@ class ConversionPolicy:
         """The first guard of ``entry`` that fails on this call; every Python int/float a
         failing guard pinned is fed next time, every changed heap tensor shape relaxed."""
         first = None
-        for guard in entry.guards:
-            if entry.holds(guard, args, kwargs):
+        graph, report = entry.graph, entry.report
+        for guard in report.guards:
+            if graph.holds(guard, args, kwargs):
                 continue
             first = first or guard.description
             source = guard.source
-            value = entry.value_at(source, args, kwargs) if source is not None else None
+            value = graph.value_at(source, args, kwargs) if source is not None else None
             if guard.kind is GuardKind.VALUE and type(value) in (int, float):
                 self.varying[source] = type(value)
             elif guard.kind is GuardKind.TENSOR and tf.is_tensor(value) and not source.is_argument:
-                self.observe_shape(source, value.shape, entry.value_shape(source))
+                self.observe_shape(source, value.shape, report.value_shape(source))
             elif guard.kind is GuardKind.SPEC and is_eager_composite(value):
-                self.observe(source, value, entry.heap_specs.get(source))
+                self.observe(source, value, report.heap_specs.get(source))
         first = first or "argument structure"
         self.misses[first] += 1
         return first

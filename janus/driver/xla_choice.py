@@ -17,15 +17,19 @@ reductions).  ``jit_compile=True`` accepts the round-off for speed.
 """
 from __future__ import annotations
 
+import contextlib
 import statistics
+import threading
+import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import tensorflow as tf
 
 from janus import config
 from janus.commit import atomicity
+from janus.trace.aborts import summary
 
 
 @dataclass
@@ -63,13 +67,82 @@ class XlaDecision:
         return f"not chosen: {self.why}{timing}"
 
 
-def start(mode: bool | None) -> XlaDecision:
-    """The decision record of a new graph built in ``mode`` (``jit_compile``)."""
+def decide(mode: bool | None, entry: Any, collective: Any, rebuild: Callable[[tuple, dict], Any]) -> XlaDecision:
+    """The XLA decision of a new graph built in ``mode`` (``jit_compile``): made at once,
+    or a trial to come (``rebuild`` traces a call again with XLA clusters)."""
     if mode is True:
-        return XlaDecision("on", chosen=True)
+        decision = XlaDecision("on", chosen=True)
+        if not entry.graph.xla_ops:
+            decision.why = "no op of its graph qualifies (janus.trace.xla)"
+        return decision
     if mode is False:
         return XlaDecision("off", chosen=False)
-    return XlaDecision("auto")
+    decision = XlaDecision("auto", rebuild=rebuild)
+    if collective is not None:
+        give_up(decision, "a multi-worker step: every worker must run the same graphs")
+    elif entry.report.xla_rounding:
+        give_up(decision, f"not tried: XLA rounds {', '.join(entry.report.xla_rounding[:4])} differently "
+                          f"from TensorFlow's kernels (eager's numbers come first)")
+    return decision
+
+
+class XlaTrials:
+    """The XLA trials of one function's graphs.  One call at a time runs a trial (other
+    threads' calls meanwhile run the graph plainly); a trial call runs the plain graph
+    timed, or, once the variant exists, both graphs (:func:`run_both`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def turn(self, entry: Any, args: tuple, kwargs: dict) -> Iterator[XlaDecision | None]:
+        """This call's part in ``entry``'s trial: its decision, or None (no trial now)."""
+        decision = entry.xla
+        if decision is None or decision.done or not self._lock.acquire(blocking=False):
+            yield None
+            return
+        try:
+            if wants_variant(decision):
+                _build_variant(entry, decision, args, kwargs)
+            yield decision
+        finally:
+            self._lock.release()
+
+    @staticmethod
+    def execute(entry: Any, decision: XlaDecision, args: tuple, kwargs: dict) -> tuple[list, Any]:
+        """Run a trial call: the outputs to commit and the entry they came from.  Raises if
+        the plain run aborts (then nothing changed)."""
+        if decision.variant is not None and atomicity.no_other_threads():
+            return run_both(entry, decision, args, kwargs, time.perf_counter)
+        if not entry.counters.hits:  # the first run instantiates the graph: not timed
+            return entry.graph.execute(args, kwargs), entry
+        outputs, seconds = _timed(entry, args, kwargs, time.perf_counter)
+        decision.plain_ms.append(seconds * 1e3)
+        return outputs, entry
+
+    @staticmethod
+    def adopt(entries: Any, entry: Any, decision: XlaDecision) -> None:
+        """The XLA variant won: it takes the plain graph's place in the cache ``entries``."""
+        variant, decision.variant = decision.variant, None
+        variant.xla = decision
+        variant.counters.hits, variant.counters.failures = entry.counters.hits, \
+            entry.counters.failures + variant.counters.failures
+        entries.replace(entry, variant)
+
+
+def _build_variant(entry: Any, decision: XlaDecision, args: tuple, kwargs: dict) -> None:
+    """Trace the call once more with XLA clusters: the variant under trial."""
+    try:
+        variant = decision.rebuild(args, kwargs)
+    except Exception as e:  # noqa: BLE001 - the plain graph stays
+        give_up(decision, f"tracing it with XLA failed ({summary(e)})")
+        return
+    if variant.report.guard_source != entry.report.guard_source:
+        give_up(decision, "tracing it again specialized on other values")
+    elif not variant.graph.xla_ops:
+        give_up(decision, "no op of its graph qualifies for XLA (janus.trace.xla)")
+    else:
+        decision.variant = variant
 
 
 def give_up(decision: XlaDecision, why: str) -> None:
@@ -77,10 +150,6 @@ def give_up(decision: XlaDecision, why: str) -> None:
     decision.chosen = False
     decision.why = why
     decision.variant = None
-
-
-def record_plain(decision: XlaDecision, seconds: float) -> None:
-    decision.plain_ms.append(seconds * 1e3)
 
 
 def wants_variant(decision: XlaDecision) -> bool:
@@ -100,7 +169,7 @@ def run_both(plain: Any, decision: XlaDecision, args: tuple, kwargs: dict, clock
     entry they came from (the plain one unless XLA agreed).  Raises if the plain run
     aborts (then nothing changed)."""
     variant = decision.variant
-    variables = atomicity.undoable_variables(plain.concrete)
+    variables = atomicity.undoable_variables(plain.graph.concrete)
     if variables is None:
         give_up(decision, "its graph holds state other than variables: a run cannot be undone to compare")
         return _timed(plain, args, kwargs, clock)[0], plain
@@ -134,7 +203,7 @@ def run_both(plain: Any, decision: XlaDecision, args: tuple, kwargs: dict, clock
 
 def _timed(entry: Any, args: tuple, kwargs: dict, clock: Any) -> tuple[list, float]:
     start = clock()
-    outputs = entry.execute(args, kwargs)
+    outputs = entry.graph.execute(args, kwargs)
     return outputs, clock() - start
 
 

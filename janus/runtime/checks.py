@@ -18,10 +18,11 @@ from janus.convert.pipeline import is_converted_code
 from janus.convert.sites import SiteInfo
 from janus.errors import ConversionError, InternalSignal
 from janus.runtime.truth import is_tensor, to_bool
+from janus.trace import aborts
 from janus.trace.active import current
 from janus_profiler import usercode
 
-USER_ASSERT_MESSAGE = "janus: assert statement failed"
+USER_ASSERT_MESSAGE = f"{aborts.marker(aborts.CheckKind.USER_ASSERT)} assert statement failed"
 
 
 def assertion(pred: tf.Tensor, message: str, assumption: Any = None) -> Any:

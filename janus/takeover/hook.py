@@ -43,7 +43,7 @@ import gc
 import sys
 from typing import Any, Iterator
 
-from janus.driver.function import function as janus_function
+from janus.driver.api import function as janus_function
 from janus.takeover import redirect, registry
 from janus.takeover.detect import TAPE_NAME, records_tape
 from janus.takeover.importer import HookFinder, is_user_file, scan_module, scan_user_modules

@@ -15,7 +15,7 @@ import types
 from typing import Any
 
 from janus.driver.function import BoundJanusFunction, JanusFunction
-from janus.driver.function import function as janus_function
+from janus.driver.api import function as janus_function
 from janus.takeover import registry
 from janus.takeover.detect import records_tape
 from janus_profiler import usercode

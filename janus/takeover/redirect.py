@@ -39,7 +39,7 @@ import tensorflow as tf
 from janus import config
 from janus.convert.pipeline import is_converted_code
 from janus.driver.function import BoundJanusFunction, JanusFunction, wrapping
-from janus.driver.function import function as janus_function
+from janus.driver.api import function as janus_function
 from janus.takeover import registry
 from janus.takeover.detect import TAPE_NAME, function_of
 from janus.takeover.importer import is_user_file

@@ -18,7 +18,7 @@ from typing import Any
 
 from janus.errors import InternalSignal
 
-from janus.driver.function import function as janus_function
+from janus.driver.api import function as janus_function
 from janus.takeover import registry
 from janus.takeover.detect import node_records_tape, own_nodes
 

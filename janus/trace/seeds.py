@@ -32,11 +32,12 @@ import numpy as np
 import tensorflow as tf
 
 from janus import _tf_private
+from janus.trace import aborts
 from janus.errors import ConversionError
 
 # A Philox key/counter row of the fed table: (s1, 0, s2) -> key [s1], counter [0, s2].
 ROW = 3
-OVERFLOW_MESSAGE = "janus: the run drew more random seeds than were reserved"
+OVERFLOW_MESSAGE = f"{aborts.marker(aborts.CheckKind.SEEDS)} the run drew more random seeds than were reserved"
 _MAXINT32 = 2 ** 31 - 1
 _FRESH = random.Random(os.urandom(16))
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from janus.convert.sites import SiteInfo
+from janus.trace import aborts
 
 MAX_UNROLL = 64
 _ids = itertools.count(1)
@@ -79,8 +80,8 @@ class Assumption:
 
     @property
     def message(self) -> str:
-        """Text of the assertion op: names the assumption when it fails."""
-        return f"janus assumption #{self.id}: {self.description}"
+        """Text of the assertion op: names the assumption when it fails (``janus.trace.aborts``)."""
+        return f"{aborts.marker(aborts.CheckKind.ASSUMPTION, self.id)} {self.description}"
 
 
 class Speculator:

@@ -1,0 +1,224 @@
+"""Converting a function on a call: the policy's go-ahead, then one bounded retry loop.
+
+A conversion parses and converts the function once, then traces it on the call's
+arguments (:func:`janus.driver.entry.build_entry`) under a :class:`TracePlan`.  A trace
+that raises a :class:`janus.errors.Restart` starts again with what the signal carries (a
+speculation banned, the recursions on trees regrouped); one that fails with relaxed
+shapes or fed numbers is tried once more specialized on this call's values.  All of it
+happens in :meth:`Conversion.run`'s single loop, at most ``MAX_TRACES`` traces.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+import types
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Callable
+
+from janus.commit.atomicity import StateBeforeAssertion
+from janus.convert import support
+from janus.convert.pipeline import convert_source, is_converted_code
+from janus.driver import xla_choice
+from janus.driver.entry import CacheEntry, TracePlan, build_entry, convert, input_leaves
+from janus.errors import ConversionError, Restart
+from janus.runtime.recursion import Regroup
+from janus.trace.aborts import summary
+
+if TYPE_CHECKING:
+    from janus.driver.cache import GraphCache
+    from janus.driver.options import Options
+    from janus.driver.policy import ConversionPolicy
+    from janus_profiler import Profiler
+
+log = logging.getLogger("janus")
+
+MAX_TRACES = 12  # traces of one conversion, restarts and the specialized retry included
+
+
+class Conversion:
+    """The conversions of one function, and what the last one left to report."""
+
+    def __init__(self, fn: types.FunctionType, policy: "ConversionPolicy", profiler: "Profiler",
+                 note: Callable[[str], None]):
+        self.fn = fn
+        self.policy = policy
+        self.profiler = profiler
+        self.note = note
+        self.reset()
+
+    def reset(self) -> None:
+        self.source: str | None = None  # the generated code, for janus.explain
+        self.failure: tuple[str, str | None] | None = None  # (reason, location) of this call's failure
+        self.permanent_location: str | None = None  # the user's line of the reason it gave up, if known
+        self.why: str | None = None  # what led to the next conversion, for its log line
+
+    def failed(self, reason: str, location: str | None = None) -> None:
+        """Remember why this call's conversion failed (for strict mode's error)."""
+        self.failure = (reason, location)
+
+    def run(self, args: tuple, kwargs: dict, entries: "GraphCache", options: "Options",
+            collective: Any, on_collective: Callable[[Any], None]) -> CacheEntry | None:
+        """Convert on this call if the policy says so: the new entry, its XLA decision made
+        (None: run this call eagerly)."""
+        policy = self.policy
+        if not self._due(entries, options.profile_calls):
+            return None
+        started = time.perf_counter()
+        why = self.why or f"{policy.eager_since_attempt} profiled calls"
+        converted = self._converted()
+        if converted is None:
+            return None
+        speculate, mode = options.speculate, options.xla_mode
+        for source, value in input_leaves(args, kwargs):
+            policy.observe(source, value)
+        history = self.profiler.data.arg_history(self.fn) if speculate else []
+        plan = TracePlan(relaxed=policy.relaxed_shapes(), xla=mode is True,
+                         fed=policy.fed_scalars(self.fn, history, speculate, args, kwargs))
+        profile = self.profiler.data if speculate else None
+        entry = None
+        for _ in range(MAX_TRACES):
+            try:
+                entry = build_entry(self.fn, converted, args, kwargs, plan, policy.speculator(profile), on_collective)
+                break
+            except Exception as e:  # noqa: BLE001 - every outcome of a trace is decided below
+                plan = self._after_failed_trace(e, plan)
+                if plan is None:
+                    break
+        else:
+            self.failed("the trace kept being restarted")
+        policy.converted(entry is not None)
+        seconds = time.perf_counter() - started
+        if entry is None:
+            if log.isEnabledFor(logging.INFO):
+                log.info("%s: conversion failed after %.2f s (%s)%s", self.fn.__qualname__, seconds,
+                         self.failure[0] if self.failure else "see janus.explain",
+                         "; runs eagerly from now on" if policy.gave_up else "")
+            return None
+        entry.report.seconds = seconds
+        xla_plan = replace(plan, xla=True)
+        entry.xla = xla_choice.decide(mode, entry, collective, lambda a, k: build_entry(
+            self.fn, converted, a, k, xla_plan, policy.speculator(profile), on_collective))
+        if log.isEnabledFor(logging.INFO):
+            log.info("converted %s in %.2f s after %s: %d guards, %d assumptions, %d inputs%s%s",
+                     self.fn.__qualname__, seconds, why, len(entry.report.guards),
+                     sum(1 for a in entry.report.assumptions if a.speculative), len(entry.report.input_specs),
+                     " (relaxed shapes)" if entry.report.relaxed else "", _specialized_on(entry))
+        self.why = None
+        return entry
+
+    def _due(self, entries: "GraphCache", profile_calls: int) -> bool:
+        """The policy's go-ahead; giving up here when the budget is spent or graphs go unused."""
+        policy = self.policy
+        if not policy.due(bool(entries), profile_calls):
+            return False
+        if policy.budget_exhausted():
+            self.note("conversion budget exhausted; running eagerly")
+            policy.give_up_on_budget()
+            self.permanent_location = None
+            return False
+        if policy.reuse_unlikely(entries):
+            self.note("the last graphs were never reused; running eagerly")
+            policy.give_up(f"its last {len(entries[:3])} graphs were never reused "
+                           f"({policy.misses.most_common(1)[0][0] if policy.misses else 'new guards every call'})",
+                           "Values it specializes on change at every call; see janus.explain(f).")
+            entries.drop(lambda e: e.counters.hits <= 1)
+            self.permanent_location = None
+            return False
+        return True
+
+    def _converted(self) -> Callable | None:
+        """The converted function, or None after giving up (a construct never converted)."""
+        fn = self.fn
+        self.permanent_location = None
+        reason = "marked janus.do_not_convert" if support.marked_do_not_convert(fn) else support.unsupported_reason(fn)
+        if reason is None:
+            try:
+                self.source = convert_source(fn)
+                return convert(fn)
+            except ConversionError as e:
+                reason = e.reason
+            except Exception as e:  # noqa: BLE001 - Janus's own failure: never the user's exception
+                self.note(f"converting failed inside Janus: {summary(e)}")
+                self.failed(f"converting failed inside Janus: {summary(e)}")
+                self.policy.converted(False)
+                return None
+        else:
+            self.permanent_location = construct_location(fn, reason)
+        self.note(f"cannot convert: {reason}")
+        self.policy.give_up(reason, "It contains a construct Janus does not convert; see janus.explain(f).")
+        return None
+
+    def _after_failed_trace(self, error: Exception, plan: TracePlan) -> TracePlan | None:
+        """The plan of the next trace after ``error``, or None: the conversion failed."""
+        where = trace_location(error)
+        if isinstance(error, StateBeforeAssertion) and error.assumptions:
+            for a in error.assumptions:
+                self.policy.ban(a)
+            self.note(f"not speculated, checked after a state update: "
+                      f"{'; '.join(a.description for a in error.assumptions)}")
+            return plan
+        if isinstance(error, Regroup):
+            regrouped = plan.regrouped(error)
+            if regrouped is not None:
+                return regrouped
+            error = ConversionError("recursive calls on trees changed between traces")
+        if isinstance(error, StateBeforeAssertion):
+            self.note(f"trace failed: {error.reason} (an assert in the code)")
+            self.failed(f"trace failed: {error.reason} (an assert in the code)", where or None)
+        elif isinstance(error, ConversionError):
+            self.note(f"trace failed{_at(where)}: {error.reason}")
+            self.failed(error.reason, where or None)
+            if error.permanent:
+                self.permanent_location = where or None
+                self.policy.give_up(error.reason, "It reaches code Janus never converts; see janus.explain(f).")
+                return None
+        elif isinstance(error, Restart):
+            self.note(f"trace failed{_at(where)}: an unexpected restart ({type(error).__name__})")
+            self.failed(f"an unexpected restart ({type(error).__name__})", where or None)
+        else:  # eager will raise it (or not) for real
+            self.note(f"trace raised{_at(where)} {summary(error)}")
+            self.failed(f"tracing it raised {summary(error)}", where or None)
+        if (plan.relaxed or plan.fed) and not self.policy.gave_up:
+            return TracePlan(xla=plan.xla)  # once more, specialized on this call's values
+        return None
+
+
+def _at(where: str) -> str:
+    return f" at {where}" if where else ""
+
+
+def trace_location(e: BaseException) -> str:
+    """``file.py:LINE``: the user's line where converted code was when ``e`` was raised."""
+    where = ""
+    tb = e.__traceback__
+    while tb is not None:
+        if is_converted_code(tb.tb_frame.f_code):
+            where = f"{os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return where
+
+
+def construct_location(fn: types.FunctionType, reason: str) -> str | None:
+    """``file.py:LINE`` of the construct a static reason names (``support.unsupported_reason``)."""
+    try:
+        import gast
+
+        from janus.convert.parse import function_ast
+        node, filename, _, _ = function_ast(fn)
+        kinds = tuple(kind for kind, text in support._REASONS.items() if text == reason)  # noqa: SLF001
+        for child in gast.walk(node):
+            if child is not node and kinds and isinstance(child, kinds) and hasattr(child, "lineno"):
+                return f"{os.path.basename(filename)}:{child.lineno}"
+    except Exception:  # noqa: BLE001 - the location is a courtesy; the def line stands in
+        pass
+    return None
+
+
+def _specialized_on(entry: CacheEntry) -> str:
+    """``; specialized on: ...``: the first guards of a new graph, for its log line."""
+    guards = entry.report.guards
+    if not guards:
+        return ""
+    more = f" (+{len(guards) - 3} more)" if len(guards) > 3 else ""
+    return "; specialized on: " + "; ".join(g.description for g in guards[:3]) + more
