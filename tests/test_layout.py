@@ -153,12 +153,13 @@ def test_converter_annotations_go_through_the_registry():
 
 
 def test_one_user_code_predicate():
-    """janus_profiler.usercode decides for the profiler, janus-profile, the hook and the runtime."""
+    """janus_profiler.usercode decides for the profiler, janus-profile, the hook and the runtime
+    (through the allow-list, janus.convert.libraries)."""
     import json as stdlib_module
 
     import numpy
 
-    from janus.runtime import calls
+    from janus.convert import libraries
     from janus.takeover import hook
     from janus_profiler import usercode
 
@@ -166,6 +167,6 @@ def test_one_user_code_predicate():
     assert usercode.is_user_file("<ipython-input-1-abc>")
     for library in (stdlib_module.__file__, numpy.__file__, janus.__file__, usercode.__file__, "<frozen os>"):
         assert not usercode.is_user_file(library), library
-        assert not calls.is_user_code_file(library), library
+        assert not libraries.is_user_code_file(library), library
         assert not hook.is_user_file(library), library
-    assert calls.is_user_code_file(__file__) and hook.is_user_file(__file__)
+    assert libraries.is_user_code_file(__file__) and hook.is_user_file(__file__)
