@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import tensorflow as tf
 
-from janus.convert.pipeline import is_converted_code
+from janus.convert.registry import is_converted_code
 from janus.convert.sites import SiteInfo
 from janus.errors import ConversionError, InternalSignal
 from janus.runtime.truth import is_tensor, to_bool

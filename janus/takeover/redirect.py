@@ -37,7 +37,7 @@ from typing import Any, Callable
 import tensorflow as tf
 
 from janus import config
-from janus.convert.pipeline import is_converted_code
+from janus.convert.registry import is_converted_code
 from janus.driver.function import BoundJanusFunction, JanusFunction, wrapping
 from janus.driver.api import function as janus_function
 from janus.takeover import registry
