@@ -21,7 +21,8 @@ from janus.runtime.loops import EnumeratedDataset, TensorRange
 from janus.runtime.truth import to_bool
 from janus.trace.active import current
 from janus.trace.forest import NodeView
-from janus.trace.values import PyOrTensor, PyScalar, SymbolicShape, is_symbolic
+from janus.trace.scalars import PyOrTensor, PyScalar, is_symbolic
+from janus.trace.values import SymbolicShape
 
 
 def print_(*args: Any, sep: str | None = " ", end: str | None = "\n", file: Any = None, flush: bool = False) -> None:

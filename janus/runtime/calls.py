@@ -32,7 +32,8 @@ from janus.errors import ConversionError
 from janus.runtime import builtins, callbacks, containers, random, recursion, state
 from janus.trace.active import current
 from janus.trace.forest import NodeView
-from janus.trace.values import PyScalar, SymbolicShape, is_user_class
+from janus.trace.scalars import PyScalar
+from janus.trace.values import SymbolicShape, is_user_class
 
 _IMMUTABLE = (str, bytes, int, float, bool, tuple, frozenset, complex)
 

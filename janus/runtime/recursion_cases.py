@@ -21,7 +21,8 @@ from janus.convert.analysis.recursion import StructuralRecursion
 from janus.errors import ConversionError
 from janus.runtime import state
 from janus.trace.forest import MAX_CASES, Case, CaseTest, ForestPlan, NodeView
-from janus.trace.values import DTYPES, PyScalar, is_framework_object, is_user_class
+from janus.trace.scalars import DTYPES, PyScalar
+from janus.trace.values import is_framework_object, is_user_class
 
 
 class Column(PyScalar):
