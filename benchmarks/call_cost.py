@@ -1,4 +1,4 @@
-"""What one call costs: a trivial function and two training steps, eager, Janus and tf.function.
+"""What one call costs: small functions and two training steps, eager, Janus and tf.function.
 
 Per-call medians of timed windows, all modes of a program in one process, interleaved
 window by window (the machine is shared: compare only within one run).  Used to check
@@ -16,6 +16,7 @@ import os
 import statistics
 import sys
 import time
+import types
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -42,16 +43,48 @@ def _interleaved(calls: dict, n: int, windows: int) -> dict:
     return {name: statistics.median(t) for name, t in times.items()}
 
 
+def _modes(fn, args: tuple) -> dict:
+    """eager, a Janus graph hit, tf.function, and tf.function's bare concrete function."""
+    traced = tf.function(fn)
+    modes = {"eager": fn, "janus": janus.function(fn), "tf.function": traced,
+             "concrete": traced.get_concrete_function(*args)}
+    for f in modes.values():
+        for _ in range(10):
+            f(*args)
+    assert janus.stats(modes["janus"])["graph_calls"] > 0
+    return modes
+
+
 def trivial(windows: int) -> dict:
     def inc(x):
         return x + 1.0
 
     x = tf.constant(1.0)
-    modes = {"eager": inc, "janus": janus.function(inc), "tf.function": tf.function(inc)}
-    for f in modes.values():
-        for _ in range(10):
-            f(x)
-    assert janus.stats(modes["janus"])["graph_calls"] > 0
+    return _interleaved({m: (lambda f=f: f(x)) for m, f in _modes(inc, (x,)).items()}, 2000, windows)
+
+
+def eight_arguments(windows: int) -> dict:
+    def add8(a, b, c, d, e, f, g, h):
+        return a + b + c + d + e + f + g + h
+
+    xs = tuple(tf.constant(float(i)) for i in range(8))
+    return _interleaved({m: (lambda f=f: f(*xs)) for m, f in _modes(add8, xs).items()}, 2000, windows)
+
+
+class _Eight:
+    """A method reading eight variables (state read at each call: fed, not constants)."""
+
+    def __init__(self) -> None:
+        self.vs = [tf.Variable(float(i)) for i in range(8)]
+
+    def total(self, x):
+        v = self.vs
+        return x + v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7]
+
+
+def eight_variables(windows: int) -> dict:
+    obj, x = _Eight(), tf.constant(1.0)
+    modes = _modes(types.MethodType(_Eight.total, obj), (x,))
     return _interleaved({m: (lambda f=f: f(x)) for m, f in modes.items()}, 2000, windows)
 
 
@@ -76,11 +109,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--windows", type=int, default=7)
     args = parser.parse_args()
-    rows = {"trivial x + 1 (us)": {k: v * 1e6 for k, v in trivial(args.windows).items()}}
+    rows = {"trivial x + 1 (us)": {k: v * 1e6 for k, v in trivial(args.windows).items()},
+            "8 arguments (us)": {k: v * 1e6 for k, v in eight_arguments(args.windows).items()},
+            "method, 8 variables (us)": {k: v * 1e6 for k, v in eight_variables(args.windows).items()}}
     for name in ("lstm", "treelstm"):
         rows[f"{name} train_step (ms)"] = {k: v * 1e3 for k, v in example(name, args.windows).items()}
     for label, times in rows.items():
-        print(f"{label:26s} " + "  ".join(f"{m} {t:8.2f}" for m, t in times.items()))
+        print(f"{label:26s} " + "  ".join(f"{m} {t:8.2f}" for m, t in times.items()) +
+              f"   janus/eager {times['janus'] / times['eager']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -4,10 +4,17 @@ Everything else in Janus uses public TensorFlow APIs.
 """
 from __future__ import annotations
 
+import itertools
+import weakref
 from typing import Any, Callable, Sequence
 
 import tensorflow as tf
+from tensorflow.python import pywrap_tfe as _pywrap_tfe
+from tensorflow.python.eager import cancellation as _cancellation
 from tensorflow.python.eager import context as _eager_context
+from tensorflow.python.eager import execute as _execute
+from tensorflow.python.eager.polymorphic_function import atomic_function as _atomic_function
+from tensorflow.python.ops import handle_data_util as _handle_data_util
 from tensorflow.python.framework import func_graph
 from tensorflow.python.framework import ops as tf_ops
 from tensorflow.python.ops import cond_v2
@@ -37,14 +44,68 @@ def call_flat(concrete: Any, inputs: Sequence[Any], xla: bool = False) -> Any:
     graph has XLA cluster marks; Grappler's remapper is off for it, since the ops it
     fuses (``MatMul`` + ``BiasAdd`` into ``_FusedMatMul``) lose the marks and cut the
     clusters apart (the LSTM example: 121 clusters, one per time step and more).
+
+    When no gradient tape (nor forward accumulator) is active, the call goes straight to
+    the function-call op, as ``ConcreteFunction._call_flat`` does itself in that case
+    (``AtomicFunction.call_flat`` -> ``Context.call_function`` -> ``execute``), minus the
+    per-call work Janus does once per graph: the call's attributes (the exact-arithmetic
+    options), the function's name and output count, and swapping the thread's options in
+    and out.  A failed run's error goes through TensorFlow's own ``InterpolateRuntimeError``
+    (the creation stack of the op that failed).  Under a tape, ``_call_flat`` records the
+    call for the gradient.
     """
     ctx = _eager_context.context()
-    previous = ctx.function_call_options
-    ctx.function_call_options = _exact_call_options(previous, remapping=not xla)
+    base = ctx.function_call_options
+    if _pywrap_tfe.TFE_Py_TapeSetIsEmpty() and ctx.executing_eagerly() and _cancellation.context() is None:
+        call = _FLAT_CALLS.get(concrete)
+        if call is None:
+            call = _FLAT_CALLS[concrete] = _FlatCall(concrete)
+        return call(ctx, base, list(inputs), xla)
+    ctx.function_call_options = _exact_call_options(base, remapping=not xla)
     try:
         return concrete._call_flat(list(inputs), concrete.captured_inputs)  # noqa: SLF001
     finally:
-        ctx.function_call_options = previous
+        ctx.function_call_options = base
+
+
+class _FlatCall:
+    """What a tape-free call of one concrete function needs, computed once."""
+
+    def __init__(self, concrete: Any):
+        atomic = concrete._inference_function  # noqa: SLF001 - the function _call_flat runs without a tape
+        self.concrete = concrete
+        self.atomic = atomic
+        self.name = atomic.name.decode("utf-8")
+        outputs = atomic.function_type.flat_outputs
+        self.count = len(outputs)
+        self.handle_data = [(i, t.dtype._handle_data.shape_inference)  # noqa: SLF001
+                            for i, t in enumerate(outputs) if t.dtype._handle_data]  # noqa: SLF001
+        captured = concrete._captured_inputs  # noqa: SLF001
+        late = any(callable(c) for c in captured)  # call-time captures: read at each call
+        self.captured = None if late else concrete.captured_inputs
+
+    def __call__(self, ctx: Any, base: Any, inputs: list, xla: bool) -> Any:
+        args = inputs + (self.concrete.captured_inputs if self.captured is None else self.captured)
+        with _atomic_function.InterpolateRuntimeError(self.atomic):
+            outputs = _execute.execute(self.name, num_outputs=self.count, inputs=args,
+                                       attrs=_exact_call_attrs(base, remapping=not xla), ctx=ctx)
+        for i, shape_inference in self.handle_data:
+            _handle_data_util.set_handle_data(outputs[i], shape_inference)
+        return outputs or None
+
+
+_FLAT_CALLS: "weakref.WeakKeyDictionary[Any, _FlatCall]" = weakref.WeakKeyDictionary()
+_EXACT_ATTRS: dict = {}
+
+
+def _exact_call_attrs(base: Any, remapping: bool) -> tuple:
+    """The function-call op's attributes for :func:`_exact_call_options`, flattened as
+    ``Context.call_function`` flattens them."""
+    key = (base.config_proto_serialized, base.executor_type, remapping)
+    attrs = _EXACT_ATTRS.get(key)
+    if attrs is None:
+        attrs = _EXACT_ATTRS[key] = tuple(itertools.chain(*_exact_call_options(base, remapping).as_attrs().items()))
+    return attrs
 
 
 _EXACT_OPTIONS: dict = {}
