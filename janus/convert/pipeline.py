@@ -43,7 +43,6 @@ from janus.convert.passes.finally_exits import CatchForFinally
 from janus.convert.passes.returns import LowerReturns
 from janus.convert.passes.state_access import LowerStateAccess
 from janus.convert.passes.undefined import BindUndefined
-from janus.convert.registry import is_converted_code  # noqa: F401 - janus/driver moves to the new path
 from janus.convert.sites import SiteInfo
 from janus.convert.unparse import unparse
 from janus.errors import ConversionError

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from janus.commit.atomicity import StateBeforeAssertion
 from janus.convert import support
-from janus.convert.pipeline import convert_source, is_converted_code
+from janus.convert.pipeline import convert_source
+from janus.convert.registry import is_converted_code
 from janus.driver import xla_choice
 from janus.driver.entry import CacheEntry, TracePlan, build_entry, convert, input_leaves
 from janus.errors import ConversionError, Restart

@@ -23,6 +23,7 @@ from typing import Any
 from janus import config
 from janus.commit import atomicity
 from janus.commit.uninterrupted import SignalsDeferred
+from janus.convert.libraries import is_user_code, is_user_code_file
 from janus.driver import workers
 from janus.driver.cache import GraphCache
 from janus.driver.conversion import Conversion
@@ -32,7 +33,6 @@ from janus.driver.options import Options
 from janus.driver.policy import ConversionPolicy
 from janus.driver.xla_choice import XlaTrials
 from janus.errors import GraphBreakError
-from janus.runtime.calls import is_user_code, is_user_code_file
 from janus.trace import aborts
 from janus.trace.active import current
 from janus_profiler import Profiler

@@ -26,7 +26,6 @@ import tensorflow as tf
 from janus.convert.libraries import (
     ALLOWED_BUILTINS, is_allowed_library, is_user_function, is_user_method, qualified_name,
 )
-from janus.convert.libraries import is_user_code, is_user_code_file  # noqa: F401 - janus/driver moves to the new path
 from janus.convert.registry import is_converted_function
 from janus.errors import ConversionError
 from janus.runtime import builtins, callbacks, containers, random, recursion, state

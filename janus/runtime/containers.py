@@ -17,7 +17,6 @@ from janus.errors import ConversionError
 from janus.runtime import state
 from janus.trace.active import current
 from janus.trace.forest import NodeView, is_tree_part
-from janus.trace.guards import GuardKind
 from janus.trace.sources import Cell, Global, Source
 
 MUTATORS = {
@@ -83,8 +82,7 @@ def _defer(ctx: Any, target: Any, source: Source, method: str, args: tuple) -> b
     if type(target) not in MUTATORS or method not in MUTATORS[type(target)] or ctx.heap.was_read(target) \
             or method in ("pop", "popitem", "setdefault"):
         return False
-    ctx.guard(f"type({source.expr}) is {type(target).__name__}", f"{source.what} is a {type(target).__name__}",
-              GuardKind.TYPE, source)
+    ctx.guard_set.type_is(source, type(target))
     ctx.effect(CallMethod(source, method, tuple(args)), f"{source.label}.{method}(...)")
     ctx.heap.mutated_unread.add(id(target))
     return True

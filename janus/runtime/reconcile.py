@@ -16,7 +16,8 @@ from typing import Any, Sequence
 import tensorflow as tf
 
 from janus.errors import ConversionError
-from janus.trace.values import DTYPES, PY_SCALARS, UNDEF, PyOrTensor, PyScalar, is_symbolic
+from janus.trace.values import UNDEF, PyScalar, is_symbolic
+from janus.trace.scalars import DTYPES, PY_SCALARS, PyOrTensor
 
 
 def _kind(leaf: Any) -> Any:

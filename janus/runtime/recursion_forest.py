@@ -23,7 +23,6 @@ from janus.errors import ConversionError, InternalSignal
 from janus.runtime.recursion_cases import Batch, CaseTrace, discover, gate, scratch
 from janus.trace.active import CALL
 from janus.trace.forest import MAX_LEVELS, Case, Flat, ForestPlan
-from janus.trace.guards import GuardKind
 from janus.trace.sources import Source
 
 # Cases learned by earlier traces of a function (without their nodes): a later trace, e.g. for
@@ -65,8 +64,7 @@ def build(rec: Any, fn: Any, info: StructuralRecursion, bound: inspect.BoundArgu
     name = ctx.const(plan, "forest")
     plan.roots_of = eval(f"lambda a, k: ({''.join(s.expr + ', ' for _, s in roots)})",  # noqa: S307
                          ctx.guard_set.namespace)
-    ctx.guard(f"{name}.fits(a, k)", f"{', '.join(plan.root_labels)} fit the {len(plan.cases)} node cases of "
-              f"{plan.label} traced (below {plan.levels} levels)", GuardKind.FOREST)
+    ctx.guard_set.forest(plan)
     inputs = plan.unpack(_tf_private.call_time_input(ctx.heap.outer_graph, lambda: plan.inputs(*CALL.args),
                                                      plan.spec(), key=name))
     offsets, root_index = inputs[0], inputs[1]

@@ -11,7 +11,8 @@ from typing import Any
 import tensorflow as tf
 
 from janus.errors import ConversionError
-from janus.trace.values import PyOrTensor, PyScalar, is_symbolic
+from janus.trace.values import PyScalar, is_symbolic
+from janus.trace.scalars import PyOrTensor
 
 
 def is_tensor(x: Any) -> bool:

@@ -19,7 +19,8 @@ from janus.runtime.reconcile import as_union, join, number_or_tensor, split, uni
 from janus.runtime.truth import is_tensor, truth
 from janus.trace.active import current
 from janus.trace.seeds import DrawInLoop
-from janus.trace.values import PY_SCALARS, UNDEF, PyOrTensor, PyScalar, is_symbolic
+from janus.trace.values import UNDEF, PyScalar, is_symbolic
+from janus.trace.scalars import PY_SCALARS, PyOrTensor
 
 DRAW_IN_TEST = "the condition of a tensor-dependent loop draws random numbers"
 
