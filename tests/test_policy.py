@@ -78,3 +78,54 @@ def test_budget_exhaustion_warns_once_naming_the_guard(caplog, monkeypatch):
         check(make, calls, min_graph_calls=1)
     messages = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(messages) == 1 and "conversions" in messages[0] and "mode" in messages[0], messages
+
+
+def _numpy_statistic_step(jit):
+    """A step with a NumPy statistic of a gradient between two tapes: the trace cannot give
+    NumPy a graph tensor's value, and fails the same way at every attempt."""
+    import numpy as np
+
+    w = tf.Variable([[0.5], [-0.25]])
+    norms = []
+
+    @jit
+    def step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.matmul(x, w) ** 2)
+        g = tape.gradient(loss, w)
+        norms.append(float(np.linalg.norm(g.numpy())))
+        with tf.GradientTape() as tape:
+            loss2 = tf.reduce_sum(tf.matmul(x, w))
+        w.assign_sub(0.01 * tape.gradient(loss2, w) / max(norms[-1], 1.0))
+        return loss + loss2
+
+    return SimpleNamespace(fn=step, state=lambda: {"w": w.numpy(), "norms": list(norms)})
+
+
+def test_a_conversion_that_fails_twice_the_same_way_stops_trying():
+    """Never slower than eager: the second identical failure (nothing relaxed or banned in
+    between) gives up, instead of profiling and tracing until the budget is spent."""
+    calls = [(tf.constant([[float(i), 1.0], [2.0, float(-i)]]),) for i in range(20)]
+    total = check(_numpy_statistic_step, calls, eager_only=True)
+    assert total["failed_conversions"] == 2 and total["conversions"] == 0, total
+    from janus.driver.function import registry
+    fns = [f for f in registry() if f.__qualname__.endswith("step")]
+    assert any("failed twice the same way" in (f.permanent_reason or "") for f in fns), \
+        [f.permanent_reason for f in fns]
+
+
+def test_failures_that_differ_keep_trying():
+    """A failure that changes between attempts (here the argument that is not a tensor)
+    is no reason to stop: the next conversion may well succeed."""
+    def make(jit):
+        @jit
+        def f(x, k):
+            if k < 2:
+                return x * float(x.numpy().sum())  # the trace raises, at another value each time
+            return x * 2.0
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(tf.constant([1.0, 2.0]), min(i // 4, 2)) for i in range(16)]
+    total = check(make, calls, min_graph_calls=1)
+    assert total["conversions"] >= 1, total

@@ -53,6 +53,7 @@ class Conversion:
         self.failure: tuple[str, str | None] | None = None  # (reason, location) of this call's failure
         self.permanent_location: str | None = None  # the user's line of the reason it gave up, if known
         self.why: str | None = None  # what led to the next conversion, for its log line
+        self._last_failed: tuple | None = None  # the last failed attempt: its failure and what it knew
 
     def failed(self, reason: str, location: str | None = None) -> None:
         """Remember why this call's conversion failed (for strict mode's error)."""
@@ -77,7 +78,7 @@ class Conversion:
         plan = TracePlan(relaxed=policy.relaxed_shapes(), xla=mode is True,
                          fed=policy.fed_scalars(self.fn, history, speculate, args, kwargs))
         profile = self.profiler.data if speculate else None
-        entry = None
+        entry, first = None, plan
         for _ in range(MAX_TRACES):
             try:
                 entry = build_entry(self.fn, converted, args, kwargs, plan, policy.speculator(profile), on_collective)
@@ -88,9 +89,12 @@ class Conversion:
                     break
         else:
             self.failed("the trace kept being restarted")
+        if entry is not None:
+            self._last_failed = None
         policy.converted(entry is not None)
         seconds = time.perf_counter() - started
         if entry is None:
+            self._give_up_if_repeated(first, args, kwargs)
             if log.isEnabledFor(logging.INFO):
                 log.info("%s: conversion failed after %.2f s (%s)%s", self.fn.__qualname__, seconds,
                          self.failure[0] if self.failure else "see janus.explain",
@@ -107,6 +111,26 @@ class Conversion:
                      " (relaxed shapes)" if entry.report.relaxed else "", _specialized_on(entry))
         self.why = None
         return entry
+
+    def _give_up_if_repeated(self, plan: TracePlan, args: tuple, kwargs: dict) -> None:
+        """A conversion that failed exactly as the one before, on a call of the same kind
+        (tensors of the same dtypes and shapes, the same Python numbers and strings) and
+        knowing the same (no new relaxation, no speculation banned since), would fail again:
+        stop trying rather than profile and trace until the budget is spent (a step with a
+        NumPy call on a gradient ran at 0.69x eager that way).  The calls then run plainly
+        eagerly."""
+        if self.failure is None or self.policy.gave_up:
+            return
+        known = (len(self.policy.banned_sites),) + tuple(sorted(repr(i) for i in {**plan.relaxed, **plan.fed}.items()))
+        attempt = (self.failure, known, _kind_of_call(args, kwargs))
+        if attempt != self._last_failed:
+            self._last_failed = attempt
+            return
+        reason, location = self.failure
+        self.permanent_location = location
+        self.note("the conversion failed twice the same way; running eagerly")
+        self.policy.give_up(f"its conversion failed twice the same way: {reason}",
+                            "See janus.explain(f) for the construct; janus.do_not_convert marks it on purpose.")
 
     def _due(self, entries: "GraphCache", profile_calls: int) -> bool:
         """The policy's go-ahead; giving up here when the budget is spent or graphs go unused."""
@@ -183,6 +207,17 @@ class Conversion:
         if (plan.relaxed or plan.fed) and not self.policy.gave_up:
             return TracePlan(xla=plan.xla)  # once more, specialized on this call's values
         return None
+
+
+def _kind_of_call(args: tuple, kwargs: dict) -> tuple:
+    """What a call's arguments are, as far as a trace could specialize on them cheaply."""
+    def kind(v: Any) -> Any:
+        if hasattr(v, "dtype") and hasattr(v, "shape"):
+            return (str(v.dtype), tuple(v.shape))
+        if type(v) in (int, float, bool, str, type(None)):
+            return v
+        return type(v).__qualname__
+    return tuple(kind(v) for v in args) + tuple((k, kind(v)) for k, v in sorted(kwargs.items()))
 
 
 def _at(where: str) -> str:
