@@ -8,7 +8,8 @@ predicate had that value, in program order with the other effects.
 
 :func:`tensor_dependent` is the bracket around tracing any tensor-dependent body (a
 ``tf.cond`` side, a ``tf.while_loop``, a graph a library builds around a callback):
-Python mutations are refused inside it, and effects go to the side's list or are refused.
+effects go to the side's list (a :class:`BranchSink`, which also records the places of Python
+state the side wrote, ``janus.runtime.branch_stores``) or are refused.
 """
 from __future__ import annotations
 
@@ -19,14 +20,25 @@ import tensorflow as tf
 
 from janus.commit.effects import Effect
 from janus.trace.context import EffectLog
-from janus.trace.values import DeferredStr, Field, PyScalar, is_symbolic
+from janus.trace.values import DeferredStr, Field, PyOrTensor, PyScalar, is_symbolic
+
+
+class BranchSink(list):
+    """The effects one side of a ``tf.cond`` records, in order, and the places of Python state
+    it wrote (``stores``; ``final``: the values it left there), see ``janus.runtime.branch_stores``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stores: dict = {}
+        self.final: dict = {}
 
 
 @contextmanager
-def tensor_dependent(log: EffectLog, sink: list | None = None) -> Iterator[list | None]:
+def tensor_dependent(log: EffectLog, sink: BranchSink | None = None) -> Iterator[BranchSink | None]:
     """While a tensor-dependent body is traced: the log's ``dynamic_depth`` is raised (Python
-    mutations are refused) and effects go to ``sink``, a ``tf.cond`` side's list; with no
-    sink (a loop, a graph of its own) an effect fails the conversion."""
+    mutations other than a side's writes of state are refused) and effects go to ``sink``, a
+    ``tf.cond`` side's list; with no sink (a loop, a graph of its own) an effect fails the
+    conversion."""
     log.dynamic_depth += 1
     log.sinks.append(sink)
     try:
@@ -42,13 +54,15 @@ def map_graph_values(value: Any, fn: Callable[[tf.Tensor], Any]) -> Any:
         return fn(value)
     if isinstance(value, PyScalar):
         return PyScalar(fn(value.tensor), value.kind)
+    if isinstance(value, PyOrTensor):
+        return PyOrTensor(fn(value.number), value.kind, fn(value.tensor), fn(value.is_number))
     if isinstance(value, DeferredStr):
         return DeferredStr(tuple(p if isinstance(p, str) else Field(map_graph_values(p.value, fn), p.conversion, p.spec)
                                  for p in value.parts))
     if isinstance(value, Effect):
         return value.map_values(lambda v: map_graph_values(v, fn))
-    if type(value) in (list, tuple):
-        return type(value)(map_graph_values(v, fn) for v in value)
+    if type(value) in (list, tuple, BranchSink):
+        return (tuple if type(value) is tuple else list)(map_graph_values(v, fn) for v in value)
     if type(value) is dict:
         return {k: map_graph_values(v, fn) for k, v in value.items()}
     return value

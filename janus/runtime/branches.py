@@ -8,8 +8,9 @@ each looks at its condition:
   already guarded when it was read);
 * a tensor: unless the profile lets it be speculated (``checks.speculate_branch``),
   the branch becomes a conditional, an ``If`` op with each side traced once
-  (:func:`_cond`).  What the sides give must agree (``janus.runtime.reconcile``);
-  a side that raises while tracing is assumed not taken, and checked.
+  (:func:`_cond`).  What the sides give must agree (``janus.runtime.reconcile``),
+  Python state they write included (``janus.runtime.branch_stores``); a side that raises
+  while tracing is assumed not taken, and checked.
 """
 from __future__ import annotations
 
@@ -20,9 +21,11 @@ import tensorflow as tf
 
 from janus import _tf_private
 from janus.commit import atomicity, branch_effects
+from janus.commit.branch_effects import BranchSink
 from janus.commit.effects import When
 from janus.convert.sites import SiteInfo
 from janus.errors import ConversionError, InternalSignal
+from janus.runtime import branch_stores
 from janus.runtime.checks import assertion, speculate_branch
 from janus.runtime.constructs import body_writes_state, first_line, no_cells, op_of, same_position
 from janus.runtime.reconcile import apply_fixes, fixes, join, same_python, split
@@ -100,7 +103,7 @@ class _Side:
     graph: Any = None
     out: tuple | None = None  # the side's values, one per name
     traced: list = field(default_factory=list)  # tensors the trace returned (the graph's outputs, in order)
-    effects: list = field(default_factory=list)  # effects the side recorded
+    effects: BranchSink = field(default_factory=BranchSink)  # effects and writes of state the side recorded
     writes: bool = False  # whether the side changes a variable
     fails: bool = False  # whether an op of the side may fail at run time
     raised: BaseException | None = None
@@ -123,7 +126,8 @@ def _cond(pred: tf.Tensor, true_fn: Callable, false_fn: Callable, names: Sequenc
     returned) gets zeros of the other side's spec, effects inside a side are carried out
     of the conditional (zeros in their place on the other side).  The ``If`` op is built
     from the two graphs, as TensorFlow's ``cond_v2`` does.  A side that raises while
-    tracing is speculated away: an assertion checks it is not taken.
+    tracing is speculated away: an assertion checks it is not taken.  Places of Python
+    state a side wrote are outputs too, and hold them after the conditional (``branch_stores``).
     """
     ctx = current()
     start = len(ctx.checks.assertions)
@@ -141,9 +145,16 @@ def _cond(pred: tf.Tensor, true_fn: Callable, false_fn: Callable, names: Sequenc
             ctx.rollback(after_true)
         elif not t.raised:
             ctx.merge(after_true)  # what either side read (or changed by a deferred mutation)
+        sides = [s for s in (t, f) if not s.raised]
+        joined = branch_stores.pair({s.side: s.effects for s in sides})
+        for s in sides:
+            s.out += joined.values[s.side]
         if t.raised or f.raised:
-            return _not_raising(pred, t, f, scope, what, site, start)
-        return _both_sides(pred, t, f, scope, names, what, start)
+            out = _not_raising(pred, t, f, scope, what, site, start)
+        else:
+            out = _both_sides(pred, t, f, scope, tuple(names) + joined.labels, what, start)
+        joined.settle(ctx, out[len(out) - len(joined.places):])
+        return out[:len(out) - len(joined.places)]
 
 
 def _trace_side(fn: Callable, side: bool, scope: str, what: str) -> _Side:
@@ -161,6 +172,7 @@ def _trace_side(fn: Callable, side: bool, scope: str, what: str) -> _Side:
                 result.raised = e
                 raise
         result.out = out
+        branch_stores.close(result.effects)
         result.seed_position = ctx.seeds.position
         result.writes = body_writes_state()
         result.traced = _graph_tensors(out) + result.carried()
@@ -173,6 +185,8 @@ def _trace_side(fn: Callable, side: bool, scope: str, what: str) -> _Side:
     except Exception as e:  # noqa: BLE001
         if result.raised is None:
             raise ConversionError(f"{what}: {type(e).__name__}: {first_line(e)}") from None
+    finally:
+        branch_stores.undo(result.effects)
     return result
 
 
@@ -203,11 +217,20 @@ def _finish_side(s: _Side, side_fixes: dict, extra: Callable[[], list]) -> tuple
         out = apply_fixes(s.out, side_fixes)
         leaves, kinds, tensors = split(out)
         gate, s.fails = atomicity.seal_body([tf.constant(True)], checks)
-        outputs = [traced.get(id(x), x) for x in tensors + extra()] + gate
+        outputs = [traced[id(x)] if id(x) in traced else _captured(s.graph, x) for x in tensors + extra()] + gate
     if any(getattr(x, "graph", None) is not s.graph for x in outputs):
         raise ConversionError("a value of one side of a tensor-dependent branch is not in its graph")
     _tf_private.set_branch_outputs(s.graph, outputs)
     return out, leaves, kinds
+
+
+def _captured(graph: Any, x: Any) -> Any:
+    """``x`` as a value of the branch graph ``graph``: a tensor of an enclosing graph (the value a
+    place of Python state had before the branch, on the side that did not write it) is captured."""
+    outer = getattr(graph, "outer_graph", None)
+    while outer is not None and getattr(x, "graph", None) is not outer:
+        outer = getattr(outer, "outer_graph", None)
+    return graph.capture(x) if outer is not None else x
 
 
 def _both_sides(pred, t: _Side, f: _Side, scope: str, names: Sequence[str], what: str, start: int) -> tuple:
@@ -268,7 +291,7 @@ def _not_raising(pred, t: _Side, f: _Side, scope: str, what: str, site: SiteInfo
     specs = [tf.TensorSpec(x.shape, x.dtype) for x in live.graph.outputs]
     dead.graph = _tf_private.branch_graph(lambda: branch_effects.zeros_like_specs(specs), scope, dead.side)
     assertion(tf.logical_not(pred) if dead.side else pred, assumption.message, assumption)
-    n = sum(k != "py" for k in kinds)
+    n = len(split(out)[2])
     outs = _build(pred, t, f, scope, what, start)
     if moved:
         ctx.seeds.position = outs.pop(n)

@@ -79,6 +79,30 @@ def fixes(t_out: tuple, f_out: tuple, names: Sequence[str]) -> dict[int, Any]:
     return found
 
 
+def joinable(a: Any, b: Any) -> bool:
+    """Whether two values of one place, one per side of a conditional, can be one output of it
+    (as :func:`fixes` reconciles variables): equal Python values, numbers of one kind (as
+    PyScalars), a number and a tensor eager would convert it to, tensors of one dtype."""
+    try:
+        ka, kb = _kind(a), _kind(b)
+    except ConversionError:
+        return False
+    if ka == "py" and kb == "py":
+        return same_python(a, b) or type(a) in PY_SCALARS and type(a) is type(b)
+    if not (number_or_tensor(a) and number_or_tensor(b)):
+        return False
+    sa, sb = _scalar_kind(a), _scalar_kind(b)
+    if sa is not None and sb is not None:
+        return sa is sb
+    if sa is None and sb is None and not _is_union(a, b):
+        return a.dtype == b.dtype
+    try:
+        union_kind(a, b, "")
+    except ConversionError:
+        return False
+    return True
+
+
 def number_or_tensor(x: Any) -> bool:
     """``x`` is a number (Python's or a PyScalar), a tensor, or already either."""
     return _scalar_kind(x) is not None or is_symbolic(x) or isinstance(x, PyOrTensor)

@@ -6,6 +6,8 @@ at every call and guards every Python value the trace depended on.  Writes to st
 that existed before the call are *deferred*: converted code sees the new value at
 once (a local copy), but the heap is only changed when the whole graph ran and every
 assertion held; the write is replayed then as an effect (see ``janus.commit.effects``).
+Inside a side of a tensor conditional the new value is seen only while that side is traced,
+and becomes an output of the conditional (``janus.runtime.branch_stores``).
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from typing import Any
 
 from janus.commit.effects import SetAttr, SetCell, SetGlobal, SetItem
 from janus.errors import ConversionError
+from janus.runtime import branch_stores
 from janus.trace.active import current
 from janus.trace.forest import NodeView, is_tree_part
 from janus.trace.guards import GuardKind
@@ -38,7 +41,7 @@ def ld_global(g: dict, name: str) -> Any:
     ctx = active_trace()
     rebound = ctx.heap.overlay.get((id(g), name), _MISSING)
     if rebound is not _MISSING:
-        return rebound
+        return branch_stores.readable(rebound)
     gname = ctx.const(g, "g")
     if name in g:
         return ctx.read(g[name], Global(gname, name))
@@ -56,7 +59,7 @@ def ld_cell(cells: tuple, index: int, name: str) -> Any:
     cell = cells[index]
     rebound = ctx.heap.overlay.get((id(cell), _CELL), _MISSING)
     if rebound is not _MISSING:
-        return rebound
+        return branch_stores.readable(rebound)
     try:
         value = cell.cell_contents
     except ValueError:
@@ -83,7 +86,7 @@ def ld_attr(obj: Any, name: str) -> Any:
         return _created_attr(ctx, obj, name) if ctx.heap.is_created(obj) else getattr(obj, name)
     overlay = ctx.heap.overlay.get((id(obj), name), _MISSING)
     if overlay is not _MISSING:
-        return overlay
+        return branch_stores.readable(overlay)
     d = instance_dict(obj)
     cls = type(obj)
     if d is not None and name in d and not is_data_descriptor(cls, name):
@@ -153,7 +156,6 @@ def st_attr(obj: Any, name: str, value: Any) -> None:
         no_mutation_in_dynamic_flow(ctx, f"attribute .{name} set")
         setattr(obj, name, value)
         return
-    no_mutation_in_dynamic_flow(ctx, f"write of {source.label}.{name}")
     cls = type(obj)
     if getattr(cls, "__setattr__", object.__setattr__) is not object.__setattr__ and not is_framework_object(obj):
         raise ConversionError(f"{cls.__qualname__} defines __setattr__")
@@ -161,25 +163,27 @@ def st_attr(obj: Any, name: str, value: Any) -> None:
         raise ConversionError(f"{cls.__qualname__}.{name} is a property or descriptor")
     if instance_dict(obj) is None:
         raise ConversionError(f"{cls.__qualname__} instances have no __dict__")
-    ctx.effect(SetAttr(source, name, value), f"write of {source.label}.{name}")
-    ctx.heap.overlay[(id(obj), name)] = value
+    what = f"write of {source.label}.{name}"
+    place = branch_stores.Overlaid(ctx.heap, (id(obj), name), f"{source.label}.{name}", lambda: ld_attr(obj, name))
+    branch_stores.write(ctx, place, value, what)
+    ctx.effect(SetAttr(source, name, value), what)
 
 
 def st_global(g: dict, name: str, value: Any) -> None:
     """``name = value`` under a ``global name`` statement: deferred like an attribute write."""
     ctx = active_trace()
-    no_mutation_in_dynamic_flow(ctx, f"write of global {name}")
+    place = branch_stores.Overlaid(ctx.heap, (id(g), name), f"global {name}", lambda: ld_global(g, name))
+    branch_stores.write(ctx, place, value, f"write of global {name}")
     ctx.effect(SetGlobal(ctx.const(g, "g"), name, value), f"write of global {name}")
-    ctx.heap.overlay[(id(g), name)] = value
 
 
 def st_cell(cells: tuple, index: int, name: str, value: Any) -> None:
     """``name = value`` under a ``nonlocal name`` statement: deferred like an attribute write."""
     ctx = active_trace()
-    no_mutation_in_dynamic_flow(ctx, f"write of closure variable {name}")
     cell = cells[index]
+    place = branch_stores.Overlaid(ctx.heap, (id(cell), _CELL), name, lambda: ld_cell(cells, index, name))
+    branch_stores.write(ctx, place, value, f"write of closure variable {name}")
     ctx.effect(SetCell(Cell(ctx.const(cell, "c"), name), value), f"write of closure variable {name}")
-    ctx.heap.overlay[(id(cell), _CELL)] = value
 
 
 def is_rebound(g_or_cell: Any, name: str | None = None) -> bool:
@@ -207,15 +211,19 @@ def st_subscr(obj: Any, key: Any, value: Any) -> None:
         no_mutation_in_dynamic_flow(ctx, "item assignment")
         obj[key] = value
         return
-    no_mutation_in_dynamic_flow(ctx, f"write of {source.label}[...]")
     if type(obj) not in (list, dict):
         raise ConversionError(f"item assignment on a {type(obj).__name__} from Python state")
-    ctx.effect(SetItem(source, key, value), f"write of {source.label}[{key!r}]")
-    obj[key] = value  # on the trace's own copy of the container
+    what = f"write of {source.label}[{key!r}]"
+    if branch_stores.side_stores(ctx, what) is not None:
+        branch_stores.write(ctx, branch_stores.item(ctx.heap, obj, key, source.label), value, what)
+    else:
+        obj[key] = value  # on the trace's own copy of the container
+    ctx.effect(SetItem(source, key, value), what)
 
 
 def no_mutation_in_dynamic_flow(ctx, what: str) -> None:
-    """Both sides of a tensor branch are traced: a Python mutation there would happen twice."""
+    """Both sides of a tensor branch are traced: a mutation of an object the call built (or a
+    container method) there would happen twice."""
     if ctx is not None and ctx.log.dynamic_depth:
         raise ConversionError(f"{what} inside tensor-dependent control flow")
 

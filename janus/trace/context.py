@@ -177,9 +177,9 @@ class TraceContext:
 
         Guards, heap inputs and namespace constants a side records are kept whatever
         happens (they hold for both sides); everything else is captured here, so the
-        other side can be traced from the same state (:meth:`restore`).  Sides cannot
-        write the attribute overlay (``st_attr`` refuses under ``dynamic_depth``); it is
-        captured anyway, so a side never sees another's writes.
+        other side can be traced from the same state (:meth:`restore`).  A side's writes
+        of Python state are undone when its trace ends (``janus.runtime.branch_stores``);
+        the overlay is captured anyway, so a side never sees another's writes.
         """
         return Checkpoint(self.heap.snapshot(), len(self.checks.assertions), len(self.checks.assumptions),
                           len(self.log.sinks), self.seeds.position)

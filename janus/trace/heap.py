@@ -76,6 +76,7 @@ class HeapModel:
     created_classes: set[type] = field(default_factory=set)
     random_datasets: list[str] = field(default_factory=list)
     _keep: list[Any] = field(default_factory=list)
+    _pinned: set[int] = field(default_factory=set)
 
     def was_read(self, obj: Any) -> bool:
         return id(obj) in self._by_id
@@ -272,8 +273,18 @@ class HeapModel:
 
     def restore(self, snap: tuple) -> None:
         by_id, read_from, overlay, mutated_unread, distinct = snap
-        self._by_id, self._read_from, self.overlay = dict(by_id), dict(read_from), dict(overlay)
+        kept = {key: self._by_id[key] for key in self._pinned if key in self._by_id}
+        kept_from = {key: self._read_from[key] for key in self._pinned if key in self._read_from}
+        self._by_id, self._read_from, self.overlay = {**by_id, **kept}, {**read_from, **kept_from}, dict(overlay)
         self.mutated_unread, self._distinct = set(mutated_unread), list(distinct)
+
+    def pin(self, copy: Any) -> None:
+        """Keep ``copy``, the trace's copy of a container of Python state, the one reads see
+        after :meth:`restore`: a side of a conditional writes its items (undone when the side
+        ends), and the other side and the code after the conditional must see the same copy."""
+        for key, (_, result) in self._by_id.items():
+            if result is copy:
+                self._pinned |= {key, id(copy)}
 
     def merge(self, snap: tuple) -> None:
         by_id, read_from, _, mutated_unread, distinct = snap
