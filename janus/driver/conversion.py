@@ -16,6 +16,8 @@ import types
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable
 
+import tensorflow as tf
+
 from janus.commit.atomicity import StateBeforeAssertion
 from janus.convert import support
 from janus.convert.pipeline import convert_source
@@ -60,7 +62,8 @@ class Conversion:
         self.failure = (reason, location)
 
     def run(self, args: tuple, kwargs: dict, entries: "GraphCache", options: "Options",
-            collective: Any, on_collective: Callable[[Any], None]) -> CacheEntry | None:
+            collective: tf.distribute.Strategy | None,
+            on_collective: Callable[[tf.distribute.Strategy], None]) -> CacheEntry | None:
         """Convert on this call if the policy says so: the new entry, its XLA decision made
         (None: run this call eagerly)."""
         policy = self.policy

@@ -20,6 +20,8 @@ import weakref
 from collections import Counter
 from typing import Any
 
+import tensorflow as tf
+
 from janus import config
 from janus.commit import atomicity
 from janus.commit.uninterrupted import SignalsDeferred
@@ -62,7 +64,7 @@ class JanusFunction:
         functools.update_wrapper(self, fn)
         _WRAPPERS[id(fn)] = self
         self.options = options
-        self.collective: Any = None  # the multi-worker strategy its graphs use, if any
+        self.collective: tf.distribute.Strategy | None = None  # the multi-worker strategy its graphs use
         self.last_entry: CacheEntry | None = None  # the graph that served the last graph call
         self.entries = GraphCache()
         self.reasons: Counter[str] = Counter()
@@ -237,7 +239,7 @@ class JanusFunction:
         self.counts["graph_breaks"] += 1
         raise GraphBreakError(self.__qualname__, reason, location or _def_location(self.python_function))
 
-    def _collective_seen(self, strategy: Any) -> None:
+    def _collective_seen(self, strategy: tf.distribute.Strategy) -> None:
         """A trace used a multi-worker strategy: from now on every call agrees with the other
         workers, and conversions make no assumption (an aborted run on one worker would
         desynchronize the workers' collectives)."""

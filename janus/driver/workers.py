@@ -2,8 +2,6 @@
 the workers of a multi-worker strategy on the same path."""
 from __future__ import annotations
 
-from typing import Any
-
 import tensorflow as tf
 
 IN_REPLICA = ("called inside strategy.run (a replica context): runs as written; "
@@ -19,7 +17,7 @@ def in_replica() -> bool:
     return tf.distribute.has_strategy() and not tf.distribute.in_cross_replica_context()
 
 
-def every_worker_runs_a_graph(strategy: Any, mine: bool) -> bool:
+def every_worker_runs_a_graph(strategy: tf.distribute.Strategy, mine: bool) -> bool:
     """Agree with the other workers of a multi-worker strategy: a graph's collectives are
     not the eager step's (gradients are packed differently), so either every worker runs
     its graph at this step or every worker runs the step eagerly.  One eager all-reduce of

@@ -22,7 +22,7 @@ import statistics
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import numpy as np
 import tensorflow as tf
@@ -30,6 +30,10 @@ import tensorflow as tf
 from janus import config
 from janus.commit import atomicity
 from janus.trace.aborts import summary
+
+if TYPE_CHECKING:
+    from janus.driver.cache import GraphCache
+    from janus.driver.entry import CacheEntry
 
 
 @dataclass
@@ -41,9 +45,9 @@ class XlaDecision:
     why: str = ""
     plain_ms: list[float] = field(default_factory=list)  # runs of the plain graph alone (is XLA worth trying?)
     paired_ms: list[tuple[float, float]] = field(default_factory=list)  # (plain, XLA) on the same call
-    variant: Any = None  # the XLA entry under trial
+    variant: CacheEntry | None = None  # the XLA entry under trial
     warm: bool = False  # the variant's first (compiling) run is done
-    rebuild: Any = None  # traces a call again with XLA clusters: (args, kwargs) -> entry
+    rebuild: Callable[[tuple, dict], CacheEntry] | None = None  # traces a call again with XLA clusters
 
     @property
     def done(self) -> bool:
@@ -67,7 +71,8 @@ class XlaDecision:
         return f"not chosen: {self.why}{timing}"
 
 
-def decide(mode: bool | None, entry: Any, collective: Any, rebuild: Callable[[tuple, dict], Any]) -> XlaDecision:
+def decide(mode: bool | None, entry: CacheEntry, collective: tf.distribute.Strategy | None,
+           rebuild: Callable[[tuple, dict], CacheEntry]) -> XlaDecision:
     """The XLA decision of a new graph built in ``mode`` (``jit_compile``): made at once,
     or a trial to come (``rebuild`` traces a call again with XLA clusters)."""
     if mode is True:
@@ -95,7 +100,7 @@ class XlaTrials:
         self._lock = threading.Lock()
 
     @contextlib.contextmanager
-    def turn(self, entry: Any, args: tuple, kwargs: dict) -> Iterator[XlaDecision | None]:
+    def turn(self, entry: CacheEntry, args: tuple, kwargs: dict) -> Iterator[XlaDecision | None]:
         """This call's part in ``entry``'s trial: its decision, or None (no trial now)."""
         decision = entry.xla
         if decision is None or decision.done or not self._lock.acquire(blocking=False):
@@ -109,7 +114,7 @@ class XlaTrials:
             self._lock.release()
 
     @staticmethod
-    def execute(entry: Any, decision: XlaDecision, args: tuple, kwargs: dict) -> tuple[list, Any]:
+    def execute(entry: CacheEntry, decision: XlaDecision, args: tuple, kwargs: dict) -> tuple[list, CacheEntry]:
         """Run a trial call: the outputs to commit and the entry they came from.  Raises if
         the plain run aborts (then nothing changed)."""
         if decision.variant is not None and atomicity.no_other_threads():
@@ -121,7 +126,7 @@ class XlaTrials:
         return outputs, entry
 
     @staticmethod
-    def adopt(entries: Any, entry: Any, decision: XlaDecision) -> None:
+    def adopt(entries: GraphCache, entry: CacheEntry, decision: XlaDecision) -> None:
         """The XLA variant won: it takes the plain graph's place in the cache ``entries``."""
         variant, decision.variant = decision.variant, None
         variant.xla = decision
@@ -130,7 +135,7 @@ class XlaTrials:
         entries.replace(entry, variant)
 
 
-def _build_variant(entry: Any, decision: XlaDecision, args: tuple, kwargs: dict) -> None:
+def _build_variant(entry: CacheEntry, decision: XlaDecision, args: tuple, kwargs: dict) -> None:
     """Trace the call once more with XLA clusters: the variant under trial."""
     try:
         variant = decision.rebuild(args, kwargs)
@@ -163,7 +168,8 @@ def wants_variant(decision: XlaDecision) -> bool:
     return True
 
 
-def run_both(plain: Any, decision: XlaDecision, args: tuple, kwargs: dict, clock: Any) -> tuple[list, Any]:
+def run_both(plain: CacheEntry, decision: XlaDecision, args: tuple, kwargs: dict,
+             clock: Callable[[], float]) -> tuple[list, CacheEntry]:
     """Run the plain graph, undo its variable writes, run the XLA graph on the same inputs
     and state; time both and compare their bits.  Returns the outputs to commit and the
     entry they came from (the plain one unless XLA agreed).  Raises if the plain run
@@ -201,7 +207,7 @@ def run_both(plain: Any, decision: XlaDecision, args: tuple, kwargs: dict, clock
     return xla_out, variant
 
 
-def _timed(entry: Any, args: tuple, kwargs: dict, clock: Any) -> tuple[list, float]:
+def _timed(entry: CacheEntry, args: tuple, kwargs: dict, clock: Callable[[], float]) -> tuple[list, float]:
     start = clock()
     outputs = entry.graph.execute(args, kwargs)
     return outputs, clock() - start
