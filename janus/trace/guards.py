@@ -115,9 +115,10 @@ class GuardBuilder:
         return self.add(f"type({path}) is {type(value).__name__} and {path} == {name}",
                         f"{source.what} == {_short(value)}", GuardKind.VALUE, source)
 
-    def equals_array(self, source: Source, value: np.ndarray) -> Guard:
-        """A NumPy array equal (dtype, shape, elements) to a copy of this one."""
-        name = self.const(value.copy(), "arr")
+    def equals_array(self, source: Source, value: np.ndarray, copied: bool = False) -> Guard:
+        """A NumPy array equal (dtype, shape, elements) to a copy of this one (``copied``:
+        ``value`` is that copy already, the heap's read-only one)."""
+        name = self.const(value if copied else value.copy(), "arr")
         return self.add(f"_np_equal({source.expr}, {name})",
                         f"{source.what} equals the array seen ({value.dtype}{list(value.shape)})", GuardKind.VALUE, source)
 

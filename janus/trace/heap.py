@@ -10,6 +10,8 @@ records the *guard* that makes the decision safe to reuse (through the trace's
 * an eager tensor becomes a graph input fed at every call (never a stale constant),
   guarded on dtype and shape; so do a ``tf.data.Dataset`` (guarded on its element spec)
   and a ``RaggedTensor``, ``SparseTensor`` or ``ExtensionType`` (on its ``TypeSpec``);
+* a NumPy array is a Python value, guarded by value, and the trace sees a read-only copy
+  (a write into it, which eager makes in the caller's array, fails the conversion);
 * a Python scalar, string or ``None`` is specialized as a constant, guarded by value;
 * functions, modules, classes, variables and framework objects (Keras layers,
   optimizers, ``tf.Module``) are used as they are, guarded by identity;
@@ -162,8 +164,12 @@ class HeapModel:
             # before the run is known to succeed.
             raise ConversionError(f"{source.what} is an iterator ({type(value).__name__}): a trace would consume it")
         if isinstance(value, np.ndarray):
-            guards.equals_array(source, value)
-            return value
+            # The trace sees a read-only copy: a write into the array (eager changes the
+            # caller's) raises, and the function runs eagerly.
+            frozen = value.copy()
+            frozen.flags.writeable = False
+            guards.equals_array(source, frozen, copied=True)
+            return frozen
         if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type,
                               types.MethodType, types.BuiltinMethodType)) or callable(value) and not hasattr(value, "__dict__"):
             guards.identity(source, value, named=True)
