@@ -2,8 +2,9 @@
 
 The converted function is traced by ``tf.function(autograph=False)`` — a tracer of
 code Janus already converted, not a converter.  Tensor arguments become the
-function's inputs (with relaxed shapes where the caller asked); everything else the
-trace reads is guarded through the trace context.  The entry bundles the concrete
+function's inputs (with relaxed shapes where the caller asked), and so do numeric NumPy
+array arguments while only TensorFlow reads them (``janus.trace.arrays``); everything
+else the trace reads is guarded through the trace context.  The entry bundles the concrete
 function with its compiled guard, input gathering, output recipe and deferred
 effects.
 """
@@ -14,6 +15,7 @@ import types
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable
 
+import numpy as np
 import tensorflow as tf
 
 from janus import _tf_private
@@ -21,14 +23,15 @@ from janus.commit import atomicity, effects
 from janus.commit.packing import Packer, Recipe, Run
 from janus.convert import support
 from janus.convert.pipeline import converted_function
-from janus.errors import ConversionError
+from janus.errors import ConversionError, Restart
 from janus.runtime import ops
 from janus.runtime.recursion import Regroup, TreeRecursion
 from janus.trace import guards, output, xla as xla_marks
 from janus.trace.active import CALL
+from janus.trace.arrays import ReadAsNumPy, is_fed_array
 from janus.trace.context import TraceContext
 from janus.trace.seeds import DATASET_RANDOM_OPS, STATEFUL_RANDOM_OPS, SeedReservation
-from janus.trace.guards import Guard
+from janus.trace.guards import Guard, GuardKind
 from janus.trace.sources import Arg, Default, KwArg, Source
 from janus.trace.scalars import DTYPES, is_eager_tensor
 from janus.trace.values import is_eager_composite
@@ -163,17 +166,12 @@ def convert(fn: types.FunctionType) -> types.FunctionType:
     return converted_function(fn, ops)
 
 
-def tensor_leaves(args: tuple, kwargs: dict) -> list[tuple[Source, Any]]:
-    """Sources of the eager tensors among the arguments (inside tuples, lists, dicts)."""
-    return [(s, v) for s, v in input_leaves(args, kwargs) if is_eager_tensor(v)]
-
-
 def input_leaves(args: tuple, kwargs: dict) -> list[tuple[Source, Any]]:
-    """Sources of the eager tensors and composite tensors among the arguments."""
+    """Sources of the eager tensors, composite tensors and numeric NumPy arrays among the arguments."""
     found: list[tuple[Source, Any]] = []
 
     def walk(value: Any, source: Source, depth: int) -> None:
-        if is_eager_tensor(value) or is_eager_composite(value):
+        if is_eager_tensor(value) or is_fed_array(value) or is_eager_composite(value):
             found.append((source, value))
         elif depth < 4 and (type(value) in (tuple, list) or isinstance(value, tuple) and hasattr(value, "_fields")) \
                 and len(value) <= 256:
@@ -228,13 +226,56 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
     learned: :class:`janus.commit.atomicity.StateBeforeAssertion` (an assumption checked
     after a state update) or :class:`janus.runtime.recursion.Regroup` (recursive calls on
     trees to compute in one batch).  The driver's conversion loop retries.
+
+    NumPy array arguments are fed unless the policy keeps them as values
+    (``speculator.numpy_values``).  A trace that reads fed arrays as NumPy is traced again
+    with those kept as values (after a second such trace, all of them), and the policy
+    remembers them.  A trace that fails otherwise while arrays are fed is traced again with
+    this call's shapes of the fed arrays (``len(x)`` needs the size), then with every array
+    a value (eager's NumPy casts where a tensor input raises): arrays are remembered if that
+    last trace succeeds.
     """
-    leaves = tensor_leaves(args, kwargs)
+    kept = speculator.numpy_values
+    arrays = [s for s, v in input_leaves(args, kwargs) if is_fed_array(v)]
+
+    def trace(fed: set, with_plan: TracePlan = plan) -> CacheEntry:
+        return _trace(python_fn, converted, args, kwargs, with_plan, speculator, on_collective, frozenset(fed))
+
+    for second in (False, True):
+        fed = {s for s in arrays if s not in kept}
+        if not fed:
+            break
+        try:
+            return trace(fed)
+        except ReadAsNumPy as e:
+            kept.update(fed if second else e.sources)
+        except Exception as e:
+            if isinstance(e, Restart) or isinstance(e, ConversionError) and e.permanent:
+                raise
+            if fed & plan.relaxed.keys():
+                static = replace(plan, relaxed={s: r for s, r in plan.relaxed.items() if s not in fed})
+                try:
+                    return trace(fed, static)
+                except Restart:
+                    raise
+                except Exception:  # noqa: BLE001 - decided by the trace with every array a value
+                    pass
+            entry = trace(set())
+            kept.update(fed)
+            return entry
+    return trace(set())
+
+
+def _trace(python_fn: types.FunctionType, converted: Callable, args: tuple, kwargs: dict, plan: TracePlan,
+           speculator: Speculator, on_collective: Callable[[Any], None] | None,
+           arrays: frozenset[Source]) -> CacheEntry:
+    """One trace of ``converted`` into a cache entry, feeding the NumPy arrays at ``arrays``."""
+    leaves = [(p, v) for p, v in input_leaves(args, kwargs) if is_eager_tensor(v) or p in arrays]
     relaxed_shapes = plan.relaxed
     composite_specs = {p: s for p, s in relaxed_shapes.items() if isinstance(s, tf.TypeSpec)}
     relaxed_shapes = {p: s for p, s in relaxed_shapes.items() if p not in composite_specs}
     fed_scalars = plan.fed
-    specs = [(p, tf.TensorSpec(relaxed_shapes.get(p, v.shape), v.dtype)) for p, v in leaves]
+    specs = [(p, tf.TensorSpec(_traced_shape(relaxed_shapes.get(p), v), tf.as_dtype(v.dtype))) for p, v in leaves]
     heap_shapes = {p: s for p, s in relaxed_shapes.items() if not p.is_argument}
     # Fed scalars among the arguments are inputs of the concrete function; fed scalars read
     # from Python state are captured at call time when (and only if) the trace reads them.
@@ -281,8 +322,14 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
     with output.captured() as printed:
         try:
             concrete = traced.get_concrete_function(*(s for _, s in specs))
+        except Exception:
+            if ctx.heap.arrays_read:  # the reason, whatever library code made of it
+                raise ReadAsNumPy(ctx.heap.arrays_read) from None
+            raise
         finally:
             ctx.recursion.close()
+    if arrays:
+        _check_arrays_unread(ctx, arrays)
     if printed.getvalue():
         # The user's prints are deferred effects; this came from library code that prints
         # from Python: in a graph it would print once, at trace time, and never again.
@@ -295,7 +342,7 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
             raise atomicity.FailureAfterWrite(f"{ctx.checks.late_failures[0]}, and the graph holds state other "
                                               f"than variables: a run it aborted could not be undone")
     check, guard_source = guards.compile_guard(ctx.guard_set.guards, len(args), tuple(kwargs), ctx.guard_set.namespace)
-    inputs = guards.compile_inputs([p for p, _ in specs], fed_scalars, ctx.guard_set.namespace)
+    inputs = guards.compile_inputs([p for p, _ in specs], fed_scalars, ctx.guard_set.namespace, arrays)
     graph = Graph(concrete=concrete, check=check, inputs=inputs, output=state["output"], effects=state["effects"],
                   namespace=ctx.guard_set.namespace, seeds=ctx.seeds.reservation if ctx.seeds.used else None,
                   undo=undo, xla_ops=state.get("xla_ops", 0))
@@ -311,6 +358,25 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
         xla_rounding=state.get("xla_rounding", []),
         late_failure=ctx.checks.late_failures[0] if ctx.checks.late_failures else None)
     return CacheEntry(graph, report)
+
+
+def _traced_shape(relaxed: tf.TensorShape | None, value: Any) -> Any:
+    """The shape to trace an input with: the relaxed one, except a NumPy array's whose rank
+    varied (the guard of a fed array fixes its rank)."""
+    if relaxed is None or isinstance(value, np.ndarray) and relaxed.rank != value.ndim:
+        return value.shape
+    return relaxed
+
+
+def _check_arrays_unread(ctx: TraceContext, arrays: frozenset[Source]) -> None:
+    """Fed arrays must not have been read as NumPy, not even where library code caught the
+    error; and ``type()`` or ``id()`` of one would tell the stand-in from eager's array, so a
+    trace that reads either builtin keeps every array a value."""
+    if ctx.heap.arrays_read:
+        raise ReadAsNumPy(ctx.heap.arrays_read)
+    for guard in ctx.guard_set.guards:
+        if guard.kind is GuardKind.ABSENT and guard.expr.startswith(("'type' not in ", "'id' not in ")):
+            raise ReadAsNumPy({s: f"the code calls {guard.expr.split()[0]}" for s in arrays})
 
 
 def _refuse_stateful_random(concrete: Any) -> None:

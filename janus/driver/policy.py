@@ -3,9 +3,11 @@ to stop assuming, and when to give up.
 
 * **When**: after ``profile_calls`` eager (profiled) calls; after a guard miss of a
   working graph, at the next miss; after a failed attempt, after another full round.
-* **What to relax**: a tensor whose shape changed gets the most specific common shape
-  (its changed dimensions become symbolic); a Python number whose value guard failed
-  is fed to the next graph instead of being specialized again.
+* **What to relax**: a tensor (or a fed NumPy array) whose shape changed gets the most
+  specific common shape (its changed dimensions become symbolic); a Python number whose
+  value guard failed is fed to the next graph instead of being specialized again.
+* **What not to feed**: a NumPy array argument a trace found read as NumPy stays a
+  Python value, guarded by value, in every later trace (``numpy_values``).
 * **What to stop assuming**: a speculation whose assertion failed is banned at its site.
 * **When to give up**: at once for a construct that can never convert; after the
   conversion budget; or when the last graphs built were never reused (the profile of
@@ -18,6 +20,7 @@ import logging
 from collections import Counter
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
 from janus import config
@@ -51,6 +54,7 @@ class ConversionPolicy:
         self.specs: dict[Source, tf.TypeSpec] = {}  # composite tensors: the spec widened over calls
         self.varying: dict[Source, type] = {}
         self.banned_sites: set = set()
+        self.numpy_values: set[Source] = set()  # NumPy array arguments kept as values (janus.trace.arrays)
         self.assumptions: dict = {}
         self.misses: Counter[str] = Counter()
         self._warned = False
@@ -98,8 +102,9 @@ class ConversionPolicy:
 
     def speculator(self, profile: Any) -> Speculator:
         """What a trace may assume: what ``profile`` saw (None: nothing), minus what was banned;
-        assumptions shared across this function's traces through one registry (by id)."""
-        return Speculator(profile, self.banned_sites, self.assumptions)
+        assumptions shared across this function's traces through one registry (by id), and
+        the NumPy arguments not to feed through one set (a trace adds what it learns)."""
+        return Speculator(profile, self.banned_sites, self.assumptions, self.numpy_values)
 
     # -- giving up ------------------------------------------------------------------
     def give_up(self, reason: str, advice: str) -> None:
@@ -123,10 +128,10 @@ class ConversionPolicy:
         self.shapes[source] = shape if seen is None else _common_shape(seen, shape)
 
     def observe(self, source: Source, value: Any, before: Any = None) -> None:
-        """Widen what is known at ``source`` by ``value``: a tensor's shape, or a composite
-        tensor's ``TypeSpec`` (``before``: what the failed graph assumed there)."""
-        if is_eager_tensor(value):
-            self.observe_shape(source, value.shape, before)
+        """Widen what is known at ``source`` by ``value``: a tensor's or NumPy array's shape,
+        or a composite tensor's ``TypeSpec`` (``before``: what the failed graph assumed there)."""
+        if is_eager_tensor(value) or isinstance(value, np.ndarray):
+            self.observe_shape(source, tf.TensorShape(value.shape), before)
             return
         spec = tf.type_spec_from_value(value)
         seen = self.specs.get(source, before)

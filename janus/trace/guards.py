@@ -157,6 +157,15 @@ class GuardBuilder:
         return self.add(f"type({path}) is _EagerTensor and {path}.dtype == {dname} and {shape_check}",
                         f"{source.what} is a {dtype.name} tensor of shape {dims}", GuardKind.TENSOR, source)
 
+    def array(self, source: Source, dtype: np.dtype, dims: tuple) -> Guard:
+        """A NumPy array of ``dtype`` and shape ``dims`` (a None dimension: any size), fed to the graph."""
+        path, dname, cls = source.expr, self.const(dtype, "dt"), self.const(np.ndarray, "t")
+        shape_check = f"{path}.shape == {dims!r}" if None not in dims else f"len({path}.shape) == {len(dims)}" + \
+            "".join(f" and {path}.shape[{i}] == {d}" for i, d in enumerate(dims) if d is not None)
+        return self.add(f"type({path}) is {cls} and {path}.dtype == {dname} and {shape_check}",
+                        f"{source.what} is a {dtype.name} NumPy array of shape {dims} (fed to the graph)",
+                        GuardKind.TENSOR, source)
+
     def composite(self, source: Source, value: Any, spec: tf.TypeSpec) -> Guard:
         """A composite tensor (``RaggedTensor``, ``SparseTensor``, ``ExtensionType``) of ``spec``."""
         name = self.const(spec, "ts")
@@ -245,15 +254,19 @@ def compile_guard(guards: list[Guard], n_args: int, kw_names: tuple[str, ...], n
     return scope["check"], source
 
 
-def compile_inputs(sources: list[Source], fed_scalars: dict[Source, type], namespace: dict[str, Any]) -> Callable:
+def compile_inputs(sources: list[Source], fed_scalars: dict[Source, type], namespace: dict[str, Any],
+                   arrays: frozenset[Source] = frozenset()) -> Callable:
     """``inputs(a, k) -> list`` of the argument tensors the graph takes, in order.
 
-    Python scalars fed to the graph (``fed_scalars``: source -> int/float) are converted here.
+    Python scalars fed to the graph (``fed_scalars``: source -> int/float) and NumPy arrays
+    (``arrays``) are converted here: an array by one ``tf.constant`` of its own dtype.
     """
-    items = [f"_scalar({s.expr}, {fed_scalars[s].__name__})" if s in fed_scalars else s.expr for s in sources]
+    items = [f"_scalar({s.expr}, {fed_scalars[s].__name__})" if s in fed_scalars
+             else f"_array({s.expr})" if s in arrays else s.expr for s in sources]
     source = f"def inputs(a, k):\n    return [{', '.join(items)}]\n"
     scope = dict(namespace)
     scope["_scalar"] = fed_scalar
+    scope["_array"] = tf.constant
     exec(compile(source, "<janus inputs>", "exec"), scope)  # noqa: S102
     return scope["inputs"]
 

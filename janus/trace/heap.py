@@ -10,8 +10,10 @@ records the *guard* that makes the decision safe to reuse (through the trace's
 * an eager tensor becomes a graph input fed at every call (never a stale constant),
   guarded on dtype and shape; so do a ``tf.data.Dataset`` (guarded on its element spec)
   and a ``RaggedTensor``, ``SparseTensor`` or ``ExtensionType`` (on its ``TypeSpec``);
-* a NumPy array is a Python value, guarded by value, and the trace sees a read-only copy
-  (a write into it, which eager makes in the caller's array, fails the conversion);
+* a numeric NumPy array argument the trace feeds is a graph input too, guarded on dtype
+  and shape, seen as a :class:`~janus.trace.arrays.FedArray` (``janus.trace.arrays``); any
+  other NumPy array is a Python value, guarded by value, and the trace sees a read-only
+  copy (a write into it, which eager makes in the caller's array, fails the conversion);
 * a Python scalar, string or ``None`` is specialized as a constant, guarded by value;
 * functions, modules, classes, variables and framework objects (Keras layers,
   optimizers, ``tf.Module``) are used as they are, guarded by identity;
@@ -36,6 +38,7 @@ import tensorflow as tf
 from janus import _tf_private
 from janus.errors import ConversionError
 from janus.trace.active import CALL
+from janus.trace.arrays import FedArray
 from janus.trace.guards import GuardBuilder, fits_spec
 from janus.trace.scalars import DTYPES, PyScalar, fed_scalar
 from janus.trace.seeds import DATASET_RANDOM_OPS, STATEFUL_RANDOM_OPS
@@ -77,6 +80,7 @@ class HeapModel:
     _created: set[int] = field(default_factory=set)
     created_classes: set[type] = field(default_factory=set)
     random_datasets: list[str] = field(default_factory=list)
+    arrays_read: dict[Source, str] = field(default_factory=dict)  # fed arrays used as NumPy arrays, and how
     _keep: list[Any] = field(default_factory=list)
     _pinned: set[int] = field(default_factory=set)
 
@@ -126,7 +130,7 @@ class HeapModel:
             return result
         if (isinstance(source, (Arg, KwArg)) and (is_eager_tensor(value) or is_user_class(type(value))
                                                   and not is_framework_object(value))) \
-                or type(value) in (list, dict, set):
+                or type(value) in (list, dict, set) or isinstance(value, np.ndarray) and source in self.arg_inputs:
             for other_source, other in self._distinct:
                 if type(other) is type(value) or is_eager_tensor(other) and is_eager_tensor(value):
                     self.guard_set.distinct(source, other_source)
@@ -164,6 +168,8 @@ class HeapModel:
             # before the run is known to succeed.
             raise ConversionError(f"{source.what} is an iterator ({type(value).__name__}): a trace would consume it")
         if isinstance(value, np.ndarray):
+            if source in self.arg_inputs:
+                return self._array_input(value, source)
             # The trace sees a read-only copy: a write into the array (eager changes the
             # caller's) raises, and the function runs eagerly.
             frozen = value.copy()
@@ -241,6 +247,14 @@ class HeapModel:
         if source in self.arg_inputs:
             return self.arg_inputs[source]
         return self._call_time_input(source, spec)
+
+    def _array_input(self, value: np.ndarray, source: Source) -> FedArray:
+        """A NumPy array argument fed to the graph: guarded on dtype and shape, seen as a
+        :class:`FedArray` while only TensorFlow reads it (``janus.trace.arrays``)."""
+        dims = tuple(self.arg_specs[source].shape.as_list())
+        self.guard_set.array(source, value.dtype, dims)
+        self._read_from[id(self.arg_inputs[source])] = source
+        return FedArray(self.arg_inputs[source], value.dtype, dims, source, self.arrays_read)
 
     def _composite_input(self, value: Any, source: Source) -> Any:
         """A ``RaggedTensor``, ``SparseTensor`` or ``ExtensionType``: fed through its

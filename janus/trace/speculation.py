@@ -87,10 +87,15 @@ class Assumption:
 class Speculator:
     """Answers, per site, what the profile allows a trace to assume."""
 
-    def __init__(self, profile: Any, banned: Iterable[Any] = (), registry: dict | None = None):
+    def __init__(self, profile: Any, banned: Iterable[Any] = (), registry: dict | None = None,
+                 numpy_values: set | None = None):
         self.profile = profile
         self.banned = set(banned)
         self.registry = registry if registry is not None else {}
+        # NumPy array arguments not to feed (the function reads them with NumPy): kept as
+        # Python values, guarded by value (janus.trace.arrays); the policy's own set, which
+        # a trace that finds another such argument adds to
+        self.numpy_values = numpy_values if numpy_values is not None else set()
 
     def _allowed(self, site: SiteInfo | None) -> bool:
         return site is not None and self.profile is not None and site.key not in self.banned

@@ -1,0 +1,174 @@
+"""NumPy arrays among the arguments, fed to the graph like tensors while only TensorFlow reads them.
+
+A numeric ``np.ndarray`` argument (bool, int, uint, float, complex; alone or inside the
+arguments' tuples, lists and dicts) is a graph input guarded on dtype and shape and
+converted to a tensor of its own dtype at every call, as ``tf.function`` treats NumPy
+inputs: a loop over minibatches ``x[i:i + 16]`` runs one graph.  Converted code sees a
+:class:`FedArray`, a stand-in that TensorFlow converts to that input (the tensor
+conversion registry) and that answers what the shape guard fixes: ``shape``, ``dtype``,
+``ndim``, ``size``, ``len()``, ``isinstance(x, np.ndarray)``.
+
+Eager hands the array itself to the code; where that code does something only NumPy or
+Python can do with it — read its values (``x.mean()``, ``np.sum(x)``, ``x[0] > 0``, a
+``for`` over its rows, ``print``), combine it with a number or another array, write into
+it (``x[0] = 1``, ``x.fill(0)``), convert it to another dtype (NumPy would cast; a tensor
+input would not), hash, return or store it — the stand-in is *read as NumPy*: it marks its
+source and raises.  The mark is sticky (library code that catches the error cannot hide the
+use); the trace fails and the argument is traced again as a Python value, guarded by value
+(``janus.driver.entry``), which the function's policy remembers.  An operator between the
+array and a tensor or variable is the tensor's, as in eager (NumPy defers to it).
+``type(x)`` and ``id(x)`` would tell the stand-in from eager's array: a trace that calls
+either builtin keeps every array a value.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from janus.errors import ConversionError
+from janus.trace.sources import Source
+from janus.trace.values import SymbolicShape
+
+# NumPy dtypes a fed array may have: TensorFlow makes a tensor of the same dtype of each.
+FED_DTYPES = frozenset(np.dtype(t) for t in (
+    np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+    np.float16, np.float32, np.float64, np.complex64, np.complex128))
+
+_NDARRAY_NAMES = frozenset(dir(np.ndarray))
+
+
+def is_fed_array(value: Any) -> bool:
+    """A NumPy array the graph may take as an input: exactly an ``ndarray``, of a numeric
+    dtype in native byte order."""
+    return type(value) is np.ndarray and value.dtype in FED_DTYPES and value.dtype.isnative
+
+
+class ReadAsNumPy(ConversionError):
+    """Converted code used fed arrays as NumPy arrays: they are traced again as Python values."""
+
+    def __init__(self, sources: dict[Source, str]):
+        first, what = next(iter(sources.items()))
+        super().__init__(f"{first.what} is read as a NumPy array ({what}): it is guarded by value")
+        self.sources = dict(sources)
+
+
+class FedArray:
+    """What converted code sees for a NumPy array argument fed to the graph (see the module)."""
+
+    __slots__ = ("_input", "_dtype", "_dims", "_source", "_marks")
+
+    def __init__(self, placeholder: tf.Tensor, dtype: np.dtype, dims: tuple, source: Source,
+                 marks: dict[Source, str]):
+        object.__setattr__(self, "_input", placeholder)
+        object.__setattr__(self, "_dtype", dtype)
+        object.__setattr__(self, "_dims", dims)  # the guarded shape; None where it varies
+        object.__setattr__(self, "_source", source)
+        object.__setattr__(self, "_marks", marks)  # the trace's record of arrays read as NumPy
+
+    def read_as_numpy(self, what: str) -> None:
+        """Mark this argument as used by NumPy or Python, and fail the trace."""
+        self._marks.setdefault(self._source, what)
+        raise ReadAsNumPy({self._source: what})
+
+    @property
+    def __class__(self) -> type:  # isinstance(x, np.ndarray), as eager answers
+        return np.ndarray
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self._dims)
+
+    @property
+    def shape(self) -> tuple:
+        """Eager's tuple: a dimension that varies is a Python int the graph computes."""
+        if None not in self._dims:
+            return self._dims
+        return tuple(SymbolicShape.of(self._input).dims)
+
+    @property
+    def size(self) -> Any:
+        total = 1
+        for d in self.shape:
+            total = d * total
+        return total
+
+    @property
+    def itemsize(self) -> int:
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self) -> Any:
+        return self.size * self._dtype.itemsize
+
+    def __len__(self) -> int:
+        if not self._dims:
+            self.read_as_numpy("len() of a 0-d array")
+        if self._dims[0] is None:  # not a value read: the trace is tried again with this call's shape
+            raise ConversionError("len() of a NumPy array whose first dimension varies")
+        return self._dims[0]
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _NDARRAY_NAMES:
+            self.read_as_numpy(f".{name}")
+        raise AttributeError(f"'numpy.ndarray' object has no attribute {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self.read_as_numpy(f"sets .{name}")
+
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        self.read_as_numpy("converted by NumPy")
+
+    def __repr__(self) -> str:
+        self.read_as_numpy("repr()")
+
+
+def _reads_values(what: str):
+    """A method of :class:`FedArray` that needs the array's values (or its identity as an object)."""
+    def read(self: FedArray, *args: Any, **kwargs: Any) -> Any:
+        self.read_as_numpy(what)
+    return read
+
+
+def _operator(name: str):
+    """A binary operator of :class:`FedArray`: the tensor's own with a tensor or variable."""
+    def op(self: FedArray, other: Any) -> Any:
+        if isinstance(other, (tf.Tensor, tf.Variable)):
+            return NotImplemented  # NumPy defers to the tensor's operator, which converts the array
+        self.read_as_numpy(f"operator {name} with a {type(other).__name__}")
+    return op
+
+
+for _name, _what in {"__str__": "str()", "__format__": "format()", "__bool__": "truth value", "__hash__": "hash()",
+                     "__int__": "int()", "__float__": "float()", "__complex__": "complex()", "__index__": "as an index",
+                     "__iter__": "iteration", "__contains__": "in", "__reversed__": "reversed()",
+                     "__getitem__": "indexing", "__setitem__": "item assignment", "__delitem__": "item deletion",
+                     "__neg__": "-x", "__pos__": "+x", "__abs__": "abs()", "__invert__": "~x",
+                     "__reduce__": "pickled", "__reduce_ex__": "pickled", "__copy__": "copied",
+                     "__deepcopy__": "copied"}.items():
+    setattr(FedArray, _name, _reads_values(_what))
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor", "lshift",
+              "rshift"):
+    for _form in (f"__{_name}__", f"__r{_name}__", f"__i{_name}__"):
+        setattr(FedArray, _form, _operator(_form))
+for _form in ("__divmod__", "__rdivmod__", "__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"):
+    setattr(FedArray, _form, _operator(_form))
+del _name, _what, _form
+
+
+def _to_tensor(value: FedArray, dtype: tf.DType | None = None, name: str | None = None,
+               as_ref: bool = False) -> tf.Tensor:
+    """TensorFlow's conversion of a fed array: the graph input, when TensorFlow asks for the
+    array's own dtype (or none).  Asked for another dtype (``dtype`` or a preferred one),
+    eager's NumPy conversion would cast where a tensor input raises: that reads it as NumPy."""
+    if dtype is not None and tf.as_dtype(dtype).base_dtype != value._input.dtype:  # noqa: SLF001
+        value.read_as_numpy(f"converted to {tf.as_dtype(dtype).name}")
+    return value._input  # noqa: SLF001
+
+
+tf.register_tensor_conversion_function(FedArray, _to_tensor)
