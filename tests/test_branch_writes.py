@@ -442,28 +442,107 @@ class Hist:
     assert reason in str(janus.explain(made[-1].step))
 
 
-def test_a_write_inside_a_tensor_while_loop_still_runs_eagerly():
-    made = []
-
+def test_numbers_written_inside_a_tensor_while_loop_are_carried():
     def make(jit):
         class Loop:
             def __init__(self):
                 self.n = 0
+                self.lr = 1.0
+                self.hist = {"trips": 0}
 
             @jit
             def step(self, x):
                 i = tf.constant(0)
                 while i < tf.cast(tf.reduce_sum(x), tf.int32):
                     self.n += 1
+                    if i % 2 == 0:
+                        self.lr = self.lr * 0.5
+                    self.hist["trips"] += 1
                     i += 1
-                return i
+                return x * self.lr + self.n
 
         lp = Loop()
+        return SimpleNamespace(fn=lp.step, state=lambda: {"n": lp.n, "lr": lp.lr, "hist": dict(lp.hist)})
+
+    stats = check(make, [(vec(float(v)),) for v in [1, 3, 0, 2, 4, 1, 0, 5, 2]], min_graph_calls=5)
+    assert stats["conversions"] <= 2, stats
+
+
+def test_a_counter_read_by_the_loop_condition():
+    def make(jit):
+        class Budget:
+            def __init__(self):
+                self.spent = 0
+
+            @jit
+            def step(self, x, limit):
+                total = tf.constant(0.0)
+                while self.spent < limit:
+                    total = total + tf.reduce_sum(x)
+                    self.spent += 1
+                return total
+
+        b = Budget()
+        return SimpleNamespace(fn=b.step, state=lambda: {"spent": b.spent})
+
+    calls = [(vec(1.0), tf.constant(k)) for k in [2, 5, 5, 9, 3, 12, 14]]
+    stats = check(make, calls, min_graph_calls=3)
+    assert stats["conversions"] <= 2, stats
+
+
+def test_numbers_written_in_a_for_over_a_dataset_and_a_tensor_range():
+    def make(jit):
+        class Counter:
+            def __init__(self):
+                self.n = 0
+                self.total = 0.0
+
+            @jit
+            def step(self, ds):
+                s = tf.constant(0.0)
+                for x in ds:
+                    s = s + x
+                    self.n += 1
+                for _ in tf.range(tf.cast(s, tf.int32)):
+                    self.total = self.total + 0.5
+                return s
+
+        c = Counter()
+        return SimpleNamespace(fn=c.step, state=lambda: {"n": c.n, "total": c.total})
+
+    calls = [(tf.data.Dataset.from_tensor_slices(tf.constant([1.0] * k)),) for k in [2, 3, 1, 4, 0, 2, 5]]
+    stats = check(make, calls, min_graph_calls=3)
+    assert stats["conversions"] <= 2, stats
+
+
+@pytest.mark.parametrize("body, reason", [
+    ("self.state = self.state + x", "self.state (a tensor) is set inside a tensor-dependent loop; only a Python "
+                                    "number there is carried"),
+    ("print('trip', i)", "print(...) inside a tensor-dependent loop"),
+])
+def test_other_writes_inside_a_tensor_while_loop_still_run_eagerly(body, reason):
+    made = []
+    src = f"""
+class Loop:
+    def __init__(self):
+        self.state = tf.zeros([1])
+
+    @jit
+    def step(self, x):
+        i = tf.constant(0)
+        while i < tf.cast(tf.reduce_sum(x), tf.int32):
+            {body}
+            i += 1
+        return i
+"""
+
+    def make(jit):
+        lp = fresh_module(src, jit=jit, tf=tf).Loop()
         made.append(lp)
-        return SimpleNamespace(fn=lp.step, state=lambda: {"n": lp.n})
+        return SimpleNamespace(fn=lp.step, state=lambda: {"state": lp.state})
 
     check(make, [(vec(float(v)),) for v in [1, 3, 0, 2, 4, 1]], eager_only=True)
-    assert "write of self.n inside a tensor-dependent loop" in str(janus.explain(made[-1].step))
+    assert reason in str(janus.explain(made[-1].step))
 
 
 def test_a_side_that_raises_leaves_the_other_sides_writes():

@@ -2,9 +2,10 @@
 Janus: they must agree.
 
 Each program is generated from a seed: nested ``if``s on tensor conditions (with or without
-``else``) and on a step counter, writing a float, an int and a bool attribute, items of a
-dict attribute, reading them back (in the same side, in the other side, after the branch),
-appending and printing them, and an ``assert`` that fails for some inputs after the writes.
+``else``) and on a step counter, and ``while`` loops on a tensor condition, writing a float, an
+int and a bool attribute, items of a dict attribute, reading them back (in the same side, in
+the other side, after the branch or loop), appending and printing them (outside loops), and an
+``assert`` that fails for some inputs after the writes.
 The inputs change sign and size between calls, so both sides run.  The harness compares
 results, exceptions, printed output and state (with the Python type of every number) after
 every call.  A program Janus runs eagerly is a gap and allowed here; a different answer is not.
@@ -27,6 +28,8 @@ class _Gen:
     def __init__(self, seed: int):
         self.r = random.Random(seed)
         self.depth = 0
+        self.loops = 0
+        self.in_loop = False
 
     def write(self) -> list[str]:
         return self.r.choice([
@@ -42,14 +45,13 @@ class _Gen:
         ])
 
     def use(self) -> list[str]:
+        effects = [] if self.in_loop else [["self.log.append(self.lr)"], ["print('n', self.n)"]]
         return self.r.choice([
             ["y = y * self.lr"],
             ["y = y + self.n"],
             ["y = y + self.hist['s']"],
-            ["self.log.append(self.lr)"],
-            ["print('n', self.n)"],
             ["s = s + tf.reduce_sum(y)"],
-        ])
+        ] + effects)
 
     def block(self, size: int) -> list[str]:
         lines: list[str] = []
@@ -57,6 +59,8 @@ class _Gen:
             roll = self.r.random()
             if roll < 0.3 and self.depth < 2:
                 lines += self.branch()
+            elif roll < 0.4 and self.depth < 2 and not self.loops:
+                lines += self.loop()
             elif roll < 0.75:
                 lines += self.write()
             else:
@@ -75,6 +79,16 @@ class _Gen:
         if self.r.random() < 0.5:
             lines += self.nested("else:", self.r.randint(1, 2))
         return lines
+
+    def loop(self) -> list[str]:
+        self.loops += 1
+        self.depth += 1
+        self.in_loop = True
+        body = self.block(self.r.randint(1, 3))
+        self.in_loop = False
+        self.depth -= 1
+        return (["i = tf.constant(0)", "while i < tf.cast(tf.reduce_sum(tf.abs(x)), tf.int32):"]
+                + ["    " + line for line in body + ["i += 1"]])
 
     def program(self) -> str:
         body = ["self.t += 1", "y = x * 1.0", "s = tf.reduce_sum(x)"] + self.branch() + self.block(self.r.randint(1, 4))

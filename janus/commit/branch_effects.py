@@ -36,9 +36,9 @@ class BranchSink(list):
 @contextmanager
 def tensor_dependent(log: EffectLog, sink: BranchSink | None = None) -> Iterator[BranchSink | None]:
     """While a tensor-dependent body is traced: the log's ``dynamic_depth`` is raised (Python
-    mutations other than a side's writes of state are refused) and effects go to ``sink``, a
-    ``tf.cond`` side's list; with no sink (a loop, a graph of its own) an effect fails the
-    conversion."""
+    mutations other than writes of state are refused) and effects go to ``sink``, a ``tf.cond``
+    side's list or a loop's (``janus.runtime.branch_stores.LoopSink``); with no sink (a graph a
+    library builds) an effect fails the conversion."""
     log.dynamic_depth += 1
     log.sinks.append(sink)
     try:

@@ -15,16 +15,22 @@ set on one side and absent before) holds an :class:`Unjoined` marker instead: th
 still exact, and only reading the place again in the same trace fails the conversion.  An
 item of a container cannot hold a marker (the container is iterated and measured as a
 whole), so there it fails the conversion at once.
+
+In the body of a tensor-dependent loop (a :class:`LoopSink`) a place holding a Python number
+is carried through the ``tf.while_loop`` instead (``janus.runtime.while_loops``): the loop is
+traced again with the places its body writes as loop variables, and each is committed once,
+after the run, with its final value.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from janus.commit.branch_effects import BranchSink
+from janus.commit.effects import Effect, SetAttr, SetCell, SetGlobal, SetItem, When
 from janus.errors import ConversionError
 from janus.runtime.reconcile import joinable
-from janus.trace.values import SCALARS
+from janus.trace.values import PY_SCALARS, SCALARS, PyOrTensor, PyScalar, is_symbolic
 
 MISSING = object()
 
@@ -51,6 +57,7 @@ class Place:
 
     key: Any  # the same for every way of reaching the place
     label: str  # as the user's code names it
+    effect: Callable[[Any], Effect]  # the deferred effect of writing a value there
     holds_marker = True  # whether an Unjoined marker may be left there
 
     def raw(self) -> Any:
@@ -75,6 +82,7 @@ class Overlaid(Place):
     key: tuple
     label: str
     read: Callable[[], Any]  # the value from Python state, with its guard or graph input
+    effect: Callable[[Any], Effect]
 
     def raw(self) -> Any:
         return self.heap.overlay.get(self.key, MISSING)
@@ -104,6 +112,7 @@ class Item(Place):
     index: Any
     key: tuple
     label: str
+    effect: Callable[[Any], Effect]
     holds_marker = False
 
     def raw(self) -> Any:
@@ -116,7 +125,7 @@ class Item(Place):
         return self.container[self.index]
 
 
-def item(heap: Any, container: list | dict, index: Any, label: str) -> Item:
+def item(heap: Any, container: list | dict, index: Any, label: str, effect: Callable[[Any], Effect]) -> Item:
     """The place ``container[index]`` (an existing item) written inside a side; the heap
     model keeps the container's copy the one every side and later code reads."""
     if type(index) not in SCALARS:
@@ -128,7 +137,7 @@ def item(heap: Any, container: list | dict, index: Any, label: str) -> Item:
     container[index]  # noqa: B018 - a list index out of range raises as eager's assignment would
     heap.pin(container)
     slot = index % len(container) if type(container) is list else index
-    return Item(container, slot, ("item", id(container), slot), f"{label}[{index!r}]")
+    return Item(container, slot, ("item", id(container), slot), f"{label}[{index!r}]", effect)
 
 
 @dataclass
@@ -142,15 +151,17 @@ class Store:
 
 
 def side_stores(ctx: Any, what: str) -> dict | None:
-    """The stores of the side of a tensor conditional being traced (None outside any
-    tensor-dependent body); inside any other one (a loop, a graph a library builds) a write
-    is refused, as it could not be committed."""
+    """The stores of the side of a tensor conditional or the loop body being traced (None
+    outside any tensor-dependent body); inside a graph a library builds around the user's
+    function a write is refused, as it could not be committed."""
     log = ctx.log
     if not log.dynamic_depth:
         return None
     sink = log.sinks[-1] if log.sinks else None
     if not isinstance(sink, BranchSink):
-        raise ConversionError(f"{what} inside a tensor-dependent loop (or a graph a library builds)")
+        raise ConversionError(f"{what} inside a graph a library builds")
+    if isinstance(sink, LoopSink) and sink.testing:
+        raise ConversionError(f"{what} in the condition of a tensor-dependent loop")
     return sink.stores
 
 
@@ -161,6 +172,62 @@ def write(ctx: Any, place: Place, value: Any, what: str) -> None:
     if stores is not None and place.key not in stores:
         stores[place.key] = Store(place, place.raw(), place.before())
     place.put(value)
+
+
+class LoopSink(BranchSink):
+    """What the body of a tensor-dependent loop records: the places of Python state it writes
+    (those in ``carried`` are loop variables of this trace of the loop), and no effect: a
+    write's effect is replaced by one commit of the place's final value after the loop, and
+    any other effect (a print, an append) is refused, its count being known only at run time."""
+
+    def __init__(self, carried: Sequence[Place] = ()) -> None:
+        super().__init__()
+        self.carried = {place.key for place in carried}
+        self.testing = False  # while the loop's condition is traced
+
+    def append(self, effect: Effect) -> None:
+        if not _is_write(effect):
+            raise ConversionError(f"{effect.describe()} inside a tensor-dependent loop")
+
+    def hold(self, place: Place, value: Any) -> None:
+        """``place`` holds ``value`` (a loop variable) while the body or condition is traced."""
+        self.stores.setdefault(place.key, Store(place, place.raw(), MISSING))
+        place.put(value)
+
+    def new_places(self) -> list[Place]:
+        """Places the body wrote that this trace of the loop does not carry."""
+        return [store.place for key, store in self.stores.items() if key not in self.carried]
+
+
+class Carry(ConversionError):
+    """The body of a tensor-dependent loop writes places of Python state the loop does not
+    carry yet: it is traced again carrying them."""
+
+    def __init__(self, places: list[Place]) -> None:
+        super().__init__(f"the loop body writes {', '.join(p.label for p in places)}")
+        self.places = places
+
+
+def loop_initial(place: Place, what: str) -> Any:
+    """The value ``place`` holds before a tensor-dependent loop whose body writes it, as the
+    loop variable's initial value: only a Python number (or one the graph computes) is carried."""
+    value = place.before()
+    if isinstance(value, Unjoined):
+        raise ConversionError(f"{what}: {place.label} is set inside a tensor-dependent loop and has no value "
+                              f"before it")
+    if type(value) in PY_SCALARS:
+        return PyScalar.of(value)
+    if isinstance(value, PyScalar):
+        return value
+    kind = "tensor" if is_symbolic(value) or isinstance(value, PyOrTensor) else type(value).__name__
+    raise ConversionError(f"{what}: {place.label} (a {kind}) is set inside a tensor-dependent loop; only a "
+                          f"Python number there is carried through the loop")
+
+
+def _is_write(effect: Effect) -> bool:
+    if isinstance(effect, When):
+        return all(_is_write(e) for e in effect.effects)
+    return isinstance(effect, (SetAttr, SetItem, SetGlobal, SetCell))
 
 
 def close(sink: BranchSink) -> None:

@@ -164,26 +164,31 @@ def st_attr(obj: Any, name: str, value: Any) -> None:
     if instance_dict(obj) is None:
         raise ConversionError(f"{cls.__qualname__} instances have no __dict__")
     what = f"write of {source.label}.{name}"
-    place = branch_stores.Overlaid(ctx.heap, (id(obj), name), f"{source.label}.{name}", lambda: ld_attr(obj, name))
+    place = branch_stores.Overlaid(ctx.heap, (id(obj), name), f"{source.label}.{name}", lambda: ld_attr(obj, name),
+                                   lambda v: SetAttr(source, name, v))
     branch_stores.write(ctx, place, value, what)
-    ctx.effect(SetAttr(source, name, value), what)
+    ctx.effect(place.effect(value), what)
 
 
 def st_global(g: dict, name: str, value: Any) -> None:
     """``name = value`` under a ``global name`` statement: deferred like an attribute write."""
     ctx = active_trace()
-    place = branch_stores.Overlaid(ctx.heap, (id(g), name), f"global {name}", lambda: ld_global(g, name))
+    module = ctx.const(g, "g")
+    place = branch_stores.Overlaid(ctx.heap, (id(g), name), f"global {name}", lambda: ld_global(g, name),
+                                   lambda v: SetGlobal(module, name, v))
     branch_stores.write(ctx, place, value, f"write of global {name}")
-    ctx.effect(SetGlobal(ctx.const(g, "g"), name, value), f"write of global {name}")
+    ctx.effect(place.effect(value), f"write of global {name}")
 
 
 def st_cell(cells: tuple, index: int, name: str, value: Any) -> None:
     """``name = value`` under a ``nonlocal name`` statement: deferred like an attribute write."""
     ctx = active_trace()
     cell = cells[index]
-    place = branch_stores.Overlaid(ctx.heap, (id(cell), _CELL), name, lambda: ld_cell(cells, index, name))
+    target = Cell(ctx.const(cell, "c"), name)
+    place = branch_stores.Overlaid(ctx.heap, (id(cell), _CELL), name, lambda: ld_cell(cells, index, name),
+                                   lambda v: SetCell(target, v))
     branch_stores.write(ctx, place, value, f"write of closure variable {name}")
-    ctx.effect(SetCell(Cell(ctx.const(cell, "c"), name), value), f"write of closure variable {name}")
+    ctx.effect(place.effect(value), f"write of closure variable {name}")
 
 
 def is_rebound(g_or_cell: Any, name: str | None = None) -> bool:
@@ -215,7 +220,8 @@ def st_subscr(obj: Any, key: Any, value: Any) -> None:
         raise ConversionError(f"item assignment on a {type(obj).__name__} from Python state")
     what = f"write of {source.label}[{key!r}]"
     if branch_stores.side_stores(ctx, what) is not None:
-        branch_stores.write(ctx, branch_stores.item(ctx.heap, obj, key, source.label), value, what)
+        place = branch_stores.item(ctx.heap, obj, key, source.label, lambda v: SetItem(source, key, v))
+        branch_stores.write(ctx, place, value, what)
     else:
         obj[key] = value  # on the trace's own copy of the container
     ctx.effect(SetItem(source, key, value), what)

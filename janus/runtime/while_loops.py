@@ -4,7 +4,9 @@ Used by the ``while`` and ``for`` statements (``janus.runtime.loops``) when a lo
 test depends on a tensor and no trip count is assumed.  The loop is traced again when
 a carried number becomes a tensor in the body, or when the body draws random numbers;
 a ``return`` value the loop would be the first to set is carried as zeros of what a
-thrown-away trace of the body returned.
+thrown-away trace of the body returned.  Python numbers of state the body writes (an
+attribute, item, global or closure variable) are carried too, found by a first trace
+(``janus.runtime.branch_stores``), and committed once after the run with their final value.
 """
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ import tensorflow as tf
 
 from janus.commit import atomicity, branch_effects
 from janus.errors import ConversionError, InternalSignal
+from janus.runtime import branch_stores
+from janus.runtime.branch_stores import LoopSink
 from janus.runtime.constructs import body_writes_state, first_line, op_of
 from janus.runtime.reconcile import as_union, join, number_or_tensor, split, union_kind
 from janus.runtime.truth import is_tensor, truth
@@ -33,7 +37,7 @@ def while_loop(test: Callable, body: Callable, state: tuple, names: Sequence[str
     Python number that the body turns into a tensor (``s = 0`` then ``s += x`` on some
     iterations) is carried as a :class:`PyOrTensor` from the start: the loop is traced
     again with it widened.  So is a body that draws random numbers, carrying the seeds'
-    position.
+    position, and one that writes Python state: the places it writes are carried.
     """
     ctx = current()
     state = _undefined_result_filled(body, tuple(state), names, what)
@@ -49,10 +53,17 @@ def while_loop(test: Callable, body: Callable, state: tuple, names: Sequence[str
     start = len(ctx.checks.assertions)
     checkpoint = ctx.checkpoint()
     carry_seeds = False
-    for _ in range(len(tf.nest.flatten(structure)) + 2):
+    places: list = []
+    attempts = 0
+    while attempts < len(tf.nest.flatten(structure)) + 2:
+        attempts += 1
         try:
-            flat, writes = _loop_attempt(test, body, structure, names, what, carry_seeds)
+            flat, writes = _loop_attempt(test, body, structure, names, what, carry_seeds, places)
             break
+        except branch_stores.Carry as carry:  # the body writes state: trace it again, carrying it
+            ctx.rollback(checkpoint)
+            structure += tuple(branch_stores.loop_initial(place, what) for place in carry.places)
+            places += carry.places
         except DrawInLoop:  # the body draws random numbers: trace it again, carrying the seed position
             if carry_seeds:
                 raise
@@ -70,7 +81,12 @@ def while_loop(test: Callable, body: Callable, state: tuple, names: Sequence[str
     if writes:
         ctx.checks.writer_constructs.add(op_of(flat))
     leaves, kinds, _ = split(structure)
-    return tuple(join(structure, leaves, kinds, iter(flat)))
+    values = tuple(join(structure, leaves, kinds, iter(flat)))
+    n = len(values) - len(places)
+    for place, value in zip(places, values[n:]):
+        branch_stores.write(ctx, place, value, f"write of {place.label}")
+        ctx.effect(place.effect(value), f"write of {place.label}")
+    return values[:n]
 
 
 class _Widen(ConversionError):
@@ -82,20 +98,33 @@ class _Widen(ConversionError):
 
 
 def _loop_attempt(test: Callable, body: Callable, structure: tuple, names: Sequence[str], what: str,
-                  carry_seeds: bool) -> tuple[list, bool]:
-    """One trace of the loop with the carried values ``structure``: its flat outputs, and
-    whether the body changes a variable."""
+                  carry_seeds: bool, places: list) -> tuple[list, bool]:
+    """One trace of the loop with the carried values ``structure`` (the variables, then the
+    values of the ``places`` of Python state carried): its flat outputs, and whether the body
+    changes a variable.  :class:`branch_stores.Carry` if the body writes other places."""
     leaves, kinds, init = split(structure)
+    sink = LoopSink(places)
+    n = len(structure) - len(places)
 
     def unpack(flat):
-        return join(structure, leaves, kinds, iter(flat))
+        values = join(structure, leaves, kinds, iter(flat))
+        for place, value in zip(places, values[n:]):
+            sink.hold(place, value)
+        return values[:n]
 
     def cond(*flat):
-        return truth(test(*unpack(flat)))
+        values = unpack(flat)
+        sink.testing = True
+        try:
+            return truth(test(*values))
+        finally:
+            sink.testing = False
 
     def loop_body(*flat):
-        out = tuple(tf.nest.map_structure(lambda v: PyScalar.of(v) if type(v) in PY_SCALARS else v,
-                                          tuple(body(*unpack(flat)))))
+        out = tuple(body(*unpack(flat))) + tuple(place.raw() for place in places)
+        if sink.new_places():
+            raise branch_stores.Carry(sink.new_places())
+        out = tuple(tf.nest.map_structure(lambda v: PyScalar.of(v) if type(v) in PY_SCALARS else v, out))
         try:
             tf.nest.assert_same_structure(out, structure)
         except (TypeError, ValueError):
@@ -115,16 +144,18 @@ def _loop_attempt(test: Callable, body: Callable, structure: tuple, names: Seque
         return tensors
 
     writes = [False]
-    flat = _traced_while(cond, loop_body, init, what, carry_seeds=carry_seeds)
+    flat = _traced_while(cond, loop_body, init, what, carry_seeds=carry_seeds, sink=sink)
     return flat, writes[0]
 
 
-def _traced_while(cond: Callable, body: Callable, init: list, what: str, carry_seeds: bool) -> list:
+def _traced_while(cond: Callable, body: Callable, init: list, what: str, carry_seeds: bool,
+                  sink: LoopSink) -> list:
     """``tf.while_loop(cond, body, init)`` as the loop's flat outputs.
 
     With ``carry_seeds`` the seed stream's position is one more loop variable, so each
     iteration's draws use the next seeds; without it a draw in the body raises
-    :class:`DrawInLoop` (the caller retraces, carrying it).
+    :class:`DrawInLoop` (the caller retraces, carrying it).  ``sink`` takes the body's writes
+    of Python state, undone after the trace.
     """
     ctx = current()
     seeds = ctx.seeds
@@ -154,13 +185,14 @@ def _traced_while(cond: Callable, body: Callable, init: list, what: str, carry_s
     else:
         seeds.uncarried_loops += 1
     try:
-        with branch_effects.tensor_dependent(ctx.log):
+        with branch_effects.tensor_dependent(ctx.log, sink):
             flat = tf.while_loop(test, step, init)
     except InternalSignal:  # Janus's own signals pass through
         raise
     except (TypeError, ValueError) as e:
         raise ConversionError(f"{what}: {first_line(e)}") from None
     finally:
+        branch_stores.undo(sink)
         if not carry_seeds:
             seeds.uncarried_loops -= 1
     flat = list(flat) if isinstance(flat, (list, tuple)) else [flat]
@@ -195,14 +227,16 @@ def _undefined_result_filled(body: Callable, state: tuple, names: Sequence[str],
             else tf.TensorSpec(v.shape, v.dtype) if is_symbolic(v) else v, found["value"])
         return []
 
+    sink = LoopSink()
     try:
-        with branch_effects.tensor_dependent(ctx.log):
+        with branch_effects.tensor_dependent(ctx.log, sink):
             tf.function(probe, autograph=False).get_concrete_function()
     except InternalSignal:  # Janus's own signals pass through
         raise
     except Exception as e:  # noqa: BLE001 - eager raises it (or not) for real
         raise ConversionError(f"{what}: {type(e).__name__}: {first_line(e)}") from None
     finally:
+        branch_stores.undo(sink)
         ctx.rollback(checkpoint)
 
     def zeros(spec):

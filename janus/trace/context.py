@@ -80,7 +80,7 @@ class Checks:
 @dataclass
 class EffectLog:
     """Python side effects recorded for the commit, in program order; while a tensor
-    construct is traced (``dynamic_depth``), a ``tf.cond`` side's effects go to its sink."""
+    construct is traced (``dynamic_depth``), its effects go to its sink."""
 
     effects: list[Any] = field(default_factory=list)
     sinks: list = field(default_factory=list)
@@ -90,12 +90,14 @@ class EffectLog:
         """Record a Python side effect (a ``janus.commit.effects.Effect``) to commit after
         the graph ran successfully.
 
-        Inside a tensor loop it cannot be replayed (its count is dynamic); inside a
-        ``tf.cond`` side it goes to that side's list (see ``janus.commit.branch_effects``).
+        Inside a ``tf.cond`` side it goes to that side's list (``janus.commit.branch_effects``);
+        a tensor loop's sink takes only writes of state, committed once after the loop
+        (``janus.runtime.branch_stores``); inside a graph a library builds around the user's
+        function (no sink) it cannot be replayed.
         """
         if self.dynamic_depth:
             if not self.sinks or self.sinks[-1] is None:
-                raise ConversionError(f"{where} inside a tensor-dependent loop")
+                raise ConversionError(f"{where} inside a graph a library builds around the user's function")
             self.sinks[-1].append(effect)
             return
         self.effects.append(effect)
