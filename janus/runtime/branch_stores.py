@@ -126,14 +126,14 @@ class Item(Place):
 
 
 def item(heap: Any, container: list | dict, index: Any, label: str, effect: Callable[[Any], Effect]) -> Item:
-    """The place ``container[index]`` (an existing item) written inside a side; the heap
-    model keeps the container's copy the one every side and later code reads."""
+    """The place ``container[index]`` (an existing item) written inside a branch side or loop
+    body; the heap model keeps the container's copy the one every side and later code reads."""
     if type(index) not in SCALARS:
-        raise ConversionError(f"write of {label}[...] with an index the graph computes, inside a tensor-dependent "
-                              f"branch")
+        raise ConversionError(f"write of {label}[...] with an index the graph computes, inside tensor-dependent "
+                              f"control flow")
     if type(container) is dict and index not in container:
-        raise ConversionError(f"{label}[{index!r}] is added inside a tensor-dependent branch (its keys would "
-                              f"depend on the side taken)")
+        raise ConversionError(f"{label}[{index!r}] is added inside tensor-dependent control flow (its keys would "
+                              f"depend on the run)")
     container[index]  # noqa: B018 - a list index out of range raises as eager's assignment would
     heap.pin(container)
     slot = index % len(container) if type(container) is list else index
