@@ -92,7 +92,7 @@ def _name(f: Any) -> str:
     return getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
 
 
-_VOWEL_WORD = re.compile(r"\b([Aa]) (?=(?:[aeio]|u(?!int|ni|s[eu]|[^aeiou\W][aeiou])|[AEIOU](?![A-Z]))\w)")
+_VOWEL_WORD = re.compile(r"(?<![\w.])([Aa]) (?=(?:[aeio]|u(?!int|ni|s[eu]|[^aeiou\W][aeiou])|[AEIOU](?![A-Z]))\w)")
 
 
 def _articles(text: str) -> str:
