@@ -280,7 +280,7 @@ def test_a_guard_is_recorded_once_and_constants_once():
     again = b.type_is(Arg(0, "self"), Model)
     assert again is first and b.guards == [first]
     assert b.const(Model, "t") == "_t5" and len(b.namespace) == 6
-    b.guard("a[0] is not None", "self is given", GuardKind.VALUE)  # the generic form runtime callers use
+    b.add("a[0] is not None", "self is given", GuardKind.VALUE)  # the generic form the kind methods write through
     assert [g.expr for g in b.guards] == ["type(a[0]) is _t5", "a[0] is not None"]
 
 

@@ -20,7 +20,8 @@ import tensorflow as tf
 
 from janus.commit.effects import Effect
 from janus.trace.context import EffectLog
-from janus.trace.values import DeferredStr, Field, PyOrTensor, PyScalar, is_symbolic
+from janus.trace.scalars import PyOrTensor
+from janus.trace.values import DeferredStr, Field, PyScalar, is_symbolic
 
 
 class BranchSink(list):

@@ -30,7 +30,8 @@ from janus.commit.branch_effects import BranchSink
 from janus.commit.effects import Effect, SetAttr, SetCell, SetGlobal, SetItem, When
 from janus.errors import ConversionError
 from janus.runtime.reconcile import joinable
-from janus.trace.values import PY_SCALARS, SCALARS, PyOrTensor, PyScalar, is_symbolic
+from janus.trace.scalars import PY_SCALARS, PyOrTensor
+from janus.trace.values import SCALARS, PyScalar, is_symbolic
 
 MISSING = object()
 

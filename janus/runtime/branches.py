@@ -31,7 +31,8 @@ from janus.runtime.constructs import body_writes_state, first_line, no_cells, op
 from janus.runtime.reconcile import apply_fixes, fixes, join, same_python, split
 from janus.runtime.truth import is_tensor, to_bool, truth
 from janus.trace.active import current
-from janus.trace.values import PyOrTensor, PyScalar, is_symbolic
+from janus.trace.scalars import PyOrTensor
+from janus.trace.values import PyScalar, is_symbolic
 
 
 def if_stmt(cond: Any, body: Callable, orelse: Callable, args: tuple, names: Sequence[str],

@@ -21,7 +21,6 @@ from janus.errors import ConversionError
 from janus.runtime import branch_stores
 from janus.trace.active import current
 from janus.trace.forest import NodeView, is_tree_part
-from janus.trace.guards import GuardKind
 from janus.trace.sources import Cell, ClassAttr, Global
 from janus.trace.values import SymbolicShape, is_framework_object, is_graph_composite, is_symbolic, is_user_class
 
@@ -49,7 +48,7 @@ def ld_global(g: dict, name: str) -> Any:
     b = b if isinstance(b, dict) else vars(b)
     if name not in b:
         raise NameError(f"name '{name}' is not defined")
-    ctx.guard(f"{name!r} not in {gname}", f"global {name} is not rebound (builtin {name})", GuardKind.ABSENT)
+    ctx.guard_set.builtin_not_shadowed(gname, name)
     return b[name]
 
 
@@ -94,8 +93,7 @@ def ld_attr(obj: Any, name: str) -> Any:
     if not is_user_class(cls):
         return getattr(obj, name)
     if d is not None:
-        ctx.guard(f"{name!r} not in {source.expr}.__dict__", f"{source.label}.{name} is not set on the instance",
-                  GuardKind.ABSENT, source)
+        ctx.guard_set.not_on_instance(source, name)
     if is_data_descriptor(cls, name) and _defined_by_user(cls, name):
         prop = inspect.getattr_static(obj, name)
         if isinstance(prop, property) and prop.fget is not None:

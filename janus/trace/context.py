@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from janus.errors import ConversionError
 from janus.trace import active
-from janus.trace.guards import GuardBuilder, GuardKind
+from janus.trace.guards import GuardBuilder
 from janus.trace.heap import HeapModel
 from janus.trace.seeds import SeedStream
 from janus.trace.sources import Source
@@ -158,11 +158,6 @@ class TraceContext:
 
     def const(self, obj: Any, hint: str = "o") -> str:
         return self.guard_set.const(obj, hint)
-
-    def guard(self, expr: str, description: str, kind: GuardKind, source: Source | None = None) -> None:
-        """Record a guard written by the caller (runtime callers move to a
-        :class:`~janus.trace.guards.GuardBuilder` method of its kind)."""
-        self.guard_set.add(expr, description, kind, source)
 
     def getter(self, source: Source) -> Callable[[tuple, dict], Any]:
         return self.guard_set.getter(source)

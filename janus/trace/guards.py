@@ -87,10 +87,6 @@ class GuardBuilder:
             self.guards.append(recorded)
         return recorded
 
-    def guard(self, expr: str, description: str, kind: GuardKind, source: Source | None = None) -> None:
-        """:meth:`add` under its former name (runtime callers move to the kind's method)."""
-        self.add(expr, description, kind, source)
-
     # -- values ----------------------------------------------------------------------
     def is_constant(self, source: Source, value: bool | None) -> Guard:
         """``True``, ``False`` or ``None``: the very object."""

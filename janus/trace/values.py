@@ -19,7 +19,6 @@ import tensorflow as tf
 
 from janus.errors import ConversionError, UndefinedValueError
 from janus.trace.scalars import PyScalar, is_eager_tensor, is_symbolic  # noqa: F401 - is_symbolic: a kind of value too
-from janus.trace.scalars import DTYPES, PY_SCALARS, PyOrTensor  # noqa: F401 - runtime/* and driver/entry.py move to janus.trace.scalars
 from janus_profiler import usercode
 
 SCALARS = (int, float, bool, str, bytes, complex, type(None))
