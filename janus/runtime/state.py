@@ -136,6 +136,8 @@ def class_attribute(ctx, cls: type, obj: Any, name: str) -> Any:
     if not is_user_class(klass):
         return getattr(obj, name)
     value = ctx.read(raw, ClassAttr(ctx.const(klass, "cls"), klass.__qualname__, name))
+    if hasattr(raw, "__janus_function__") and hasattr(type(raw), "__get__"):
+        return value.__get__(None if obj is cls else obj, cls)  # a Janus method: bound, as Python binds it
     if isinstance(raw, (staticmethod, classmethod, property)) or not isinstance(raw, types.FunctionType):
         return getattr(obj, name) if isinstance(raw, (staticmethod, classmethod, property)) else value
     return value if obj is cls else types.MethodType(value, obj)
