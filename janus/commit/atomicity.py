@@ -116,29 +116,44 @@ def graph_writes_state(graph: Any, constructs: set) -> bool:
     return any(writes_state(op, constructs) for op in graph.get_operations())
 
 
+# Ops TensorFlow's automatic control dependencies count as reading, not writing, the
+# resources they are given (``register_read_only_resource_op``); any other op given a
+# resource writes it, unless it lists its read-only inputs (function calls do).
+_RESOURCE_READS = frozenset({"ReadVariableOp", "VariableShape", "ResourceGather", "ResourceGatherNd",
+                             "_ReadVariablesOp"})
+
+
 def _descendants(ops: list, graph: Any) -> set:
     """Ops that run after any of ``ops``, counting the edges TensorFlow's automatic
-    control dependencies will add when the trace ends: later uses of a resource an op
-    wrote, and later stateful ops without resource inputs (which TF runs in order)."""
+    control dependencies will add when the trace ends, as it adds them: every use of a
+    resource after a write of it, every write after the reads before it (an ``Identity``
+    of a resource is that resource), and every stateful op without resource inputs after
+    the one before it (TF runs them in program order: a library's ``Assert`` after a
+    ``CheckNumerics`` that reads a written variable runs after the write, and a barrier
+    making the write wait for it would close a cycle)."""
     consumers: dict = {}
-    last_writer: dict = {}
+    last_write: dict = {}
+    reads_since: dict = {}
     last_unresourced = None
-    writers = set(ops)
     for op in graph.get_operations():
         for t in op.inputs:
             consumers.setdefault(t.op, []).append(op)
-            if t.dtype == tf.resource:
-                if id(t) in last_writer:
-                    consumers.setdefault(last_writer[id(t)], []).append(op)
-                if op in writers:
-                    last_writer[id(t)] = op
         for c in op.control_inputs:
             consumers.setdefault(c, []).append(op)
-        if op.op_def.is_stateful and not any(t.dtype == tf.resource for t in op.inputs):
+        resources = _resource_uses(op)
+        for key, reads in resources.items():
+            if key in last_write:
+                consumers.setdefault(last_write[key], []).append(op)
+            if reads:
+                reads_since.setdefault(key, []).append(op)
+            else:
+                for r in reads_since.pop(key, ()):
+                    consumers.setdefault(r, []).append(op)
+                last_write[key] = op
+        if op.op_def.is_stateful and not resources:
             if last_unresourced is not None:
                 consumers.setdefault(last_unresourced, []).append(op)
-            if op in writers:
-                last_unresourced = op
+            last_unresourced = op
     seen: set = set()
     stack = list(ops)
     while stack:
@@ -147,6 +162,28 @@ def _descendants(ops: list, graph: Any) -> set:
                 seen.add(nxt)
                 stack.append(nxt)
     return seen
+
+
+def _resource_uses(op: Any) -> dict:
+    """The resources ``op`` is given (keyed by the tensor an ``Identity`` chain starts
+    from), each True where the op only reads it."""
+    positions = [i for i, t in enumerate(op.inputs) if t.dtype == tf.resource]
+    if not positions:
+        return {}
+    if op.type in _RESOURCE_READS:
+        read_only = set(positions)
+    else:
+        try:
+            read_only = set(op.get_attr("_read_only_resource_inputs"))
+        except ValueError:
+            read_only = set()
+    uses: dict = {}
+    for i in positions:
+        t = op.inputs[i]
+        while t.op.type == "Identity" and t.op.inputs:
+            t = t.op.inputs[0]
+        uses[id(t)] = uses.get(id(t), True) and i in read_only
+    return uses
 
 
 def may_fail(op: Any, safe: set) -> bool:
@@ -199,16 +236,21 @@ def _completion(ops: Sequence[Any]) -> list:
     return deps
 
 
-def _order_writes(graph: Any, checks: Any, check_ops: set) -> list:
+def _order_writes(graph: Any, checks: Any, assertions: Sequence = ()) -> list:
     """Make every write of ``graph`` wait for the ops that may fail and do not depend on a
     write; returns the ops that do not depend on a write (all of them in a graph without
     writes).  Edges only go into writers from ops upstream-independent of every writer, so
-    no cycle can form.  An op that may fail after a write is noted in ``checks``."""
+    no cycle can form.  An op that may fail after a write is noted in ``checks``; one of
+    ``assertions`` (op, assumptions) that runs after a write raises :class:`StateBeforeAssertion`."""
     operations = graph.get_operations()
     writers = [op for op in operations if writes_state(op, checks.writer_constructs)]
     if not writers:
         return operations
     downstream = _descendants(writers, graph)
+    for op, assumptions in assertions:  # the first only: TF orders later assertions after it
+        if op in downstream:
+            raise StateBeforeAssertion(assumptions)
+    check_ops = {op for op, _ in assertions}
     late = next((op for op in operations if op in downstream and may_fail(op, checks.safe_ops)), None)
     if late is None and len(writers) > 1:
         # a writer that may fail itself (a conditional writing on one side, failing on the
@@ -242,11 +284,7 @@ def gate_state_on_assertions(graph: Any, checks: Any) -> list:
     An assertion (a speculation's check or the user's ``assert``) that depends on a state
     change cannot be ordered before it: :class:`StateBeforeAssertion`.
     """
-    check_ops = {op for op, _ in checks.assertions}
-    for op, assumptions in checks.assertions:
-        if any(writes_state(a, checks.writer_constructs) for a in _upstream([op])):
-            raise StateBeforeAssertion(assumptions)
-    return _order_writes(graph, checks, check_ops)
+    return _order_writes(graph, checks, checks.assertions)
 
 
 def completion(graph: Any, safe: set, outputs: list) -> tf.Tensor | None:
@@ -286,7 +324,7 @@ def seal_body(outputs: list, checks: Any, loop_writes: bool = False) -> tuple[li
     to a loop that changes state, where an op that may fail runs after an earlier
     iteration's write (noted in ``checks``)."""
     graph = tf.compat.v1.get_default_graph()
-    _order_writes(graph, checks, set())
+    _order_writes(graph, checks)
     failing = [op for op in graph.get_operations() if may_fail(op, checks.safe_ops)]
     if not failing:
         return list(outputs), False
