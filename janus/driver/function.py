@@ -42,6 +42,10 @@ from janus_profiler import Profiler
 log = logging.getLogger("janus")
 
 
+# Runs of a graph that never succeeded, each failing in an op (not an assumption), after
+# which the function gives up: the graph, not the input, is what fails.
+RETIRE_AFTER_FAILED_RUNS = 3
+
 _REGISTRY: "weakref.WeakSet[JanusFunction]" = weakref.WeakSet()
 _WRAPPERS: "weakref.WeakValueDictionary[int, JanusFunction]" = weakref.WeakValueDictionary()
 
@@ -199,6 +203,11 @@ class JanusFunction:
                 self._note("an assert statement failed in the graph; re-ran eagerly (graph kept)")
             case aborts.OpFailed() as failed:
                 self._note(f"graph run aborted{failed.location(is_user_code_file)}, re-ran eagerly: {failed.summary}")
+                if entry.counters.hits == 0 and entry.counters.failures >= RETIRE_AFTER_FAILED_RUNS:
+                    # never ran through: a graph TensorFlow cannot run, not an input eager also fails on
+                    self.entries.drop(lambda e: e is entry)
+                    self.policy.give_up(f"its graph failed on each of its {entry.counters.failures} runs "
+                                        f"({failed.summary})", "See janus.explain(f).")
             case aborts.AssumptionFailed(assumption=failed):
                 failed.failed += 1
                 if failed.kind == "not_raising" and failed.failed <= failed.held:
