@@ -34,8 +34,6 @@ _REASONS = {
     gast.AsyncWith: "async with",
     gast.ClassDef: "class definition inside the function",
     gast.Delete: "del statement",
-    gast.Import: "import inside the function",
-    gast.ImportFrom: "import inside the function",
     gast.NamedExpr: "assignment expression (:=)",
     gast.Match: "match statement",
     gast.TryStar: "try/except* (exception groups)",

@@ -5,6 +5,8 @@
   ``__class__`` cell; ``__class__`` is then read from the original closure.
 * ``obj.attr op= v`` and ``obj[k] op= v`` become plain assignments, so that state
   reads and writes are each seen once by the state pass.
+* ``import a.b`` / ``import a.b as c`` / ``from .m import x as y`` become assignments of
+  what the import binds, looked up at trace time (``janus.runtime.imports``).
 """
 from __future__ import annotations
 
@@ -43,3 +45,17 @@ class Desugar(gast.NodeTransformer):
             value = gast.BinOp(left=load, op=node.op, right=node.value)
             return T.located(gast.Assign(targets=[node.target], value=value, type_comment=None), node)
         return node
+
+    def visit_Import(self, node: gast.Import):
+        out = []
+        for alias in node.names:
+            target = alias.asname or alias.name.split(".")[0]
+            call = f"_jn.import_name({alias.name!r}, {alias.asname is not None})"
+            out += [T.located(s, node) for s in T.stmts(f"{target} = {call}")]
+        return out
+
+    def visit_ImportFrom(self, node: gast.ImportFrom):
+        targets = ", ".join(a.asname or a.name for a in node.names)
+        names = tuple(a.name for a in node.names)
+        call = f"_jn.import_from({node.module or ''!r}, _jn_g, {node.level or 0}, {names!r})"
+        return [T.located(s, node) for s in T.stmts(f"({targets},) = {call}")]
