@@ -5,6 +5,7 @@ Public API::
     @janus.function            # profile, convert, cache, run as graphs, fall back to eager
     janus.function(strict=True)  # raise janus.GraphBreakError instead of falling back
     janus.do_not_convert(f)    # Janus never converts f (a caller that reaches it runs eagerly)
+    janus.allow(module_or_f)   # convert a library's Python (a module and its submodules, or one function)
     janus.stats(f)             # counters: calls, graph_calls, eager_calls, conversions, ...
     janus.explain(f)           # readable report; .code is the generated source
     janus.concrete_function(f) # the tf ConcreteFunction of f's last graph call (export, TensorBoard)
@@ -21,6 +22,7 @@ needs TensorFlow says how to install it if it is missing.
 _LAZY = {
     "function": "janus.driver.api",
     "do_not_convert": "janus.driver.api",
+    "allow": "janus.driver.api",
     "GraphBreakError": "janus.errors",
     "stats": "janus.introspect",
     "explain": "janus.introspect",

@@ -1,5 +1,5 @@
-"""The decorators: ``janus.function`` (run a function through Janus) and
-``janus.do_not_convert`` (never convert it)."""
+"""The decorators: ``janus.function`` (run a function through Janus),
+``janus.do_not_convert`` (never convert it) and ``janus.allow`` (convert a library's Python)."""
 from __future__ import annotations
 
 import operator
@@ -7,7 +7,7 @@ import types
 from typing import Callable
 
 from janus import config
-from janus.convert import support
+from janus.convert import libraries, support
 from janus.driver.function import BoundJanusFunction, JanusFunction
 from janus.driver.options import Options
 from janus.driver.logs import configure_logging
@@ -30,6 +30,40 @@ def do_not_convert(f: Callable) -> Callable:
         raise TypeError(f"janus.do_not_convert expects a Python function or method, got {type(f).__name__}")
     setattr(inner, support.DO_NOT_CONVERT, True)
     return f
+
+
+def allow(target: types.ModuleType | str | Callable) -> types.ModuleType | str | Callable:
+    """Convert a library's Python the way Janus converts the user's: a module (or a module's
+    name, loaded or not) with every function defined in it and its submodules, or one
+    function (or method).  Without it a call from a Janus function into third-party Python
+    makes the caller run eagerly ("callee not allow-listed").  Its source must pass the
+    same checks as the user's; what Janus cannot convert runs eagerly, never differently.
+    ``janus.do_not_convert(f)`` wins over it.  TensorFlow, the Keras family, NumPy, ``math``
+    and ``operator`` are called as they are, and are no argument here (ValueError); some
+    TensorFlow-ecosystem packages are allowed already (``janus.convert.libraries``).
+    Call it before the functions that use the library run.  Returns ``target``."""
+    inner = target.__func__ if isinstance(target, (staticmethod, classmethod, types.MethodType)) else target
+    jf = getattr(inner, "__janus_function__", None)
+    if isinstance(jf, JanusFunction):
+        inner = jf.python_function
+    if isinstance(inner, types.ModuleType):
+        name = inner.__name__
+    elif isinstance(inner, str) and all(part.isidentifier() for part in inner.split(".")):
+        name = inner
+    elif isinstance(inner, types.FunctionType):
+        name = inner.__module__ or ""
+    else:
+        what = f"{inner!r}" if isinstance(inner, str) else type(inner).__name__
+        raise TypeError(f"janus.allow expects a module, a module's name or a Python function or method, got {what}")
+    root = libraries.as_is_root(name)
+    if root is not None:
+        raise ValueError(f"janus.allow: {name} is part of {root}, which Janus "
+                         f"{'is' if root.startswith('janus') else 'calls as it is, unconverted'}")
+    if isinstance(inner, types.FunctionType):
+        libraries.allow_function(inner)
+    else:
+        libraries.allow_module(name)
+    return target
 
 
 def function(fn: Callable | None = None, *, profile_calls: int | None = None, speculate: bool = True,

@@ -5,12 +5,13 @@ method is converted too and called in place, so its body becomes part of the sam
 graph (inlining); its globals and closure are read through the state helpers, so they
 are guarded like the caller's.  TensorFlow, Keras, NumPy (not its random module), the
 ``math`` module and a fixed set of builtins are called as they are (the allow-list:
-``janus.convert.libraries``), builtins that need care on graph values through their
+``janus.convert.libraries``; a library's Python that ``janus.allow`` allowed is inlined
+like the user's), builtins that need care on graph values through their
 shims (``janus.runtime.builtins``), methods of Python containers through
 ``janus.runtime.containers``, and the user's functions a library is handed run
 converted (``janus.runtime.callbacks``).  Anything else (an unknown C extension, a
-third-party or standard-library Python function, a constructor of a class Janus cannot
-follow) makes the conversion fail, and the call runs eagerly.
+third-party or standard-library Python function not allowed, a constructor of a class
+Janus cannot follow) makes the conversion fail, and the call runs eagerly.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import collections
 import dataclasses
 import math
 import operator
+import os
 import types
 from typing import Any
 
@@ -93,7 +95,7 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
         if is_allowed_library(f.__func__) or is_allowed_library(f.__self__) or _named_tuple_method(f):
             return f(*callbacks.library_arguments(_shapes(args), f, call),
                      **callbacks.library_arguments(_shapes(kwargs), f, call))
-        raise ConversionError(f"callee not allow-listed: {qualified_name(f)}", permanent=True)
+        raise _not_allowed(f.__func__, qualified_name(f))
     if isinstance(f, types.BuiltinMethodType) and type(f.__self__) in (list, dict, set):
         return containers.container_method(f.__self__, f.__name__, args, kwargs)
     if isinstance(f, types.BuiltinMethodType) and type(f.__self__) in _IMMUTABLE:
@@ -132,7 +134,16 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
                  **callbacks.library_arguments(_shapes(kwargs), f, call))
     if f in vars(operator).values() or f in vars(math).values():
         return f(*args, **callbacks.builtin_keywords(kwargs, call))
-    raise ConversionError(f"callee not allow-listed: {qualified_name(f)}", permanent=True)
+    raise _not_allowed(f, qualified_name(f))
+
+
+def _not_allowed(fn: Any, name: str) -> ConversionError:
+    """The permanent failure of a call into code Janus neither converts nor calls as it is;
+    an installed package's Python function names the way to have it converted."""
+    installed = isinstance(fn, types.FunctionType) and fn.__module__ and \
+        {"site-packages", "dist-packages"} & set(os.path.normpath(fn.__code__.co_filename).split(os.sep))
+    hint = f" (an installed package's Python: janus.allow({fn.__module__}) converts it)" if installed else ""
+    return ConversionError(f"callee not allow-listed: {name}{hint}", permanent=True)
 
 
 def mutate_attr(obj: Any, name: str, method: str, *args: Any) -> Any:

@@ -17,6 +17,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from janus.convert import libraries
 from janus.errors import ConversionError, UndefinedValueError
 from janus.trace.scalars import PyScalar, is_eager_tensor, is_symbolic  # noqa: F401 - is_symbolic: a kind of value too
 from janus_profiler import usercode
@@ -51,12 +52,14 @@ def is_graph_composite(x: Any) -> bool:
 
 
 def is_user_class(cls: type) -> bool:
-    """A class of the user's program: defined in user code (``janus_profiler.usercode``)."""
+    """A class of the user's program: defined in user code (``janus_profiler.usercode``), or
+    in a module whose code Janus converts (``janus.allow``): its objects' attributes are
+    read and written as the user's are."""
     mod = cls.__module__ or ""
     if mod == "builtins" or mod.split(".")[0] in FRAMEWORK_PREFIXES:
         return False
     filename = getattr(sys.modules.get(mod), "__file__", None)
-    return filename is None or usercode.is_user_file(filename)
+    return filename is None or usercode.is_user_file(filename) or libraries.is_allowed_module(mod)
 
 
 def is_plain_callable(x: Any) -> bool:
