@@ -10,22 +10,24 @@ by tree.  Instead:
    what the code decides about it becomes the case's tests, the Python numbers it
    computes with become per-node columns, and its recursive calls become children whose
    results are inputs.  Cases are discovered on the nodes of the structures at hand, in
-   a scratch graph.
+   a scratch graph, children's cases before their parent's.
 2. **Flattening.**  At every call, a guard flattens the call's structures into arrays
    (node cases, children's indices, columns, sorted by height); the graph is fed them,
    so one graph serves every tree whose nodes fit the cases.
 3. **Levels.**  The graph computes the nodes of one height and one case at once: the
-   case's code runs under ``tf.vectorized_map`` (TensorFlow's own vectorizer, which
-   refuses what it cannot batch exactly) over the nodes' indices, gathering columns and
-   children's results from the table of the heights below, and appends its results to
-   the table; heights above those the traced call's structures reached run under a
-   ``tf.cond`` on whether the call has nodes that high.  Gradients flow through the
-   gathers.
+   case's code, traced once on a node index, is batched op by op over the nodes'
+   indices (``janus.runtime.recursion_rows``; ``tf.vectorized_map`` where it has no
+   exact rule), gathering columns and children's results from the table of the heights
+   below, and its results are appended to the table; heights above those the traced
+   call's structures reached run under one ``tf.cond`` on whether the call has nodes
+   that high.  Gradients flow through the gathers.
 4. **Across roots.**  A step that encodes several trees (``[self.encode(t) for t in
-   trees]``) is traced twice: the first trace finds the roots, the second computes all
-   of them in one forest at the first call, if nothing between the calls could see the
-   difference (no state change, variable write, gradient-tape change or tensor
-   control flow); otherwise each root is its own forest.
+   trees]``) computes all of them in one forest at the first call, if nothing between
+   the calls could see the difference (no state change, variable write, gradient-tape
+   change or tensor control flow); otherwise each root is its own forest.  When the
+   first root is item 0 of a list or tuple of nodes, its items are predicted to be the
+   roots, in order, and one trace checks it; otherwise (or when other roots come) a
+   first trace finds the roots and a second computes them.
 
 What does not fit (effects, random draws or assertions per node, a node used as a
 value, a recursive call under a tensor condition, a structure deeper than
@@ -51,7 +53,7 @@ from janus.runtime import recursion_forest, state
 from janus.runtime.recursion_cases import CaseTrace, same
 from janus.runtime.recursion_forest import Forest
 from janus.trace.forest import NodeView
-from janus.trace.sources import Source
+from janus.trace.sources import Item, Source
 from janus.trace.values import is_framework_object, is_user_class
 
 NOT_RECURSION = object()
@@ -92,6 +94,7 @@ class TreeRecursion:
         self.call_args = call_args
         self.refused = dict(refused or {})  # functions whose recursion is inlined per structure, and why
         self.roots_seen: dict[Any, list[Source]] = {}
+        self.predicted: dict[Any, list[Source]] = {}  # first trace: roots guessed at the first (_siblings)
         self.groups: dict[Any, _Group] = {}
         self.forests: list[Forest] = []
         self.active: CaseTrace | None = None  # the case trace in progress (recursion_cases.CaseTrace.run)
@@ -135,10 +138,36 @@ class TreeRecursion:
         if self.grouping is None:
             seen = self.roots_seen.setdefault(fn, [])
             seen.append(source)
+            if len(seen) == 1:
+                predicted = self._siblings(source)
+                if predicted is not None:
+                    self.predicted[fn] = predicted
+                    return self._grouped_root(fn, info, bound, node, source, predicted)
+            elif fn in self.predicted:
+                expected = self.predicted[fn]
+                if len(seen) <= len(expected) and source == expected[len(seen) - 1]:
+                    return self._grouped_root(fn, info, bound, node, source, expected)
+                del self.predicted[fn]  # other roots than predicted: this trace only finds them
+                self._unwatch_tapes()
             if len(seen) > 1:  # this trace is traced again with all roots in one forest
                 first = next(f for f in self.forests if f.function is fn)
                 return tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), first.plan.cases[0].spec)
         return self._build(fn, info, bound, [(node, source)]).result(0)
+
+    def _siblings(self, source: Source) -> list[Source] | None:
+        """The roots predicted when the first root is item 0 of a list or tuple of nodes (``[encode(t)
+        for t in trees]``): all its items, in order.  The trace then computes them in one forest at
+        once, as the second trace would after a first one found them; if other roots come, it
+        only finds them (``finish``)."""
+        if not isinstance(source, Item) or source.key != 0:
+            return None
+        try:
+            items = self.ctx.getter(source.parent)(*self.call_args)
+        except Exception:  # noqa: BLE001 - no prediction: the roots are found by tracing
+            return None
+        if type(items) not in (list, tuple) or len(items) < 2 or not all(_is_node(x) for x in items):
+            return None
+        return [Item(source.parent, i) for i in range(len(items))]
 
     def _grouped_root(self, fn: Any, info: StructuralRecursion, bound: inspect.BoundArguments, node: Any,
                       source: Source, expected: list[Source]) -> Any:
@@ -186,8 +215,9 @@ class TreeRecursion:
                 self.ctx.guard_set.subsume_type(source)
         if self.grouping is None:
             found = {fn: sources for fn, sources in self.roots_seen.items() if len(sources) > 1}
-            if found:
-                raise Regroup(found)
+            confirmed = {fn for fn, expected in self.predicted.items() if self.groups[fn].next == len(expected)}
+            if found.keys() - confirmed or set(self.predicted) - confirmed:
+                raise Regroup(found or False)
         elif isinstance(self.grouping, dict):
             for fn, expected in self.grouping.items():
                 group = self.groups.get(fn)
@@ -215,7 +245,7 @@ class TreeRecursion:
                     and frame.f_code.co_qualname.startswith("GradientTape."):
                 self._tape_events += 1
 
-        self._watching = True
+        self._watching, self._tape_events = True, 0
         sys.setprofile(hook)
         return True
 
