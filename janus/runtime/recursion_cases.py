@@ -4,10 +4,11 @@ A :class:`CaseTrace` runs the converted code on a node seen as a
 :class:`~janus.trace.forest.NodeView`: what the code decides about the node becomes the
 case's tests, the Python numbers it computes with its columns, and its recursive calls
 children whose results are inputs.  A case is first *discovered* on a node in a scratch
-graph (:func:`discover`), which also learns which of its children's result components a
-gradient of its own reaches; in the forest's graph the same code runs once per block of
-nodes under ``tf.vectorized_map`` (``janus.runtime.recursion_forest``), behind gradient
-gates (:func:`gate`) that stop what eager would not differentiate.
+graph (:func:`discover`, once its children's cases are known), which also learns which
+of its children's result components a gradient of its own reaches; in the forest's graph
+the same code is traced once on a node index and batched over each block of nodes
+(``janus.runtime.recursion_forest``), behind gradient gates (:func:`gate`) that stop
+what eager would not differentiate.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from typing import Any, Callable
 import tensorflow as tf
 
 from janus.convert.analysis.recursion import StructuralRecursion
-from janus.errors import ConversionError
+from janus.errors import ConversionError, InternalSignal
 from janus.runtime import state
 from janus.trace.forest import MAX_CASES, Case, CaseTest, ForestPlan, NodeView
 from janus.trace.scalars import DTYPES, PyScalar
@@ -36,13 +37,22 @@ class Column(PyScalar):
         return super().__tf_tensor__(dtype, name)
 
 
+class _ChildFirst(InternalSignal):
+    """A case trace reached a child of no known case: that case is traced first."""
+
+    def __init__(self, node: Any):
+        super().__init__("a child's case first")
+        self.node = node
+
+
 @dataclass
 class Batch:
     """The nodes of one block, in the forest's graph."""
 
-    index: tf.Tensor  # the node's index (vectorized over the block by tf.vectorized_map)
+    index: tf.Tensor  # the node's index (standing for every node of the block)
     inputs: tuple  # the flattened arrays (ForestPlan.spec)
     tables: Any
+    rowed: Any  # per table, whether it holds one row per node (rowed)
 
 
 def discover(rec: Any, plan: ForestPlan, fn: Any, info: StructuralRecursion, bound: inspect.BoundArguments,
@@ -55,7 +65,18 @@ def discover(rec: Any, plan: ForestPlan, fn: Any, info: StructuralRecursion, bou
         raise ConversionError(f"recursion over {plan.label}: a node is its own descendant")
     rec.discovering.add(id(node))
     try:
-        trace = scratch(rec, plan, fn, info, bound, node)
+        while True:  # a node's case is traced once its children's cases are known
+            try:
+                trace = scratch(rec, plan, fn, info, bound, node)
+                break
+            except _ChildFirst as first:
+                child = first.node
+            discover(rec, plan, fn, info, bound, child)
+            if plan.match(child) < 0:
+                raise ConversionError(f"recursion over {plan.label}: the tests of a node's case do not hold on it")
+            known = plan.match(node)
+            if known >= 0:  # its case was found below it
+                return plan.cases[known]
     finally:
         rec.discovering.discard(id(node))
     case = trace.case
@@ -133,6 +154,9 @@ class CaseTrace:
         previous, rec.active = rec.active, self
         try:
             out = ctx.convert(self.fn)(*call.args, **call.kwargs)
+        except _ChildFirst:
+            ctx.rollback(cp)
+            raise
         finally:
             rec.active = previous
         if len(ctx.log.effects) != effects:
@@ -228,16 +252,29 @@ class CaseTrace:
         self.children.append(node.path)
         if self.batch is None:
             known = self.plan.match(node.obj)
-            child = self.plan.cases[known] if known >= 0 else discover(self.rec, self.plan, self.fn, self.info,
-                                                                                        self.bound, node.obj)
+            if known < 0:
+                raise _ChildFirst(node.obj)
+            child = self.plan.cases[known]
             result = tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), child.spec)
             self.child_results.append(result)
             return result
         slots = self.batch.inputs[2][self.case.index]
         if slot >= len(slots):
             self.refuse("its code recursed on another node for a node of the same case")
-        index = tf.gather(slots[slot], self.batch.index)
-        return tf.nest.map_structure(lambda t: tf.gather(t, index), self.batch.tables)
+        return row_of(self.batch.tables, self.batch.rowed, tf.gather(slots[slot], self.batch.index))
+
+
+# -- the forest's tables --------------------------------------------------------
+def rowed(spec: Any) -> Any:
+    """Per result component: whether its table holds it as a row per node (its per-node
+    shape is ``[1, ...]``: the table is ``[nodes, ...]``, not ``[nodes, 1, ...]``)."""
+    return tf.nest.map_structure(lambda s: s.shape.rank >= 1 and s.shape[0] == 1, spec)
+
+
+def row_of(tables: Any, rowed: Any, index: tf.Tensor) -> Any:
+    """Node ``index``'s result, read from the tables."""
+    return tf.nest.map_structure(lambda t, r: tf.expand_dims(tf.gather(t, index), 0) if r else tf.gather(t, index),
+                                 tables, rowed)
 
 
 # -- gradients through the forest ----------------------------------------------

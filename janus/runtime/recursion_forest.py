@@ -3,8 +3,10 @@
 The cases of the trees' nodes are found first (:func:`_plan`: cases learned by earlier
 traces of the function, and new ones discovered on the nodes at hand); the graph is fed
 each call's trees flattened by a guard (``janus.trace.forest``), and computes the nodes
-of one height and one case at once, running the case's code under ``tf.vectorized_map``
-over their indices and appending the results to the table of the heights below.
+of one height and one case at once: the case's code, traced once on a node index, is
+batched over their indices op by op (``janus.runtime.recursion_rows``, or else by
+``tf.vectorized_map``), and the results are appended to the table of the heights below
+(a table of rows, ``[nodes, units]``, where a node's result is a ``[1, units]`` row).
 """
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ from janus import _tf_private, config
 from janus.commit import atomicity
 from janus.convert.analysis.recursion import StructuralRecursion
 from janus.errors import ConversionError, InternalSignal
-from janus.runtime.recursion_cases import Batch, CaseTrace, discover, gate, scratch
+from janus.runtime import recursion_rows
+from janus.runtime.recursion_cases import Batch, CaseTrace, discover, gate, row_of, rowed, scratch
 from janus.trace.active import CALL
 from janus.trace.forest import MAX_LEVELS, Case, Flat, ForestPlan
 from janus.trace.sources import Source
@@ -39,10 +42,11 @@ class Forest:
     tables: Any
     roots: tf.Tensor
     sources: list[Source]
+    rowed: Any  # recursion_cases.rowed of the result's spec
 
     def result(self, k: int) -> Any:
         """Root ``k``'s result; its gates tell the plan which components a gradient reaches."""
-        out = tf.nest.map_structure(lambda t: tf.gather(t, self.roots[k]), self.tables)
+        out = row_of(self.tables, self.rowed, self.roots[k])
         gates = [gate(t, lambda j=j: self.plan.reached_root(k, j) or True)
                  for j, t in enumerate(tf.nest.flatten(out))]
         return tf.nest.pack_sequence_as(out, gates)
@@ -69,6 +73,10 @@ def build(rec: Any, fn: Any, info: StructuralRecursion, bound: inspect.BoundArgu
                                                      plan.spec(), key=name))
     offsets, root_index = inputs[0], inputs[1]
     n_cases = len(plan.cases)
+    spec = plan.cases[0].spec
+    rows = rowed(spec)
+
+    traced: dict[int, recursion_rows.PerNode | None] = {}  # per case: its code on a loop index (None: not batched)
 
     def level(height: int, tables: Any) -> Any:
         for case in plan.cases:
@@ -76,27 +84,30 @@ def build(rec: Any, fn: Any, info: StructuralRecursion, bound: inspect.BoundArgu
                 continue  # leaves are height 0, and a node with children is above them
             block = height * n_cases + case.index
             nodes = tf.range(offsets[block], offsets[block + 1])
-            out = _vectorized(rec, plan, fn, info, bound, case, nodes, inputs, tables)
+            out = _block(rec, plan, fn, info, bound, case, nodes, Batch(None, inputs, tables, rows), traced)
             out = tf.nest.pack_sequence_as(out, [gate(t, lambda c=case.index, j=j: plan.block_passes(c, j))
                                                  for j, t in enumerate(tf.nest.flatten(out))])
             tables = tf.nest.map_structure(lambda t, o: tf.concat([t, o], 0), tables, out)
         return tables
 
-    def from_height(height: int, tables: Any) -> Any:
-        """Heights ``height`` and up.  Those above the height the traced call's structures
-        reached run only at calls that have nodes that high: the ops of an empty height
-        would run on zero rows at about the cost of a full one."""
-        if height == plan.levels:
-            return tables
-        if height <= plan.reached:
-            return from_height(height + 1, level(height, tables))
-        return tf.cond(offsets[height * n_cases] < offsets[plan.levels * n_cases],
-                       lambda: from_height(height + 1, level(height, tables)), lambda: tables)
+    def heights(first: int, last: int, tables: Any) -> Any:
+        for height in range(first, last):
+            tables = level(height, tables)
+        return tables
 
-    tables = from_height(0, tf.nest.map_structure(lambda s: tf.zeros([0, *s.shape], s.dtype), plan.cases[0].spec))
+    # Heights above those the traced call's structures reached run only at calls that have
+    # nodes that high, all in one conditional: the ops of an empty height would run on
+    # zero rows at about the cost of a full one.
+    empty = tf.nest.map_structure(lambda s, r: tf.zeros([0, *s.shape[1:]] if r else [0, *s.shape], s.dtype),
+                                  spec, rows)
+    tables = heights(0, plan.reached + 1, empty)
+    if plan.reached + 1 < plan.levels:
+        above = plan.reached + 1
+        tables = tf.cond(offsets[above * n_cases] < offsets[plan.levels * n_cases],
+                         lambda: heights(above, plan.levels, tables), lambda: tables)
     for case in plan.cases:
         case.exemplar = None
-    return Forest(plan, fn, tables, root_index, [s for _, s in roots])
+    return Forest(plan, fn, tables, root_index, [s for _, s in roots], rows)
 
 
 def _plan(rec: Any, fn: Any, info: StructuralRecursion, bound: inspect.BoundArguments, objs: tuple,
@@ -141,11 +152,13 @@ def _plan(rec: Any, fn: Any, info: StructuralRecursion, bound: inspect.BoundArgu
     return _plan(rec, fn, info, bound, objs, plan.namespace, present)
 
 
-def _vectorized(rec: Any, plan: ForestPlan, fn: Any, info: StructuralRecursion, bound: inspect.BoundArguments,
-                case: Case, nodes: tf.Tensor, inputs: tuple, tables: Any) -> Any:
-    """The results of ``case``'s code on ``nodes``, batched by TensorFlow's vectorizer."""
-    def body(index):
-        trace = CaseTrace(rec, fn, info, bound, plan, case, Batch(index, inputs, tables))
+def _block(rec: Any, plan: ForestPlan, fn: Any, info: StructuralRecursion, bound: inspect.BoundArguments,
+           case: Case, nodes: tf.Tensor, block: Batch, traced: dict) -> Any:
+    """The results of ``case``'s code on ``nodes``, in the tables' form: its code traced
+    once per case (``traced``) and batched op by op (``recursion_rows``), or else by
+    TensorFlow's vectorizer."""
+    def body(index: tf.Tensor, tables: Any) -> Any:
+        trace = CaseTrace(rec, fn, info, bound, plan, case, dataclasses.replace(block, index=index, tables=tables))
         out = trace.run(case.exemplar)
         if trace.case_signature() != case.signature():
             trace.refuse("its code took another path for a node of the same case")
@@ -153,8 +166,19 @@ def _vectorized(rec: Any, plan: ForestPlan, fn: Any, info: StructuralRecursion, 
 
     graph = tf.compat.v1.get_default_graph()
     start = len(graph.get_operations())
+    flat_rowed = tf.nest.flatten(block.rowed)
     try:
-        out = tf.vectorized_map(body, nodes, fallback_to_while_loop=False)
+        if case.index not in traced:
+            traced[case.index] = recursion_rows.trace(body, block.tables)
+        out = None
+        if traced[case.index] is not None:
+            try:
+                out = recursion_rows.batch(traced[case.index], nodes, block.tables, flat_rowed)
+            except recursion_rows.Unbatchable:
+                traced[case.index] = None
+        if out is None:
+            out = tf.vectorized_map(lambda index: body(index, block.tables), nodes, fallback_to_while_loop=False)
+            out = tf.nest.map_structure(lambda t, r: tf.squeeze(t, [1]) if r else t, out, block.rowed)
         rec.ctx.checks.safe_ops.update(atomicity.unused_since(graph, start, out))
         return out
     except InternalSignal:
