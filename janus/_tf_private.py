@@ -278,6 +278,25 @@ def captured_constant_bytes(concrete: Any) -> int:
                if t.dtype not in (tf.resource, tf.variant, tf.string) and t.shape.is_fully_defined())
 
 
+def known_shape_value(tensor: Any) -> bool:
+    """Is ``tensor`` (an integer vector) a shape whose dimensions are all known while tracing,
+    e.g. ``tf.shape(x)[1:]`` for ``x`` of shape ``[None, 4, 4]``?
+
+    Why: ``janus.trace.xla`` marks an op whose operand XLA compiles into the program only if
+    that operand has one value for every run.  ``tensor_util.constant_value_as_shape`` is
+    the function TensorFlow's own shape inference uses to read a shape from the ops that
+    compute it (``Shape``, ``StridedSlice``, ``Pack``, ``ConcatV2``); TensorFlow exports
+    only ``tf.get_static_value``, which gives up on partly known shapes.
+    """
+    from tensorflow.python.framework import tensor_util
+    if tensor.shape.rank != 1 or not tensor.dtype.is_integer:
+        return False
+    try:
+        return tensor_util.constant_value_as_shape(tensor).is_fully_defined()
+    except (ValueError, TypeError):
+        return False
+
+
 def mark_for_xla(op: Any) -> None:
     """Ask TensorFlow to compile ``op`` with XLA, clustered with the other marked ops.
 

@@ -12,7 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 import janus
-from janus import config
+from janus import _tf_private, config
 from janus.trace import xla as xla_marks
 from harness import check, check_seeded
 
@@ -244,3 +244,124 @@ def test_integer_division_is_compiled_only_by_constants_without_zeros():
         floats = tf.compat.v1.placeholder(tf.float32, [3]) / tf.compat.v1.placeholder(tf.float32, [3])
     assert xla_marks.compilable(by_three.op) and xla_marks.compilable(floats.op)
     assert not xla_marks.compilable(with_zero.op) and not xla_marks.compilable(computed.op)
+
+
+def test_operands_compiled_into_the_program_must_not_change_between_runs():
+    """A cluster is compiled again for every new value of an operand XLA needs at compile
+    time (a reshape's shape, a ``ConcatOffset``'s shapes): a static shape is not enough, the
+    value must be the same on every run.  The tree graphs' ``ConcatOffset`` of a level's
+    shapes (its node count) compiled again for every batch of trees."""
+    graph = tf.Graph()
+    with graph.as_default():
+        level = tf.compat.v1.placeholder(tf.float32, [None, 4])  # as many rows as the call's nodes
+        fixed = tf.compat.v1.placeholder(tf.float32, [3, 4])
+        start = tf.compat.v1.placeholder(tf.int32, [])
+        per_call = tf.raw_ops.ConcatOffset(concat_dim=0, shape=[tf.shape(level), tf.shape(level)])
+        constant = tf.raw_ops.ConcatOffset(concat_dim=0, shape=[tf.shape(fixed), tf.shape(fixed)])
+        window = tf.slice(fixed, tf.stack([start, 0]), [1, 4])
+        known_part = tf.reshape(fixed, tf.concat([tf.shape(level)[1:], [3]], 0))  # the known dimension: [4, 3]
+    assert all(xla_marks.compilable(t.op) for t in (per_call[0], constant[0], window, known_part))
+    assert not xla_marks.fixed_constant_operands(per_call[0].op, {})
+    assert not xla_marks.fixed_constant_operands(window.op, {})
+    assert xla_marks.fixed_constant_operands(constant[0].op, {})
+    assert xla_marks.fixed_constant_operands(known_part.op, {})
+
+
+def test_groups_too_small_for_a_cluster_are_not_marked():
+    """Every cluster costs a launch on every run: a constant feeding no marked op, or two
+    ops on their own, are not marked; a chain of four computations is."""
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [8, 4])
+        rows = tf.gather(x, tf.constant([0, 2]))  # a gather stays outside: its index may be out of range
+        pair = tf.nn.relu(x * 2.0)
+        chain = tf.nn.relu(tf.abs(x * 3.0) - 1.0)
+    chosen = set(xla_marks.candidates(graph.get_operations(), []))
+    assert rows.op.inputs[1].op not in chosen
+    assert pair.op not in chosen and pair.op.inputs[0].op not in chosen
+    assert chain.op in chosen and chain.op.inputs[0].op.inputs[0].op.inputs[0].op in chosen
+
+
+class _Node:
+    def __init__(self, word=None, left=None, right=None):
+        self.word, self.left, self.right = word, left, right
+
+
+def _tree(rng, leaves):
+    if leaves == 1:
+        return _Node(word=int(rng.integers(0, 10)))
+    split = int(rng.integers(1, leaves))
+    return _Node(left=_tree(rng, split), right=_tree(rng, leaves - split))
+
+
+def _forest(seed):
+    """Three trees of 1 to 8 leaves: the node counts per height change with every call."""
+    rng = np.random.default_rng(seed)
+    return [_tree(rng, int(rng.integers(1, 9))) for _ in range(3)], tf.constant(rng.normal(size=[3, 1]), tf.float32)
+
+
+def _upstream(tensor):
+    seen, todo = set(), [tensor.op]
+    while todo:
+        op = todo.pop()
+        if op not in seen:
+            seen.add(op)
+            todo.extend(t.op for t in op.inputs)
+    return seen
+
+
+def test_tree_graph_with_xla_marks_nothing_that_depends_on_the_trees_sizes():
+    """A tree model's step with ``jit_compile=True`` over batches of trees of every size
+    agrees with eager; in its graph, no operand XLA compiles into a cluster's program
+    depends on the call's node counts (which compiled the cluster again for every batch),
+    and no constant is marked without a marked op using it (201 clusters of a lone
+    constant in the treernn example's graph)."""
+    graphs, janus_text = [], []
+
+    def factory(jit):
+        class TreeRNN:
+            def __init__(self):
+                self.emb = tf.Variable(tf.random.stateless_normal([10, 6], [1, 1]) * 0.3)
+                self.w = tf.Variable(tf.random.stateless_normal([12, 6], [2, 1]) * 0.3)
+                self.out = tf.Variable(tf.random.stateless_normal([6, 1], [3, 1]) * 0.3)
+                self.opt = tf.keras.optimizers.SGD(0.1)
+
+            def encode(self, node):
+                if node.left is None:
+                    return tf.nn.embedding_lookup(self.emb, tf.constant([node.word]))
+                return tf.tanh(tf.concat([self.encode(node.left), self.encode(node.right)], axis=1) @ self.w)
+
+            def step(self, trees, targets):
+                variables = [self.emb, self.w, self.out]
+                with tf.GradientTape() as tape:
+                    pred = tf.concat([self.encode(t) for t in trees], axis=0) @ self.out
+                    loss = tf.reduce_mean(tf.square(pred - targets))
+                self.opt.apply_gradients(zip(tape.gradient(loss, variables), variables))
+                return loss
+
+        m = TreeRNN()
+        m.step = with_xla(jit, True)(m.step)
+        return type("P", (), {"fn": staticmethod(m.step),
+                              "state": staticmethod(lambda: {"emb": m.emb, "w": m.w, "out": m.out})})
+
+    def probe(p):
+        out = p.fn(*_forest(99))
+        if hasattr(p.fn, "__janus_function__"):
+            graphs.append(janus.concrete_function(p.fn).graph)
+            janus_text.append(str(janus.explain(p.fn)))
+        return out
+
+    total = check(factory, [_forest(s) for s in range(10)] + [probe], rtol=RTOL, atol=1e-6, min_graph_calls=6)
+    assert total["xla_graphs"] == 1 and total["conversions"] == 1, total
+    assert "XLA: on (jit_compile=True): " in janus_text[0], janus_text[0]
+    marked = [op for op in graphs[0].get_operations() if op.node_def.attr["_XlaCompile"].b]
+    assert marked
+    per_call = {op for op in graphs[0].get_operations()  # the shapes of the levels, of as many rows as nodes
+                if op.type in ("Shape", "ShapeN") and not all(t.shape.is_fully_defined() for t in op.inputs)}
+    for op in marked:
+        which = xla_marks._CONSTANT_OPERANDS.get(op.type, ())
+        for operand in (op.inputs if which is None else [op.inputs[i] for i in which]):
+            known = tf.get_static_value(operand) is not None or _tf_private.known_shape_value(operand)
+            assert known or not _upstream(operand) & per_call, f"{op.type} {op.name} compiles a per-call shape"
+    consumers = {op: [c for t in op.outputs for c in t.consumers()] for op in marked if op.type == "Const"}
+    assert all(any(c in set(marked) for c in cs) for cs in consumers.values())

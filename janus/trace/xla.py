@@ -15,6 +15,13 @@ clusters only ops that
   conditionals and calls (their bodies may hold assertions).
 
 What XLA changes is float round-off: fused kernels sum in another order than eager's.
+
+Two rules keep the marks from costing more than XLA can give (``docs/xla.md``: the tree
+examples ran 4-25x slower without them): an operand XLA compiles into the program (a
+``Reshape``'s shape, a ``ConcatOffset``'s shapes) must have the same value on every run, or
+each new value compiles the cluster again; and a group of marked ops with fewer than
+:data:`MIN_CLUSTER_WORK` ops that compute is not marked, since every cluster costs a launch
+on every run (a lone constant was a cluster of its own).
 """
 from __future__ import annotations
 
@@ -74,9 +81,101 @@ _SUMS = frozenset({"Add", "AddV2", "Sub", "BiasAdd", "AddN"})
 
 
 def candidates(before_writes: Iterable[Any], checks: Iterable[Any]) -> list[Any]:
-    """The ops XLA may compile: the compilable ones among ``before_writes`` but ``checks``."""
+    """The ops to compile with XLA: the compilable ones among ``before_writes`` but
+    ``checks``, whose compile-time operands have one value (:func:`fixed_constant_operands`),
+    in groups worth a cluster (:func:`worthwhile`)."""
     excluded = set(checks)
-    return [op for op in before_writes if op not in excluded and compilable(op)]
+    fixed: dict = {}
+    return worthwhile([op for op in before_writes
+                       if op not in excluded and compilable(op) and fixed_constant_operands(op, fixed)])
+
+
+# The operands XLA needs as compile-time constants (``CompileTimeConstantInput`` of the
+# tf2xla kernels) by position, None for all: their values are part of the compiled program
+# and of the compilation cache's key.
+_CONSTANT_OPERANDS = {
+    "ArgMax": (1,), "ArgMin": (1,), "AvgPoolGrad": (0,), "BroadcastArgs": (0, 1), "BroadcastGradientArgs": (0, 1),
+    "BroadcastTo": (1,), "ConcatOffset": None, "ConcatV2": (-1,), "Conv2DBackpropFilter": (1,),
+    "Conv2DBackpropInput": (0,), "Cumprod": (1,), "Cumsum": (1,), "DepthwiseConv2dNativeBackpropFilter": (1,),
+    "DepthwiseConv2dNativeBackpropInput": (0,), "ExpandDims": (1,), "Fill": (0,), "InvertPermutation": (0,),
+    "All": (1,), "Any": (1,), "Max": (1,), "Mean": (1,), "Min": (1,), "Prod": (1,), "Sum": (1,),
+    "MirrorPad": (1,), "OneHot": (1,), "Pad": (1,), "PadV2": (1,), "Reshape": (1,), "Reverse": (1,),
+    "ReverseV2": (1,), "Slice": (1, 2), "Split": (0,), "SplitV": (1, 2), "StridedSlice": (1, 2, 3),
+    "StridedSliceGrad": (0, 1, 2, 3), "Tile": (1,), "Transpose": (1,),
+}
+
+
+def fixed_constant_operands(op: Any, memo: dict) -> bool:
+    """Have the operands XLA compiles into ``op``'s program one value for every run?  A
+    static shape is not enough: ``ConcatOffset`` of two ``[3]`` shape vectors compiled again
+    for every tree batch, its values being the batch's node counts (``memo``: for
+    :func:`fixed_value`)."""
+    which = _CONSTANT_OPERANDS.get(op.type, ())
+    inputs = list(op.inputs)
+    return all(fixed_value(inputs[i], memo) for i in (range(len(inputs)) if which is None else which))
+
+
+_SHAPE_QUERIES = frozenset({"Shape", "ShapeN", "Size", "Rank"})
+
+
+def fixed_value(tensor: Any, memo: dict) -> bool:
+    """Has ``tensor`` the same value on every run of its graph?  Yes if pure ops
+    (:data:`_COMPILABLE` but variable reads) compute it from constants and static shapes, or
+    if it is a shape whose dimensions are all known (``tf.shape(x)[1:]`` of ``[None, 4, 4]``)."""
+    stack = [tensor.op]
+    while stack:
+        op = stack[-1]
+        if op in memo:
+            stack.pop()
+            continue
+        if op.type == "Const":
+            memo[op] = True
+        elif op.type in _SHAPE_QUERIES:
+            memo[op] = all(t.shape.is_fully_defined() for t in op.inputs)
+        elif op.type not in _COMPILABLE or op.type == "ReadVariableOp":
+            memo[op] = False
+        else:
+            pending = [t.op for t in op.inputs if t.op not in memo]
+            if pending:
+                stack.extend(pending)
+                continue
+            memo[op] = all(memo[t.op] for t in op.inputs)
+        stack.pop()
+    return memo[tensor.op] or _tf_private.known_shape_value(tensor)
+
+
+# Ops that move or name values and compute nothing: they do not count towards a cluster's work.
+_NO_WORK = frozenset({"Const", "Identity", "IdentityN", "Snapshot", "StopGradient", "ReadVariableOp",
+                      "Shape", "ShapeN", "Size"})
+# The fewest ops that compute in a group of marked ops for it to be marked: TensorFlow's
+# own auto-clustering drops clusters under 4 ops (``tf_xla_min_cluster_size``) but applies
+# no minimum to ops marked explicitly, as Janus marks them.
+MIN_CLUSTER_WORK = 4
+
+
+def worthwhile(ops: list[Any]) -> list[Any]:
+    """``ops`` but those in groups (connected through edges between them, as TensorFlow's
+    clustering merges them) with fewer than :data:`MIN_CLUSTER_WORK` ops that compute.
+    Every cluster costs an ``_XlaCompile`` and an ``_XlaRun`` op and a cache lookup on
+    every run: the treernn graph had 289 clusters, 201 of them a lone constant."""
+    marked = set(ops)
+    parent = {op: op for op in ops}
+
+    def root(op: Any) -> Any:
+        while parent[op] is not op:
+            parent[op] = parent[parent[op]]
+            op = parent[op]
+        return op
+
+    for op in ops:
+        for source in [t.op for t in op.inputs] + list(op.control_inputs):
+            if source in marked:
+                parent[root(source)] = root(op)
+    work: dict = {}
+    for op in ops:
+        if op.type not in _NO_WORK:
+            work[root(op)] = work.get(root(op), 0) + 1
+    return [op for op in ops if work.get(root(op), 0) >= MIN_CLUSTER_WORK]
 
 
 def rounds_differently(ops: list[Any]) -> list[str]:
