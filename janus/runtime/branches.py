@@ -27,9 +27,10 @@ from janus.convert.sites import SiteInfo
 from janus.errors import ConversionError, InternalSignal
 from janus.runtime import branch_stores
 from janus.runtime.checks import assertion, speculate_branch
-from janus.runtime.constructs import body_writes_state, first_line, no_cells, op_of, same_position
+from janus.runtime.constructs import body_writes_state, no_cells, op_of, same_position
 from janus.runtime.reconcile import apply_fixes, fixes, join, same_python, split
 from janus.runtime.truth import is_tensor, to_bool, truth
+from janus.trace.aborts import first_line
 from janus.trace.active import current
 from janus.trace.scalars import PyOrTensor
 from janus.trace.values import PyScalar, is_symbolic
@@ -185,7 +186,7 @@ def _trace_side(fn: Callable, side: bool, scope: str, what: str) -> _Side:
         raise
     except Exception as e:  # noqa: BLE001
         if result.raised is None:
-            raise ConversionError(f"{what}: {type(e).__name__}: {first_line(e)}") from None
+            raise ConversionError(f"{what}: {type(e).__name__}: {first_line(e, 200)}") from None
     finally:
         branch_stores.undo(result.effects)
     return result
@@ -314,7 +315,7 @@ def _build(pred, t: _Side, f: _Side, scope: str, what: str, start: int) -> list:
     try:
         outs = _tf_private.build_cond(pred, t.graph, f.graph, scope)
     except (TypeError, ValueError) as e:
-        raise ConversionError(f"{what}: the two sides do not agree ({type(e).__name__}: {first_line(e)})") from None
+        raise ConversionError(f"{what}: the two sides do not agree ({type(e).__name__}: {first_line(e, 200)})") from None
     construct = op_of(outs)
     ctx.checks.nested_assertions(start, lambda: construct)
     if t.writes or f.writes:

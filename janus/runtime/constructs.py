@@ -44,9 +44,3 @@ def body_writes_state() -> bool:
 def same_position(a: Any, b: Any) -> bool:
     """Two seed stream positions (``janus.trace.seeds``) are the same: one object, or equal ints."""
     return a is b or isinstance(a, int) and isinstance(b, int) and a == b
-
-
-def first_line(e: BaseException) -> str:
-    """The first line of an error's message (at most 200 characters), to quote in a refusal."""
-    text = str(e).strip().splitlines()
-    return text[0][:200] if text else ""

@@ -18,9 +18,10 @@ from janus.commit import atomicity, branch_effects
 from janus.errors import ConversionError, InternalSignal
 from janus.runtime import branch_stores
 from janus.runtime.branch_stores import LoopSink
-from janus.runtime.constructs import body_writes_state, first_line, op_of
+from janus.runtime.constructs import body_writes_state, op_of
 from janus.runtime.reconcile import as_union, join, number_or_tensor, split, union_kind
 from janus.runtime.truth import is_tensor, truth
+from janus.trace.aborts import first_line
 from janus.trace.active import current
 from janus.trace.seeds import DrawInLoop
 from janus.trace.values import UNDEF, PyScalar, is_symbolic
@@ -190,7 +191,7 @@ def _traced_while(cond: Callable, body: Callable, init: list, what: str, carry_s
     except InternalSignal:  # Janus's own signals pass through
         raise
     except (TypeError, ValueError) as e:
-        raise ConversionError(f"{what}: {first_line(e)}") from None
+        raise ConversionError(f"{what}: {first_line(e, 200)}") from None
     finally:
         branch_stores.undo(sink)
         if not carry_seeds:
@@ -234,7 +235,7 @@ def _undefined_result_filled(body: Callable, state: tuple, names: Sequence[str],
     except InternalSignal:  # Janus's own signals pass through
         raise
     except Exception as e:  # noqa: BLE001 - eager raises it (or not) for real
-        raise ConversionError(f"{what}: {type(e).__name__}: {first_line(e)}") from None
+        raise ConversionError(f"{what}: {type(e).__name__}: {first_line(e, 200)}") from None
     finally:
         branch_stores.undo(sink)
         ctx.rollback(checkpoint)

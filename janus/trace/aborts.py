@@ -91,10 +91,16 @@ def classify(error: BaseException, assumptions: Iterable["Assumption"]) -> Abort
     return OpFailed(_creation_frames(text), summary(error))
 
 
+def first_line(error: BaseException, limit: int = 300) -> str:
+    """The first line of an error's message (at most ``limit`` characters), to quote."""
+    lines = str(error).strip().splitlines()
+    return lines[0][:limit] if lines else ""
+
+
 def summary(error: BaseException) -> str:
     """``Type: first line`` of an exception (at most 300 characters of the line)."""
-    lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0][:300]}" if lines else type(error).__name__
+    line = first_line(error)
+    return f"{type(error).__name__}: {line}" if line else type(error).__name__
 
 
 def _creation_frames(text: str) -> tuple[tuple[str, int], ...]:
