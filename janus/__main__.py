@@ -97,8 +97,9 @@ def _report_lines(stream) -> None:
             continue
         seen.add(id(jf))
         s = janus.stats(jf)
+        split = f" breaks={s['breaks']} segment_graph_calls={s['segment_graph_calls']}" if s["breaks"] else ""
         print(f"janus: {name}: calls={s['calls']} graph_calls={s['graph_calls']} "
-              f"eager_calls={s['eager_calls']} conversions={s['conversions']}", file=stream)
+              f"eager_calls={s['eager_calls']} conversions={s['conversions']}{split}", file=stream)
     if not seen:
         print("janus: no function recorded a GradientTape; nothing was taken over", file=stream)
 

@@ -46,8 +46,18 @@ class ConversionError(InternalSignal):
         self.permanent = permanent
 
 
+class NotYet(ConversionError):
+    """This call cannot run as a graph but a later one may (eager loads a module at this
+    call): no graph break is made of it."""
+
+
 class UndefinedValueError(ConversionError):
     """Converted code touched a variable that eager Python would not have bound."""
+
+
+class UndefinedAttributeError(UndefinedValueError, AttributeError):
+    """An attribute of such a variable: an ``AttributeError`` too, so that library probes
+    (``hasattr``, ``tf.is_tensor``) pass it by, as they pass any object without it."""
 
 
 class GraphBreakError(UserFacingError):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import re
 import types
 from typing import Any
@@ -26,7 +27,8 @@ from janus.trace.guards import GuardKind
 
 STAT_KEYS = ("calls", "graph_calls", "eager_calls", "conversions", "fallbacks", "cache_entries",
              "failed_conversions", "assertion_failures", "assumptions_failed", "graph_breaks")
-ALL_STAT_KEYS = STAT_KEYS + ("cache_constant_bytes", "tree_nodes", "tree_nodes_computed", "xla_graphs")
+SEGMENT_STAT_KEYS = ("breaks", "segments", "segment_graph_calls", "segment_eager_calls")
+ALL_STAT_KEYS = STAT_KEYS + ("cache_constant_bytes", "tree_nodes", "tree_nodes_computed", "xla_graphs") + SEGMENT_STAT_KEYS
 
 DISABLED = "Janus is disabled (JANUS_DISABLE)"
 DO_NOT_CONVERT = "marked janus.do_not_convert: Janus never converts it"
@@ -109,7 +111,10 @@ def stats(f: Any) -> dict[str, int]:
     (graphs held) and cache_constant_bytes (the tensors they captured as constants), tree_nodes
     and tree_nodes_computed (nodes its cached graphs' recursions over trees walked, and
     computed: fewer with common-subtree reuse), xla_graphs (cached graphs that run with XLA
-    clusters), graph_breaks (calls a strict function refused to run eagerly), ...
+    clusters), graph_breaks (calls a strict function refused to run eagerly); for a function
+    split at graph breaks: breaks (its statements that run in Python for a reason), segments
+    (its graph segments, those of segments split in turn included), segment_graph_calls and
+    segment_eager_calls (their runs as graphs and eagerly, summed) ...
 
     ``f``: the function as the user holds it (module docstring); one Janus never ran has
     every count zero."""
@@ -124,6 +129,22 @@ def stats(f: Any) -> dict[str, int]:
     out["tree_nodes"] = sum(p.nodes for e in jf.entries for p in e.report.forests)
     out["tree_nodes_computed"] = sum(p.unique for e in jf.entries for p in e.report.forests)
     out["xla_graphs"] = sum(1 for e in jf.entries if e.graph.xla_ops and e.xla is not None and e.xla.chosen)
+    out.update(_segment_stats(jf))
+    return out
+
+
+def _segment_stats(jf: JanusFunction) -> dict[str, int]:
+    """Breaks and segment runs of a split function, its segments' own splits included."""
+    out = dict.fromkeys(SEGMENT_STAT_KEYS, 0)
+    if jf.split is None:
+        return out
+    out["breaks"] = len(jf.split.breaks)
+    for seg in jf.split.segments:
+        inner = _segment_stats(seg)
+        out["breaks"] += inner["breaks"]
+        out["segments"] += 1 + inner["segments"]
+        out["segment_graph_calls"] += seg.counts.get("graph_calls", 0) + inner["segment_graph_calls"]
+        out["segment_eager_calls"] += seg.counts.get("eager_calls", 0) + inner["segment_eager_calls"]
     return out
 
 
@@ -169,6 +190,8 @@ class Explanation:
                  f"({s['fallbacks']} fallbacks); {s['conversions']} conversions, {len(self.entries)} cached graphs"]
         if jf.permanent_reason:
             lines.append(f"  runs eagerly: {jf.permanent_reason}")
+        if jf.split is not None:
+            lines += _describe_split(jf, "  ")
         if jf.options.strict:
             lines.append("  strict: a call that cannot run as a graph raises janus.GraphBreakError")
         if jf.last_entry is not None:
@@ -216,6 +239,37 @@ class Explanation:
         return "\n".join(lines)
 
     __repr__ = __str__
+
+
+def _describe_split(jf: JanusFunction, indent: str) -> list[str]:
+    """The breaks of a split function, its segments (each as a graph would be summarized)
+    and where a call's time goes."""
+    split = jf.split
+    filename = os.path.basename(jf.python_function.__code__.co_filename)
+    lines = [f"{indent}graph breaks: {len(split.breaks)}; the function runs as Python around them and "
+             f"{len(split.calls)} graph segments"]
+    for line, site in sorted(split.breaks.items()):
+        lines.append(f"{indent}  - break at {filename}:{line}: {site.reason}")
+    python = split.python_lines
+    lines.append(f"{indent}in Python: line{'s' if len(python) > 1 else ''} {', '.join(map(str, python))}")
+    if split.runs:
+        total, in_segments = split.seconds / split.runs, split.seconds_in_segments() / split.runs
+        lines.append(f"{indent}per call: {total * 1e3:.3f} ms, {in_segments * 1e3:.3f} ms in segments, "
+                     f"{(total - in_segments) * 1e3:.3f} ms in Python between them ({split.runs} calls)")
+    for call in split.calls:
+        seg, s = call.segment, call.function.counts
+        lines.append(f"{indent}segment {seg.index} ({filename}:{seg.lines[0]}-{seg.lines[1]}): "
+                     f"{s.get('graph_calls', 0)} as graphs, {s.get('eager_calls', 0)} eagerly, "
+                     f"{s.get('conversions', 0)} conversions, {len(call.function.entries)} cached graphs")
+        lines.append(f"{indent}  inputs: {', '.join(seg.inputs) or 'none'}; outputs: {', '.join(seg.outputs) or 'none'}")
+        if call.function.permanent_reason:
+            lines.append(f"{indent}  runs eagerly: {call.function.permanent_reason}")
+        trial = call.describe()
+        if trial is not None:
+            lines.append(f"{indent}  {trial}")
+        if call.function.split is not None:
+            lines += _describe_split(call.function, indent + "  ")
+    return lines
 
 
 def _guards_by_kind(guards: list) -> list[str]:

@@ -26,11 +26,12 @@ def test_a_generator_inside_is_traced_once_at_most(caplog):
         return SimpleNamespace(fn=f)
 
     with caplog.at_level(logging.WARNING, logger="janus"):
-        total = check(make, [(tf.constant([float(i)]),) for i in range(12)], eager_only=True)
+        total = check(make, [(tf.constant([float(i)]),) for i in range(12)], graph_calls=0)
     assert total["failed_conversions"] <= 1, total
+    # the generator's loop is a graph break: it runs in Python, the rest as a graph segment
+    assert total["breaks"] == 1 and total["segment_graph_calls"] >= 5, total
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "runs eagerly from now on" in r.getMessage()]
-    assert len(warnings) == 1, [r.getMessage() for r in caplog.records]
-    assert "f" in warnings[0].getMessage()
+    assert not warnings, [r.getMessage() for r in caplog.records]
 
 
 def test_a_construct_janus_never_converts_stops_profiling():
@@ -82,7 +83,9 @@ def test_budget_exhaustion_warns_once_naming_the_guard(caplog, monkeypatch):
 
 def _numpy_statistic_step(jit):
     """A step with a NumPy statistic of a gradient between two tapes: the trace cannot give
-    NumPy a graph tensor's value, and fails the same way at every attempt."""
+    NumPy a graph tensor's value, and fails the same way at every attempt; a lambda reads
+    its locals, so it cannot be split at that graph break (``tests/test_graph_breaks.py``
+    has the step that is)."""
     import numpy as np
 
     w = tf.Variable([[0.5], [-0.25]])
@@ -93,7 +96,8 @@ def _numpy_statistic_step(jit):
         with tf.GradientTape() as tape:
             loss = tf.reduce_sum(tf.matmul(x, w) ** 2)
         g = tape.gradient(loss, w)
-        norms.append(float(np.linalg.norm(g.numpy())))
+        norm = lambda: float(np.linalg.norm(g.numpy()))  # reads a local: not split at the break
+        norms.append(norm())
         with tf.GradientTape() as tape:
             loss2 = tf.reduce_sum(tf.matmul(x, w))
         w.assign_sub(0.01 * tape.gradient(loss2, w) / max(norms[-1], 1.0))
@@ -120,8 +124,9 @@ def test_failures_that_differ_keep_trying():
     def make(jit):
         @jit
         def f(x, k):
+            total = lambda: float(x.numpy().sum())  # reads a local: not split at the break
             if k < 2:
-                return x * float(x.numpy().sum())  # the trace raises, at another value each time
+                return x * total()  # the trace raises, at another value each time
             return x * 2.0
 
         return SimpleNamespace(fn=f)

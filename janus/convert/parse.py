@@ -25,6 +25,7 @@ from __future__ import annotations
 import __future__
 import ast
 import contextlib
+import copy
 import functools
 import gc
 import inspect
@@ -36,6 +37,7 @@ from typing import Callable, Iterator, TypeVar
 
 import gast
 
+from janus.convert import registry
 from janus.errors import ConversionError
 
 AST_LOCK = threading.RLock()
@@ -93,6 +95,9 @@ def function_ast(fn: types.FunctionType) -> tuple[gast.FunctionDef, str, int, in
     source of ``fn``'s running code (permanent then).
     """
     code = fn.__code__
+    generated = registry.definition_of(code)
+    if generated is not None:
+        return copy.deepcopy(generated), code.co_filename, 0, 0
     try:
         lines, first = inspect.getsourcelines(fn)
     except (OSError, TypeError) as e:

@@ -160,6 +160,12 @@ def _compiled(fn: types.FunctionType) -> tuple[str, types.CodeType, tuple]:
     return _code_cache[key]
 
 
+def own_codes(fn: types.FunctionType) -> frozenset[types.CodeType]:
+    """The code objects of ``fn``'s conversion (its function and the block functions in it),
+    to tell its own frames in a traceback from its callees'."""
+    return frozenset(registry.code_objects(_compiled(fn)[1]))
+
+
 def _with_user_lines(source: str, tree: ast.AST, filename: str) -> str:
     """``source`` with ``# file.py:LINE`` after each line where a new user line begins.
 

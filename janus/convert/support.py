@@ -40,6 +40,25 @@ _REASONS = {
 }
 
 
+# Constructs of a whole function: no statement of it can run in a graph segment.
+_WHOLE_FUNCTION = (gast.Yield, gast.YieldFrom, gast.Await, gast.AsyncFunctionDef, gast.AsyncFor, gast.AsyncWith)
+
+
+def statement_line(node: gast.FunctionDef, reason: str) -> int | None:
+    """The line of the first construct of ``node`` a static reason names, if it is one
+    statement's (that statement can run in Python at a graph break): not ``yield`` or
+    ``async``, which make the whole function."""
+    kinds = tuple(kind for kind, text in _REASONS.items() if text == reason and kind not in _WHOLE_FUNCTION)
+    builtin = reason[len("calls "):reason.index("()")] if reason.endswith(_BUILTIN_REASON) else None
+    for child in gast.walk(node):
+        if child is node or not hasattr(child, "lineno"):
+            continue
+        if kinds and isinstance(child, kinds) or builtin and isinstance(child, gast.Call) \
+                and isinstance(child.func, gast.Name) and child.func.id == builtin:
+            return child.lineno
+    return None
+
+
 def unsupported_in(node: gast.FunctionDef) -> str | None:
     """The first construct in ``node`` the converter does not handle, or None (a property
     getter's body is checked like any function's)."""
@@ -92,6 +111,9 @@ def unsupported_reason(fn: types.FunctionType) -> str | None:
     return unsupported_in(node) or _builtin_calls(node, fn.__globals__)
 
 
+_BUILTIN_REASON = ", a builtin Janus does not run in a graph"
+
+
 def _builtin_calls(node: gast.FunctionDef, module_globals: dict) -> str | None:
     """A call of a builtin Janus never calls in a graph (``open(path)``), by name, where the
     name is not rebound locally or by the module."""
@@ -105,5 +127,5 @@ def _builtin_calls(node: gast.FunctionDef, module_globals: dict) -> str | None:
             continue
         if value in ALLOWED_BUILTINS or isinstance(value, type) and issubclass(value, BaseException):
             continue
-        return f"calls {name}(), a builtin Janus does not run in a graph"
+        return f"calls {name}(){_BUILTIN_REASON}"
     return None

@@ -44,8 +44,7 @@ def stmts(src: str, **subs) -> list[gast.stmt]:
     module = gast.parse(textwrap.dedent(src))
     for node in gast.walk(module):
         for attr in _POSITIONS:
-            if hasattr(node, attr):
-                delattr(node, attr)
+            vars(node).pop(attr, None)  # an instance's own (some are class defaults, e.g. an except's name)
     return [_Substitute(subs).visit(s) for s in module.body]
 
 

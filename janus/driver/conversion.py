@@ -16,15 +16,18 @@ import types
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable
 
+import gast
 import tensorflow as tf
 
 from janus.commit.atomicity import StateBeforeAssertion
 from janus.convert import support
-from janus.convert.pipeline import convert_source
+from janus.convert.parse import function_ast
+from janus.convert.pipeline import convert_source, own_codes
+from janus.convert.segments import BreakSite, unsplittable_reason
 from janus.convert.registry import is_converted_code
 from janus.driver import xla_choice
 from janus.driver.entry import CacheEntry, TracePlan, build_entry, convert, input_leaves
-from janus.errors import ConversionError, Restart
+from janus.errors import ConversionError, NotYet, Restart, UndefinedValueError
 from janus.runtime.recursion import Regroup
 from janus.trace.aborts import summary
 
@@ -56,6 +59,9 @@ class Conversion:
         self.permanent_location: str | None = None  # the user's line of the reason it gave up, if known
         self.why: str | None = None  # what led to the next conversion, for its log line
         self._last_failed: tuple | None = None  # the last failed attempt: its failure and what it knew
+        self.break_site: BreakSite | None = None  # the statement this call's failed conversion says runs in Python
+        self.may_break = False  # the function may be split at a break (not strict, no collectives)
+        self._why_unsplittable: str | None = None  # "" once known to be splittable
 
     def failed(self, reason: str, location: str | None = None) -> None:
         """Remember why this call's conversion failed (for strict mode's error)."""
@@ -67,6 +73,8 @@ class Conversion:
         """Convert on this call if the policy says so: the new entry, its XLA decision made
         (None: run this call eagerly)."""
         policy = self.policy
+        self.break_site = None
+        self.may_break = not options.strict and collective is None
         if not self._due(entries, options.profile_calls):
             return None
         started = time.perf_counter()
@@ -122,7 +130,7 @@ class Conversion:
         stop trying rather than profile and trace until the budget is spent (a step with a
         NumPy call on a gradient ran at 0.69x eager that way).  The calls then run plainly
         eagerly."""
-        if self.failure is None or self.policy.gave_up:
+        if self.failure is None or self.policy.gave_up or self.break_site is not None:
             return
         known = (len(self.policy.banned_sites),) + tuple(sorted(repr(i) for i in {**plan.relaxed, **plan.fed}.items()))
         attempt = (self.failure, known, _kind_of_call(args, kwargs))
@@ -173,6 +181,12 @@ class Conversion:
                 return None
         else:
             self.permanent_location = construct_location(fn, reason)
+            line = construct_line(fn, reason) if self.may_break else None
+            if line is not None:
+                self.note(f"cannot convert line {line}: {reason}; splitting there")
+                self.break_site = BreakSite(line, reason)
+                self.policy.converted(False)
+                return None
         self.note(f"cannot convert: {reason}")
         self.policy.give_up(reason, "It contains a construct Janus does not convert; see janus.explain(f).")
         return None
@@ -197,6 +211,8 @@ class Conversion:
         elif isinstance(error, ConversionError):
             self.note(f"trace failed{_at(where)}: {error.reason}")
             self.failed(error.reason, where or None)
+            if error.permanent and self._break_at(error, error.reason):
+                return None
             if error.permanent:
                 self.permanent_location = where or None
                 self.policy.give_up(error.reason, "It reaches code Janus never converts; see janus.explain(f).")
@@ -209,13 +225,41 @@ class Conversion:
             self.failed(f"tracing it raised {summary(error)}", where or None)
         if (plan.relaxed or plan.fed) and not self.policy.gave_up:
             return TracePlan(xla=plan.xla)  # once more, specialized on this call's values
+        if isinstance(error, ConversionError):  # a construct Janus refuses, not an error eager raises too
+            self._break_at(error, error.reason)
         return None
+
+    def _break_at(self, error: BaseException, reason: str) -> bool:
+        """A trace failed in a statement of the function's own code: that statement will run
+        in Python, the rest in graph segments (``janus.driver.segments``)."""
+        if not self.may_break or isinstance(error, (UndefinedValueError, NotYet)):  # eager raises / a later call converts
+            return False
+        codes = own_codes(self.fn)
+        line = None
+        tb = error.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code in codes:
+                line = tb.tb_lineno
+            tb = tb.tb_next
+        if line is None or self._unsplittable():
+            return False
+        self.break_site = BreakSite(line, reason)
+        return True
+
+    def _unsplittable(self) -> str | None:
+        """Why the function cannot be split at a break (None: it can), once per function."""
+        if self._why_unsplittable is None:
+            node, _, _, _ = function_ast(self.fn)
+            self._why_unsplittable = unsplittable_reason(node, self.fn.__qualname__) or ""
+            if self._why_unsplittable:
+                self.note(f"not split at graph breaks: {self._why_unsplittable}")
+        return self._why_unsplittable or None
 
 
 def _kind_of_call(args: tuple, kwargs: dict) -> tuple:
     """What a call's arguments are, as far as a trace could specialize on them cheaply."""
     def kind(v: Any) -> Any:
-        if hasattr(v, "dtype") and hasattr(v, "shape"):
+        if hasattr(type(v), "dtype") and hasattr(type(v), "shape"):  # the type's: UNDEF raises on any attribute
             return (str(v.dtype), tuple(v.shape))
         if type(v) in (int, float, bool, str, type(None)):
             return v
@@ -240,15 +284,26 @@ def trace_location(e: BaseException) -> str:
 
 def construct_location(fn: types.FunctionType, reason: str) -> str | None:
     """``file.py:LINE`` of the construct a static reason names (``support.unsupported_reason``)."""
-    try:
-        import gast
+    line = _construct_line(fn, tuple(kind for kind, text in support._REASONS.items() if text == reason))  # noqa: SLF001
+    return None if line is None else f"{os.path.basename(fn.__code__.co_filename)}:{line}"
 
-        from janus.convert.parse import function_ast
-        node, filename, _, _ = function_ast(fn)
-        kinds = tuple(kind for kind, text in support._REASONS.items() if text == reason)  # noqa: SLF001
+
+def construct_line(fn: types.FunctionType, reason: str) -> int | None:
+    """The line of the construct a static reason names, if a graph break can leave it to
+    Python (``support.statement_line``)."""
+    try:
+        node, _, _, _ = function_ast(fn)
+    except ConversionError:
+        return None
+    return support.statement_line(node, reason)
+
+
+def _construct_line(fn: types.FunctionType, kinds: tuple[type, ...]) -> int | None:
+    try:
+        node, _, _, _ = function_ast(fn)
         for child in gast.walk(node):
             if child is not node and kinds and isinstance(child, kinds) and hasattr(child, "lineno"):
-                return f"{os.path.basename(filename)}:{child.lineno}"
+                return child.lineno
     except Exception:  # noqa: BLE001 - the location is a courtesy; the def line stands in
         pass
     return None

@@ -18,7 +18,8 @@ import threading
 import types
 import weakref
 from collections import Counter
-from typing import Any
+from dataclasses import replace
+from typing import Any, Callable
 
 import tensorflow as tf
 
@@ -26,6 +27,7 @@ from janus import config
 from janus.commit import atomicity
 from janus.commit.uninterrupted import SignalsDeferred
 from janus.convert.libraries import is_user_code, is_user_code_file
+from janus.convert.segments import BreakSite
 from janus.driver import workers
 from janus.driver.cache import GraphCache
 from janus.driver.conversion import Conversion
@@ -33,6 +35,7 @@ from janus.driver.entry import CacheEntry, input_leaves
 from janus.driver.logs import configure_logging
 from janus.driver.options import Options
 from janus.driver.policy import ConversionPolicy
+from janus.driver.segments import MAX_BREAKS, SplitFunction
 from janus.driver.xla_choice import XlaTrials
 from janus.errors import GraphBreakError
 from janus.trace import aborts
@@ -78,6 +81,9 @@ class JanusFunction:
         self.conversion = Conversion(fn, self.policy, self.profiler, self._note)
         self.xla_trials = XlaTrials()
         self._converting = threading.Lock()  # held by the thread that profiles or converts
+        self.split: SplitFunction | None = None  # set once a graph break splits it into segments
+        self.segment_of: JanusFunction | None = None  # the function this one is a segment of
+        self.breaks_made = 0  # splits of this function and its segments
         _REGISTRY.add(self)
 
     @property
@@ -115,6 +121,9 @@ class JanusFunction:
         self.counts["calls"] += 1
         if workers.in_replica():
             return self._as_written(args, kwargs, workers.IN_REPLICA)
+        split = self.split
+        if split is not None:
+            return split(args, kwargs)
         entry, busy = self.entries.lookup(args, kwargs), False
         if entry is None and not self.policy.gave_up:
             busy = not self._converting.acquire(blocking=False)  # one thread at a time profiles and converts
@@ -133,6 +142,8 @@ class JanusFunction:
             entry = None
         if entry is not None:
             return self._run(entry, args, kwargs)
+        if self.split is not None:  # split at a break on this call: its segments run it
+            return self.split(args, kwargs)
         if busy:
             return self._as_written(args, kwargs, "another thread was profiling or converting this function: "
                                                   "ran as written")
@@ -155,10 +166,45 @@ class JanusFunction:
                 self._note("a new graph's guards did not hold on the call that built it")
                 self.conversion.failed("a new graph's guards did not hold on the call that built it (a Janus bug)")
                 return None
+        elif self.conversion.break_site is not None:
+            self._split_at(self.conversion.break_site)
         elif miss is not None:
             self._note(f"no cached graph's guards held ({miss})")
             self.conversion.why = f"a guard miss ({miss})"
         return entry
+
+    def _split_at(self, site: BreakSite) -> None:
+        """A statement cannot run in a graph: from this call on, it runs in Python and the
+        rest of the function in graph segments (a segment splits again at a break of its
+        own; ``MAX_BREAKS`` bounds the breaks of a function and its segments)."""
+        where = f"{os.path.basename(self.python_function.__code__.co_filename)}:{site.line}"
+        root = self
+        while root.segment_of is not None:
+            root = root.segment_of
+        root.breaks_made += 1
+        if root.breaks_made > MAX_BREAKS:
+            self.policy.give_up(f"more than {MAX_BREAKS} graph breaks (the last at {where}: {site.reason})",
+                                "See janus.explain(f).")
+            return
+        try:
+            # the function was profiled already: its segments convert at their second call
+            options = replace(self.options, given_profile_calls=min(1, self.options.profile_calls))
+            split = SplitFunction(self.python_function, {site.line: site}, options, JanusFunction._segment(self))
+        except Exception as e:  # noqa: BLE001 - cannot split: the function runs eagerly, as before breaks
+            self._note(f"graph break at {where} ({site.reason}) but {aborts.summary(e)}")
+            self.policy.give_up(f"{site.reason} (at {where}); {aborts.summary(e)}", "See janus.explain(f).")
+            return
+        self._note(f"graph break at {where}: {site.reason}")
+        self.entries.clear()
+        self.split = split
+
+    @staticmethod
+    def _segment(owner: "JanusFunction") -> Callable[[types.FunctionType, Options], "JanusFunction"]:
+        def make(fn: types.FunctionType, options: Options) -> JanusFunction:
+            jf = JanusFunction(fn, options)
+            jf.segment_of = owner
+            return jf
+        return make
 
     def _run(self, entry: CacheEntry, args: tuple, kwargs: dict) -> Any:
         """Run a graph and commit its effects; if it aborted, nothing was committed: run
@@ -267,6 +313,8 @@ class JanusFunction:
         self.reasons.clear()
         self.counts.clear()
         self.last_entry = None
+        self.split = None
+        self.breaks_made = 0
         self.conversion.reset()
         self.profiler.reset()
         self.policy.reset()

@@ -34,7 +34,7 @@ from janus.runtime import builtins, callbacks, containers, random, recursion, st
 from janus.trace.active import current
 from janus.trace.forest import NodeView
 from janus.trace.scalars import PyScalar
-from janus.trace.values import SymbolicShape, is_user_class
+from janus.trace.values import SymbolicShape, is_symbolic, is_user_class
 
 _IMMUTABLE = (str, bytes, int, float, bool, tuple, frozenset, complex)
 
@@ -87,6 +87,12 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
             return f(*args, **kwargs)
         if is_user_function(f.__func__):
             return inline(f.__func__, (f.__self__, *args), kwargs)
+        if f.__name__ == "numpy" and isinstance(f.__self__, tf.Variable):
+            raise ConversionError(".numpy() of a variable the graph reads")
+        if isinstance(f.__self__, tf.GradientTape) and f.__self__ not in current().tapes:
+            # a tape recording eagerly, outside this graph (across a graph break): its gradient
+            # of the graph's tensors would be None, eager's is not
+            raise ConversionError("uses a tf.GradientTape recorded outside the graph")
         if isinstance(f.__self__, tf.distribute.MultiWorkerMirroredStrategy):
             current().uses_collective(f.__self__)
         if isinstance(f.__self__, tf.distribute.experimental.ParameterServerStrategy):
@@ -130,11 +136,22 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
         if f in callbacks.RUN_TIME_PYTHON:
             raise ConversionError(f"{qualified_name(f)} runs Python while the graph runs: an aborted run could "
                                   "not take its effects back", permanent=True)
+        if qualified_name(f).startswith("numpy.") and any(is_symbolic(v) for v in (*args, *kwargs.values())):
+            raise ConversionError(f"{qualified_name(f)} reads the values of a tensor the graph computes")
+        if qualified_name(f).startswith("numpy.") and any(_holds_traced_number(v) for v in (*args, *kwargs.values())):
+            # np.round(float(t), 4): NumPy would raise TypeError on the traced number (no
+            # `rint` method), taken for an error eager raises; it needs the number's value
+            raise ConversionError(f"{qualified_name(f)} reads a Python number the graph computes")
         return f(*callbacks.library_arguments(_shapes(args), f, call),
                  **callbacks.library_arguments(_shapes(kwargs), f, call))
     if f in vars(operator).values() or f in vars(math).values():
         return f(*args, **callbacks.builtin_keywords(kwargs, call))
     raise _not_allowed(f, qualified_name(f))
+
+
+def _holds_traced_number(v: Any) -> bool:
+    """``v`` is, or is a list or tuple holding, a Python number the trace computes."""
+    return isinstance(v, PyScalar) or type(v) in (list, tuple) and any(isinstance(e, PyScalar) for e in v)
 
 
 def _not_allowed(fn: Any, name: str) -> ConversionError:

@@ -17,6 +17,7 @@ import contextlib
 from typing import Any, TypeVar
 
 from janus.errors import ConversionError
+from janus.trace.active import current
 
 FRAMEWORK_ROOTS = frozenset({"tensorflow", "keras", "tf_keras"})
 
@@ -43,6 +44,8 @@ def context_manager(manager: M) -> M:
     ``__exit__`` would run only while tracing, not at each call as eager runs them.
     """
     if _is_framework_context(manager):
+        if type(manager).__name__ == "GradientTape":
+            current().tapes.add(manager)
         return manager
     cls = type(manager)
     what = cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"

@@ -50,12 +50,12 @@ def _attribute(module: Any, module_name: str, name: str) -> Any:
         return state.ld_global(sys.modules, full)
     if hasattr(module, name):  # a module's __getattr__: eager calls it at every call
         raise ConversionError(f"imports {name} from {module_name}, which makes it on demand (module __getattr__)")
-    raise ConversionError(f"imports {full}, which is not loaded yet (eager loads it at this call)")
+    raise NotYet(f"imports {full}, which is not loaded yet (eager loads it at this call)")
 
 
 def _loaded(name: str) -> None:
     if name not in sys.modules:
-        raise ConversionError(f"imports {name}, which is not loaded yet (eager loads it at this call)")
+        raise NotYet(f"imports {name}, which is not loaded yet (eager loads it at this call)")
 
 
 def _resolve(module: str, g: dict, level: int) -> str:

@@ -71,6 +71,8 @@ def ld_attr(obj: Any, name: str) -> Any:
     if isinstance(obj, NodeView):
         return obj.read(name)  # a node of a recursion run over whole trees (janus.runtime.recursion)
     if is_symbolic(obj) or is_graph_composite(obj):
+        if name == "numpy":
+            raise ConversionError(".numpy() of a tensor the graph computes")
         value = getattr(obj, name)
         if name == "shape" and not value.is_fully_defined():
             return SymbolicShape.of(obj)

@@ -11,6 +11,7 @@ the same state.
 from __future__ import annotations
 
 import types
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -133,6 +134,7 @@ class TraceContext:
         self.on_collective = on_collective
         self.collective: tf.distribute.Strategy | None = None  # the multi-worker strategy the trace calls
         self.recursion: Any = recursion(self) if recursion is not None else None
+        self.tapes: weakref.WeakSet = weakref.WeakSet()  # the tf.GradientTapes the trace entered
 
     def uses_collective(self, strategy: tf.distribute.Strategy) -> None:
         """The trace calls a multi-worker ``tf.distribute`` strategy: its graphs run only when

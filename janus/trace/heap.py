@@ -44,7 +44,7 @@ from janus.trace.scalars import DTYPES, PyScalar, fed_scalar
 from janus.trace.seeds import DATASET_RANDOM_OPS, STATEFUL_RANDOM_OPS
 from janus.trace.sources import Arg, KwArg, Source
 from janus.trace.values import (
-    SCALARS, is_eager_composite, is_eager_tensor, is_framework_object, is_plain_callable, is_user_class,
+    SCALARS, UNDEF, is_eager_composite, is_eager_tensor, is_framework_object, is_plain_callable, is_user_class,
 )
 
 
@@ -151,6 +151,9 @@ class HeapModel:
             return self._fed_scalar(source)
         if isinstance(value, bool) or value is None:
             guards.is_constant(source, value)
+            return value
+        if value is UNDEF:  # a segment's input not bound yet (janus.convert.segments): any use fails the trace
+            guards.identity(source, value)
             return value
         if type(value) in SCALARS:
             guards.equals(source, value)

@@ -18,7 +18,7 @@ from typing import Any
 import tensorflow as tf
 
 from janus.convert import libraries
-from janus.errors import ConversionError, UndefinedValueError
+from janus.errors import ConversionError, UndefinedAttributeError, UndefinedValueError
 from janus.trace.scalars import PyScalar, is_eager_tensor, is_symbolic  # noqa: F401 - is_symbolic: a kind of value too
 from janus_profiler import usercode
 
@@ -78,7 +78,10 @@ class Undefined:
     def _fail(self, *args, **kwargs):
         raise UndefinedValueError("a variable is read before it is assigned")
 
-    __bool__ = __call__ = __getattr__ = __getitem__ = __iter__ = __len__ = _fail
+    def __getattr__(self, name: str) -> Any:
+        raise UndefinedAttributeError("a variable is read before it is assigned")
+
+    __bool__ = __call__ = __getitem__ = __iter__ = __len__ = _fail
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = _fail
     __lt__ = __le__ = __gt__ = __ge__ = __neg__ = __str__ = __format__ = __index__ = _fail
 

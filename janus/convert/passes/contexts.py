@@ -21,4 +21,8 @@ class CheckContextManagers(gast.NodeTransformer):
         self.generic_visit(node)
         for item in node.items:
             item.context_expr = gast.Call(func=T.jn("context_manager"), args=[item.context_expr], keywords=[])
+            for n in gast.walk(item.context_expr):  # a failing check points at the with line
+                if getattr(n, "lineno", None) is None and "lineno" in n._attributes:
+                    n.lineno, n.col_offset, n.end_lineno, n.end_col_offset = \
+                        node.lineno, node.col_offset, node.lineno, node.col_offset
         return node

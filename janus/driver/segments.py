@@ -1,0 +1,142 @@
+"""A Janus function split at its graph breaks: the driver runs as Python, each segment is a
+Janus function of its own.
+
+:mod:`janus.convert.segments` plans the split and generates the code; this module
+compiles it with the user's globals and closure cells, makes each segment a
+:class:`~janus.driver.function.JanusFunction` (profiled, converted, guarded, committed
+and falling back on its own, so an assumption failing in segment *k* re-runs segment *k*
+eagerly while the segments before it stand, as in eager), and times where a call's time
+goes: in segments, or in the Python between them.
+"""
+from __future__ import annotations
+
+import ast
+import statistics
+import time
+import types
+from typing import TYPE_CHECKING, Any, Callable
+
+import gast
+
+from janus.convert import parse, registry
+from janus.convert.segments import RUNTIME, SEGMENTS, BreakSite, Segment, split
+from janus.runtime import ops
+
+if TYPE_CHECKING:
+    from janus.driver.function import JanusFunction
+    from janus.driver.options import Options
+
+MAX_BREAKS = 8  # splits of a function and its segments, after which it runs eagerly as a whole
+TRIAL = 5  # graph runs of a segment, then as many runs as written, to see which is faster
+
+
+class SegmentCall:
+    """The driver's handle on one segment: calls its Janus function, adding up the time.
+
+    Never slower than eager: once the segment's graph has run ``TRIAL`` times, the next
+    ``TRIAL`` calls run the segment as written (what eager runs, unprofiled), and if those
+    were faster (a few small ops, a graph call under a recording tape), the segment runs
+    as written from then on.  Both kinds of call are timed where the program calls them,
+    under the same tape."""
+
+    __slots__ = ("function", "segment", "seconds", "graph_times", "eager_times", "as_written")
+
+    def __init__(self, function: "JanusFunction", segment: Segment):
+        self.function = function
+        self.segment = segment
+        self.seconds = 0.0
+        self.graph_times: list[float] = []
+        self.eager_times: list[float] = []
+        self.as_written = False  # the trial found eager faster
+
+    def __call__(self, *args: Any) -> Any:
+        jf = self.function
+        start = time.perf_counter()
+        if self.as_written or jf.policy.gave_up or len(self.graph_times) >= TRIAL and len(self.eager_times) < TRIAL:
+            jf.counts["calls"] += 1
+            jf.counts["eager_calls"] += 1
+            try:
+                return jf.python_function(*args)
+            finally:
+                elapsed = time.perf_counter() - start
+                self.seconds += elapsed
+                if not (self.as_written or jf.policy.gave_up):
+                    self._eager_ran(elapsed)
+        graphs = jf.counts["graph_calls"]
+        try:
+            return jf(*args)
+        finally:
+            elapsed = time.perf_counter() - start
+            self.seconds += elapsed
+            if jf.counts["graph_calls"] > graphs and len(self.graph_times) < TRIAL:
+                self.graph_times.append(elapsed)
+
+    def _eager_ran(self, elapsed: float) -> None:
+        self.eager_times.append(elapsed)
+        if len(self.eager_times) == TRIAL and statistics.median(self.eager_times) < statistics.median(self.graph_times):
+            self.as_written = True
+            jf = self.function
+            jf._note(f"runs as written: {statistics.median(self.eager_times) * 1e3:.3f} ms a call eagerly, "  # noqa: SLF001
+                     f"{statistics.median(self.graph_times) * 1e3:.3f} ms as a graph")
+
+    def describe(self) -> str | None:
+        """The trial's outcome, for ``janus.explain`` (None while it has not run)."""
+        if len(self.eager_times) < TRIAL:
+            return None
+        verdict = "runs as written" if self.as_written else "stays a graph"
+        return (f"{verdict}: eagerly {statistics.median(self.eager_times) * 1e3:.3f} ms a call, as a graph "
+                f"{statistics.median(self.graph_times) * 1e3:.3f} ms")
+
+
+class SplitFunction:
+    """``fn`` run as Python around ``breaks``, its other statements as graph segments."""
+
+    def __init__(self, fn: types.FunctionType, breaks: dict[int, BreakSite], options: "Options",
+                 make: Callable[[types.FunctionType, "Options"], "JanusFunction"]):
+        self.breaks = dict(breaks)
+        node, filename, _, _ = parse.function_ast(fn)
+        with parse.AST_LOCK:  # templates parse
+            plan = split(node, breaks, fn.__code__.co_freevars, fn.__qualname__, registry.segment_of(fn.__code__))
+        module = parse.compile_tree(ast.fix_missing_locations(gast.gast_to_ast(plan.module)), filename)
+        factory = next(c for c in module.co_consts if isinstance(c, types.CodeType))
+        codes = {c.co_name: c for c in factory.co_consts if isinstance(c, types.CodeType)}
+        self.calls: list[SegmentCall] = []
+        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+        cells[SEGMENTS] = types.CellType(self.calls)
+        cells[RUNTIME] = types.CellType(ops)
+
+        def function(code: types.CodeType, qualname: str, defaults: tuple | None = None) -> types.FunctionType:
+            made = types.FunctionType(code, fn.__globals__, code.co_name, defaults,
+                                      tuple(cells[v] for v in code.co_freevars))
+            made.__qualname__ = qualname
+            made.__module__ = fn.__module__
+            return made
+
+        self.driver = function(codes[plan.driver_name], fn.__qualname__, fn.__defaults__)
+        self.driver.__kwdefaults__ = fn.__kwdefaults__
+        registry.record(self.driver.__code__, nested=False)  # Janus's glue: never profiled nor taken over
+        for seg in plan.segments:
+            code = codes[seg.eager_name]
+            registry.record_definition(code, seg.convert_def, seg)
+            lines = f"line {seg.lines[0]}" if seg.lines[0] == seg.lines[1] else f"lines {seg.lines[0]}-{seg.lines[1]}"
+            self.calls.append(SegmentCall(make(function(code, f"{fn.__qualname__} [{lines}]"), options), seg))
+        self.python_lines = plan.python_lines  # the statements the driver runs as written
+        self.runs = 0
+        self.seconds = 0.0
+
+    def __call__(self, args: tuple, kwargs: dict) -> Any:
+        self.runs += 1
+        start = time.perf_counter()
+        try:
+            return self.driver(*args, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+    @property
+    def segments(self) -> list["JanusFunction"]:
+        return [c.function for c in self.calls]
+
+    def seconds_in_segments(self) -> float:
+        return sum(c.seconds for c in self.calls)
+
+
