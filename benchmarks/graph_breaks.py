@@ -1,0 +1,275 @@
+"""Benchmark: programs with statements no graph can hold, eager vs Janus vs tf.function.
+
+Each program mixes TensorFlow with Python that has no graph form, written as their
+authors would (issue #28):
+
+* ``numpy_statistic``: a training step with a NumPy statistic of a gradient between two tapes;
+* ``environment``: an episode whose loop steps a Python environment inside the tape;
+* ``gradient_ascent``: gradient ascent on an input image (DeepDream's loop), a loss helper
+  appending to a list, the loss logged as a Python float at every step;
+* ``shift_reduce``: a shift-reduce tree network (SPINN's parser) with a Python stack driven
+  by the transitions' values;
+* ``numpy_minibatch``: a training step fed NumPy minibatches ``x[i:i + 32]``.
+
+Janus splits the first four at their graph breaks and runs the rest as graph segments; the
+last converts whole.  Each round builds every program fresh in each mode (in rotating
+order) and times its calls after a warm-up (profiling, conversion); reported: the median
+per call over rounds, Janus's and tf.function's speed over eager's, and whether each
+mode's results are eager's (Janus must match; tf.function may not — it traces Python once).
+
+    python benchmarks/graph_breaks.py [--rounds 3] [--calls 30] [--programs a,b]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+import types
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import janus  # noqa: E402
+
+WARMUP = 8  # calls before timing: Janus profiles, converts, splits and converts the segments
+
+
+# ------------------------------------------------------------------ the programs
+def numpy_statistic(jit):
+    init = tf.keras.initializers.GlorotUniform(seed=1)
+    w1, w2 = tf.Variable(init([64, 256])), tf.Variable(init([256, 10]))
+    history = []
+
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            logits = tf.nn.relu(x @ w1) @ w2
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(y, logits))
+        g1, g2 = tape.gradient(loss, [w1, w2])
+        scale = float(np.percentile(np.abs(g1.numpy()), 99)) + 1e-3  # a NumPy statistic
+        history.append(scale)
+        with tf.GradientTape() as tape:
+            reg = tf.reduce_sum(tf.square(w1)) * 1e-4 + tf.reduce_sum(tf.square(w2)) * 1e-4
+        r1, r2 = tape.gradient(reg, [w1, w2])
+        w1.assign_sub(0.01 * (g1 + r1) / scale)
+        w2.assign_sub(0.01 * (g2 + r2) / scale)
+        return loss
+
+    r = np.random.RandomState(0)
+    data = [(tf.constant(r.normal(size=(128, 64)).astype(np.float32)), tf.constant(r.randint(0, 10, 128)))
+            for _ in range(4)]
+    return jit(step), lambda i: data[i % 4], lambda: (w1, w2, history)
+
+
+class _Env:
+    """A cart-pole-like environment in NumPy (Python, not TensorFlow)."""
+
+    def __init__(self):
+        self.rng = np.random.RandomState(0)
+        self.state = self.rng.uniform(-0.05, 0.05, 4).astype(np.float32)
+
+    def step(self, action: int):
+        x, v, th, om = (float(s) for s in self.state)
+        force = 1.0 if action == 1 else -1.0
+        om = om + 0.02 * (9.8 * np.sin(th) - force * np.cos(th))
+        th, v = th + 0.02 * om, v + 0.02 * force
+        x = x + 0.02 * v
+        self.state = np.array([x, v, th, om], np.float32) + self.rng.normal(0, 0.01, 4).astype(np.float32)
+        return self.state, 1.0 if abs(th) < 0.2 else 0.0
+
+
+def environment(jit):
+    init = tf.keras.initializers.GlorotUniform(seed=2)
+    w1, w2, w3 = tf.Variable(init([4, 128])), tf.Variable(init([128, 128])), tf.Variable(init([128, 2]))
+    env, returns = _Env(), []
+
+    def episode(steps):
+        state = tf.expand_dims(env.state, 0)
+        with tf.GradientTape() as tape:
+            total = tf.constant(0.0)
+            for _ in range(steps):
+                h = tf.nn.relu(tf.nn.relu(state @ w1) @ w2)
+                logits = h @ w3
+                probs = tf.nn.softmax(logits)
+                action = int(tf.argmax(logits[0]))  # greedy: eager's choice, deterministic
+                s, reward = env.step(action)  # the environment: Python
+                state = tf.expand_dims(s, 0)
+                total = total + tf.math.log(probs[0, action]) * reward
+            loss = -total
+        grads = tape.gradient(loss, [w1, w2, w3])
+        for w, g in zip([w1, w2, w3], grads):
+            w.assign_sub(0.001 * g)
+        returns.append(float(loss))
+        return loss
+
+    return jit(episode), lambda i: (10,), lambda: (w1, w2, w3, returns, env.state)
+
+
+def gradient_ascent(jit):
+    tf.keras.utils.set_random_seed(3)
+    layers = [tf.keras.layers.Conv2D(16, 3, padding="same", activation="relu"),
+              tf.keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
+              tf.keras.layers.Conv2D(32, 3, padding="same", activation="relu")]
+    img = tf.Variable(tf.random.stateless_uniform([1, 32, 32, 3], seed=[4, 5]))
+    log = []
+
+    def calc_loss(x):
+        losses = []
+        for layer in layers:
+            x = layer(x)
+            losses.append(tf.reduce_mean(x))
+        return tf.reduce_sum(losses)
+
+    def dream_step(step_size):
+        with tf.GradientTape() as tape:
+            tape.watch(img)
+            loss = calc_loss(img)
+        g = tape.gradient(loss, img)
+        g = g / (tf.math.reduce_std(g) + 1e-8)
+        img.assign(tf.clip_by_value(img + g * step_size, -1.0, 1.0))
+        log.append("loss {:.4f}".format(loss.numpy()))  # logged as eager does
+        return loss
+
+    return jit(dream_step), lambda i: (0.01,), lambda: (img, log)
+
+
+SHIFT, REDUCE = 0, 1
+
+
+def shift_reduce(jit):
+    init = tf.keras.initializers.GlorotUniform(seed=6)
+    compose = tf.Variable(init([64, 32]))
+    out = tf.Variable(init([32, 1]))
+
+    def reduce(left, right):
+        return tf.tanh(tf.concat([left, right], 1) @ compose)
+
+    def step(words, transitions, target):
+        with tf.GradientTape() as tape:
+            buffer = tf.unstack(words)[::-1]
+            stack = []
+            for t in transitions:
+                if int(t) == SHIFT:  # a Python int read from a tensor drives the stack
+                    stack.append(tf.expand_dims(buffer.pop(), 0))
+                else:
+                    right, left = stack.pop(), stack.pop()
+                    stack.append(reduce(left, right))
+            loss = tf.reduce_sum(tf.square(stack[-1] @ out - target))
+        grads = tape.gradient(loss, [compose, out])
+        compose.assign_sub(0.01 * grads[0])
+        out.assign_sub(0.01 * grads[1])
+        return loss
+
+    r = np.random.RandomState(7)
+
+    def tree(n):  # the transitions of a left-leaning binary tree over n words
+        return tf.constant([SHIFT, SHIFT] + [REDUCE, SHIFT] * (n - 2) + [REDUCE])
+
+    data = [(tf.constant(r.normal(size=(n, 32)).astype(np.float32)), tree(n), tf.constant([[0.5]]))
+            for n in (6, 6, 6, 6)]
+    return jit(step), lambda i: data[i % 4], lambda: (compose, out)
+
+
+def numpy_minibatch(jit):
+    init = tf.keras.initializers.GlorotUniform(seed=8)
+    w1, w2 = tf.Variable(init([32, 64])), tf.Variable(init([64, 1]))
+    r = np.random.RandomState(0)
+    x = r.normal(size=(1024, 32)).astype(np.float32)
+    y = (x[:, :1] * 0.5).astype(np.float32)
+
+    def step(xb, yb):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(tf.nn.relu(xb @ w1) @ w2 - yb))
+        g1, g2 = tape.gradient(loss, [w1, w2])
+        w1.assign_sub(0.01 * g1)
+        w2.assign_sub(0.01 * g2)
+        return loss
+
+    return jit(step), lambda i: (x[(i * 32) % 1024:(i * 32) % 1024 + 32], y[(i * 32) % 1024:(i * 32) % 1024 + 32]), \
+        lambda: (w1, w2)
+
+
+PROGRAMS = {f.__name__: f for f in (numpy_statistic, environment, gradient_ascent, shift_reduce, numpy_minibatch)}
+MODES = {"eager": lambda f: f, "janus": janus.function, "tf.function": tf.function}
+
+
+# ------------------------------------------------------------------ timing
+def _leaves(x):
+    if isinstance(x, (tf.Tensor, tf.Variable, np.ndarray)):
+        return [np.asarray(x)]
+    if isinstance(x, (list, tuple)):
+        return [leaf for v in x for leaf in _leaves(v)]
+    return [x]
+
+
+def _same(a, b) -> bool:
+    la, lb = _leaves(a), _leaves(b)
+    return len(la) == len(lb) and all(
+        (np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y) for x, y in zip(la, lb))
+
+
+def run(program, mode: str, calls: int) -> types.SimpleNamespace:
+    """Build ``program`` fresh in ``mode`` and run warm-up and timed calls."""
+    janus.reset()
+    try:
+        fn, args_of, state = program(MODES[mode])
+        results, times = [], []
+        for i in range(WARMUP + calls):
+            start = time.perf_counter()
+            results.append(fn(*args_of(i)))
+            if i >= WARMUP:
+                times.append(time.perf_counter() - start)
+        stats = janus.stats(fn) if mode == "janus" else None
+        return types.SimpleNamespace(seconds=statistics.median(times), results=results, state=state(), stats=stats,
+                                     error=None)
+    except Exception as e:  # noqa: BLE001 - tf.function may fail on these programs: reported
+        return types.SimpleNamespace(seconds=None, results=None, state=None, stats=None,
+                                     error=f"{type(e).__name__}: {_last_line(str(e))[:70]}")
+
+
+def _last_line(text: str) -> str:
+    """The message of an error (tf.function's begin with the user code's traceback)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--calls", type=int, default=30)
+    parser.add_argument("--programs", default=",".join(PROGRAMS))
+    args = parser.parse_args(argv)
+    names = [p for p in args.programs.split(",") if p]
+    unknown = [p for p in names if p not in PROGRAMS]
+    if unknown:
+        parser.error(f"unknown program {unknown[0]!r} (known: {', '.join(PROGRAMS)})")
+    modes = list(MODES)
+    print("| program | eager ms/call | Janus ms/call | Janus speed-up | tf.function ms/call | tf.function speed-up "
+          "| Janus = eager | tf.function = eager | Janus: breaks, segment graph calls |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name in names:
+        per_mode: dict[str, list] = {m: [] for m in modes}
+        for r in range(args.rounds):
+            for mode in modes[r % 3:] + modes[:r % 3]:
+                per_mode[mode].append(run(PROGRAMS[name], mode, args.calls))
+        eager = per_mode["eager"][0]
+        cell = {}
+        for mode in modes:
+            runs = per_mode[mode]
+            if runs[0].error is not None:
+                cell[mode] = (f"fails ({runs[0].error})", "-", "-")
+                continue
+            ms = statistics.median(r.seconds for r in runs) * 1e3
+            speed = statistics.median(e.seconds / r.seconds for e, r in zip(per_mode["eager"], runs))
+            same = all(_same(eager.results, r.results) and _same(eager.state, r.state) for r in runs)
+            cell[mode] = (f"{ms:.2f}", f"{speed:.2f}x", "yes" if same else "no")
+        s = per_mode["janus"][0].stats or {}
+        print(f"| {name} | {cell['eager'][0]} | {cell['janus'][0]} | {cell['janus'][1]} | {cell['tf.function'][0]} "
+              f"| {cell['tf.function'][1]} | {cell['janus'][2]} | {cell['tf.function'][2]} "
+              f"| {s.get('breaks', 0)}, {s.get('segment_graph_calls', 0)} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
