@@ -568,3 +568,71 @@ def test_a_return_leaving_a_finally_inside_a_segment_gives_back_the_locals_that_
     calls = [(tf.constant([v, 0.25]),) for v in (1.0, -1.0, 2.0, 0.0, 3.0, -2.0, 1.5, 0.1)]
     total = check(_return_through_a_finally_in_a_segment, calls, graph_calls=0)
     assert total["breaks"] >= 1 and total["segment_graph_calls"] >= 4, total
+
+
+# ------------------------------------------------------------------ the edges: an op failing mid-segment, two threads
+def _fails_after_a_break(jit):
+    class Model:
+        def __init__(self):
+            self.v = tf.Variable(1.0)
+            self.w = tf.Variable(0.0)
+            self.log = []
+
+        @jit
+        def step(self, x):
+            self.v.assign_add(1.0)  # segment 0: stands when segment 1 fails, as in eager
+            self.log.append(float(np.max(x.numpy())))  # the break
+            self.w.assign_add(tf.reduce_sum(x))  # segment 1: not half done when the check fails
+            y = tf.debugging.check_numerics(tf.math.log(x), "log of a negative input")
+            return y * self.v
+
+    m = Model()
+    return types.SimpleNamespace(fn=m.step, state=lambda: {"v": m.v, "w": m.w, "log": list(m.log)})
+
+
+def test_an_op_failing_in_a_segment_at_run_time_raises_eagers_error_with_eagers_state():
+    calls = [(tf.constant([1.0, 2.0 + i]),) for i in range(5)] + [(tf.constant([-1.0, 2.0]),)] + \
+            [(tf.constant([1.0, 3.0 + i]),) for i in range(3)] + [(tf.constant([2.0, -5.0]),)]
+    total = check(_fails_after_a_break, calls, graph_calls=0)
+    assert total["breaks"] == 1 and total["segment_graph_calls"] >= 6, total
+
+
+def test_two_threads_calling_one_split_step_each_get_eagers_results():
+    import threading as th
+
+    class Model:
+        def __init__(self, scale):
+            self.w = tf.Variable([scale, -scale])
+            self.norms = []
+
+        @janus.function
+        def step(self, x):
+            y = tf.tanh(x * self.w)
+            self.norms.append(float(np.linalg.norm(y.numpy())))  # the break
+            self.w.assign_add(0.1 * y)
+            return tf.reduce_sum(y)
+
+        def eager(self, x):
+            return Model.step.python_function(self, x)
+
+    def run(model, out, use_janus):
+        for i in range(12):
+            x = tf.constant([0.1 * i, 1.0 - 0.1 * i])
+            out.append(float(model.step(x) if use_janus else model.eager(x)))
+
+    expected = {}
+    for scale in (0.5, 2.0):
+        m, out = Model(scale), []
+        run(m, out, False)
+        expected[scale] = (out, m.norms, m.w.numpy())
+    models = {scale: Model(scale) for scale in (0.5, 2.0)}
+    outs = {scale: [] for scale in models}
+    threads = [th.Thread(target=run, args=(models[s], outs[s], True)) for s in models]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for scale, (out, norms, w) in expected.items():
+        assert outs[scale] == out and models[scale].norms == norms, scale
+        np.testing.assert_array_equal(models[scale].w.numpy(), w)
+    assert janus.stats(Model.step)["breaks"] == 1 and janus.stats(Model.step)["segment_graph_calls"] >= 6
