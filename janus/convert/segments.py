@@ -20,7 +20,9 @@ Locals possibly unbound at a segment are passed as ``UNDEF``: the segment's eage
 version deletes them first (reading one raises eager's ``UnboundLocalError``), and one
 still unbound after the segment is deleted again in the driver.  The converter reads a
 segment through the version without those deletions (any use of ``UNDEF`` fails its
-trace, so that call runs eagerly).  Nothing here needs TensorFlow.
+trace, so that call runs eagerly).  What the statements read, bind and exit is
+:mod:`janus.convert.analysis.breaks`; the pieces of generated code are
+:mod:`janus.convert.segment_code`.  Nothing here needs TensorFlow.
 """
 from __future__ import annotations
 
@@ -31,11 +33,13 @@ from typing import Iterable
 import gast
 
 from janus.convert import analysis
+from janus.convert import segment_code as code
 from janus.convert import templates as T
+from janus.convert.analysis import breaks as facts
 from janus.errors import ConversionError
 
 SEGMENTS = "_jn_segs"
-RUNTIME = "_jn_rt"
+RUNTIME = code.RUNTIME
 FACTORY = "_jn_split"
 RESULT = "_jn_r"
 
@@ -81,24 +85,6 @@ class SplitPlan:
     python_lines: list[int]  # first lines of the statements the driver runs as written
 
 
-def unsplittable_reason(node: gast.FunctionDef, qualname: str) -> str | None:
-    """Why ``node`` cannot be split (None: it can)."""
-    if analysis.cell_vars(node):
-        return "a nested function or lambda reads its locals (their cells would be copied)"
-    if "<locals>" not in qualname.split(".")[-1:] and "." in qualname and any(
-            isinstance(n, (gast.Name, gast.Attribute)) and _mangled(getattr(n, "id", None) or n.attr)
-            for n in gast.walk(node)):
-        return "names mangled by its class (__name)"
-    if any(isinstance(n, gast.Call) and isinstance(n.func, gast.Name) and n.func.id == "super" and not n.args
-           for n in gast.walk(node)):
-        return "super() without arguments"
-    return None
-
-
-def _mangled(name: str) -> bool:
-    return name.startswith("__") and not name.endswith("__")
-
-
 def split(node: gast.FunctionDef, breaks: Iterable[int], freevars: tuple[str, ...], qualname: str,
           segment: Segment | None = None) -> SplitPlan:
     """The plan running ``node`` (a user ``def``, positions the file's) as Python around
@@ -113,7 +99,7 @@ def split(node: gast.FunctionDef, breaks: Iterable[int], freevars: tuple[str, ..
     if segment is not None:
         node = copy.copy(node)
         node.body = copy.deepcopy(list(segment.body))
-    reason = unsplittable_reason(node, qualname)
+    reason = facts.unsplittable_reason(node, qualname)
     if reason is None and not any(s.lineno <= line <= s.end_lineno for line in breaks for s in node.body):
         reason = "the break is at no statement of its body"
     if reason is not None:
@@ -146,13 +132,13 @@ class _Splitter:
             driver.body = self._decls(self.node.body) + (self._block(body, [], False) or [gast.Pass()])
         else:  # the tail returns the segment's outputs: they are read after the body
             seg = self.segment
-            tail = [_at(gast.Return(value=T.tuple_of(list(seg.outputs))), self.node)]
-            driver.body = self._decls(self.node.body) + _as_eager(
+            tail = [code.at_user(gast.Return(value=T.tuple_of(list(seg.outputs))), self.node)]
+            driver.body = self._decls(self.node.body) + code.as_eager(
                 self._block(body, tail, False) or [gast.Pass()], list(seg.outputs), seg.mode, seg.catch,
                 list(seg.undef), self.node)
         driver.decorator_list = []
         driver.returns = None
-        driver.args = _plain_signature(self.node.args)
+        driver.args = code.plain_signature(self.node.args)
         params = tuple(v for v in self.freevars if v not in (SEGMENTS, RUNTIME)) + (SEGMENTS, RUNTIME)
         factory = T.func_def(FACTORY, list(params), [driver] + self.defs + [
             gast.Return(value=gast.Tuple(elts=[T.name(driver.name)] + [T.name(s.eager_name) for s in self.segments],
@@ -166,7 +152,7 @@ class _Splitter:
         return any(s.lineno <= line <= s.end_lineno for line in self.breaks)
 
     def _python(self, s: gast.stmt, in_loop: bool) -> bool:
-        return self._breaks_in(s) or in_loop and _exits_loop(s) or \
+        return self._breaks_in(s) or in_loop and facts.exits_loop(s) or \
             self.catching > 0 and self._returns_before_rebinding(s)
 
     def _returns_before_rebinding(self, s: gast.stmt) -> bool:
@@ -180,9 +166,9 @@ class _Splitter:
             if not isinstance(t, gast.Try):
                 continue
             guarded = t.body + t.orelse + [c for h in t.handlers for c in h.body]
-            if t.finalbody and analysis.assigned(t.finalbody) & self.local and _holds_return(guarded):
+            if t.finalbody and analysis.assigned(t.finalbody) & self.local and facts.holds_return(guarded):
                 return True
-            if any(h.name is not None and _holds_return(h.body) for h in t.handlers):
+            if any(h.name is not None and facts.holds_return(h.body) for h in t.handlers):
                 return True
         return False
 
@@ -220,7 +206,7 @@ class _Splitter:
                 if not group:
                     continue
                 outputs = analysis.assigned([stmts[i] for i in group]) & self._read_later(stmts[group.stop:] + cont)
-                escaping |= {i for i in group if _with_targets(stmts[i]) & outputs}
+                escaping |= {i for i in group if facts.with_targets(stmts[i]) & outputs}
             if not escaping:
                 return python
             python |= escaping
@@ -232,7 +218,7 @@ class _Splitter:
         a name may raise before it does, and the handler, the ``finally`` or the code after
         a suppressing ``with`` (all in ``cont``) then reads the segment's value: any read in
         ``cont`` counts.  Elsewhere, one after a statement that surely binds the name does not."""
-        return _loads(cont) if self.catching else _read_first(cont)
+        return facts.loads(cont) if self.catching else facts.read_first(cont)
 
     def _as_python(self, s: gast.stmt, cont: list[gast.stmt], in_loop: bool) -> gast.stmt:
         """``s`` run as written; a compound statement's bodies are split in turn."""
@@ -285,7 +271,7 @@ class _Splitter:
         """The driver ran ``stmts`` as written."""
         names = analysis.assigned(stmts) & self.local
         self.maybe |= names
-        self.definite |= names & _surely_bound(stmts)
+        self.definite |= names & facts.surely_bound(stmts)
 
     def _flush(self, group: list[gast.stmt], cont: list[gast.stmt]) -> list[gast.stmt]:
         """A segment of ``group`` and the driver's call of it (Python if it computes nothing)."""
@@ -296,17 +282,17 @@ class _Splitter:
             self._bind(group)
             return group
         written = analysis.assigned(group) & self.local
-        surely = _surely_bound(group)
+        surely = facts.surely_bound(group)
         outputs = sorted(written & self._read_later(cont))
         # inside a with or try run in Python, an exception the segment raises may be caught
         # or suppressed there: the driver then needs what the segment assigned before it raised
         catch = self.catching > 0
         # an output the segment may leave unassigned passes through from before it (or as UNDEF)
         through = {n for n in outputs if n not in surely}
-        inputs = sorted((_read_first(group) & self.local & self.maybe) | through)
+        inputs = sorted((facts.read_first(group) & self.local & self.maybe) | through)
         maybe_undef = [n for n in inputs if n not in self.definite]
         undef_after = [n for n in outputs if n in maybe_undef and n not in surely]
-        returns = _returns(group)
+        returns = facts.return_kind(group)
         mode = "flagged" if returns == "some" or catch else returns or "plain"
         index = len(self.segments)
         convert_def, eager_def = self._defs(f"{self.node.name}__segment{index}", group, inputs, outputs,
@@ -336,7 +322,7 @@ class _Splitter:
             else:
                 args.append(T.expr(f"{RUNTIME}.UNDEF"))
         call = gast.Call(func=T.expr(f"{SEGMENTS}[{index}]"), args=args, keywords=[])
-        return [_at(p, at) for p in pre], call
+        return [code.at_user(p, at) for p in pre], call
 
     def _unpack(self, call: tuple, outputs: list[str], mode: str, returns: bool, catch: bool,
                 undef_after: list[str], at: gast.stmt) -> list[gast.stmt]:
@@ -346,7 +332,7 @@ class _Splitter:
         value, outputs)`` when it catches), ``(2, exception, outputs)``."""
         pre, expr = call
         if mode == "last":
-            return pre + [_at(gast.Return(value=expr), at)]
+            return pre + [code.at_user(gast.Return(value=expr), at)]
         out = list(pre)
 
         def bind(value: gast.expr, undef: list[str]) -> list[gast.stmt]:
@@ -372,7 +358,7 @@ class _Splitter:
             out += bind(T.expr(f"{RESULT}[1]"), undef_after)
         else:
             out += bind(expr, undef_after) if outputs else [gast.Expr(value=expr)]
-        return [_at(s, at) for s in out]
+        return [code.at_user(s, at) for s in out]
 
     def _defs(self, name: str, group: list[gast.stmt], inputs: list[str], outputs: list[str], mode: str,
               catch: bool, maybe_undef: list[str]) -> tuple[gast.FunctionDef, gast.FunctionDef]:
@@ -382,16 +368,16 @@ class _Splitter:
         body = copy.deepcopy(group)
         outs = T.tuple_of(outputs)
         if mode == "flagged":
-            body = [_Flagged(outputs if catch else None).visit(s) for s in body]
+            body = [code.Flagged(outputs if catch else None).visit(s) for s in body]
             tail = [gast.Return(value=gast.Tuple(elts=[T.const(0), outs], ctx=gast.Load()))]
         elif mode == "last":
             tail = []
         else:
             tail = [gast.Return(value=outs)] if outputs else []
         decls = self._decls(self.node.body, used_in=group)
-        tail = [_at(t, at) for t in tail]
+        tail = [code.at_user(t, at) for t in tail]
         convert_def = T.func_def(name, inputs, decls + body + tail)
-        eager_def = T.func_def(name, inputs, copy.deepcopy(decls) + _as_eager(
+        eager_def = T.func_def(name, inputs, copy.deepcopy(decls) + code.as_eager(
             copy.deepcopy(group), outputs, mode, catch, maybe_undef, at))
         for d in (convert_def, eager_def):
             T.located(d, at)
@@ -405,147 +391,3 @@ class _Splitter:
             if names:
                 out.append(T.located(cls(names=names), self.node))
         return out
-
-
-class _Flagged(gast.NodeTransformer):
-    """``return e`` -> ``return (1, e)`` in the function's own scope; ``return (1, e,
-    outputs)`` when ``outputs`` is given (a ``finally`` around the segment may read them),
-    the possibly-unbound ones (``unbound``) rebound to ``UNDEF`` first."""
-
-    def __init__(self, outputs: list[str] | None = None, unbound: list[str] = ()):
-        self.outputs = outputs
-        self.unbound = [n for n in unbound if outputs and n in outputs]
-
-    def visit_Return(self, node: gast.Return):
-        value = node.value if node.value is not None else T.const(None)
-        if self.outputs is None:
-            return T.located(gast.Return(value=gast.Tuple(elts=[T.const(1), value], ctx=gast.Load())), node)
-        if not self.unbound:
-            return _at(gast.Return(value=gast.Tuple(elts=[T.const(1), value, T.tuple_of(self.outputs)],
-                                                    ctx=gast.Load())), node)
-        out = [gast.Assign(targets=[T.name("_jn_value", store=True)], value=value, type_comment=None)]
-        out += [T.stmts(f"try:\n    {n}\nexcept NameError:\n    {n} = {RUNTIME}.UNDEF")[0] for n in self.unbound]
-        out += T.stmts("return (1, _jn_value, OUTS)", OUTS=T.tuple_of(self.outputs))
-        return [_at(o, node) for o in out]
-
-    def visit_FunctionDef(self, node):
-        return node
-
-    visit_Lambda = visit_AsyncFunctionDef = visit_ClassDef = visit_FunctionDef
-
-
-def _as_eager(body: list[gast.stmt], outputs: list[str], mode: str, catch: bool, maybe_undef: list[str],
-              at: gast.AST) -> list[gast.stmt]:
-    """A segment's eager version around ``body`` (the user's statements, or the driver of
-    the segment split again): the inputs that arrive as ``UNDEF`` deleted first; for a
-    flagged segment, ``return`` flagged and ``(0, outputs)`` at the end; for one that
-    catches, what ``body`` raises returned with the outputs it bound; outputs left unbound
-    given back as ``UNDEF``."""
-    outs = T.tuple_of(outputs)
-    prelude = [_at(T.stmts(f"if {n} is {RUNTIME}.UNDEF:\n    del {n}")[0], at) for n in maybe_undef]
-    rebind = [] if mode == "last" else [
-        _at(T.stmts(f"try:\n    {n}\nexcept NameError:\n    {n} = {RUNTIME}.UNDEF")[0], at)
-        for n in outputs if n in maybe_undef]
-    if mode == "flagged":
-        flagged = _Flagged(outputs if catch else None, outputs)
-        body = [r for s in body for r in _listed(flagged.visit(s))]
-        tail = [gast.Return(value=gast.Tuple(elts=[T.const(0), outs], ctx=gast.Load()))]
-    elif mode == "last":
-        tail = []
-    else:
-        tail = [gast.Return(value=outs)] if outputs else []
-    if catch:
-        handler = T.stmts("try:\n    pass\nexcept BaseException as _jn_exc:\n    return (2, _jn_exc, OUTS)",
-                          OUTS=outs)[0]
-        handler.body = body
-        handler.handlers[0].body = [
-            _at(T.stmts(f"try:\n    {n}\nexcept NameError:\n    {n} = {RUNTIME}.UNDEF")[0], at)
-            for n in outputs] + handler.handlers[0].body
-        body = [_at(handler, at)]
-    return prelude + body + rebind + [_at(t, at) for t in tail]
-
-
-def _listed(node: gast.AST | list) -> list:
-    return node if isinstance(node, list) else [node]
-
-
-def _with_targets(s: gast.stmt) -> set[str]:
-    """Names the ``with`` statements of ``s`` (its own scope) bind with ``as``."""
-    return analysis.assigned([i.optional_vars for n in analysis.scope_nodes([s]) if isinstance(n, gast.With)
-                              for i in n.items if i.optional_vars is not None])
-
-
-def _returns(group: list[gast.stmt]) -> str | None:
-    """None: ``group`` never returns; "last": only by its final statement, a ``return``;
-    "some": from somewhere else too."""
-    returns = [n for n in analysis.scope_nodes(group) if isinstance(n, gast.Return)]
-    if not returns:
-        return None
-    if len(returns) == 1 and returns[0] is group[-1]:
-        return "last"
-    return "some"
-
-
-def _holds_return(stmts: list[gast.stmt]) -> bool:
-    """``stmts`` hold a ``return`` of the function (not of a nested one)."""
-    return any(isinstance(n, gast.Return) for n in analysis.scope_nodes(stmts))
-
-
-def _exits_loop(s: gast.stmt) -> bool:
-    """``s`` holds a ``break`` or ``continue`` of a loop around it."""
-    if isinstance(s, (gast.Break, gast.Continue)):
-        return True
-    if isinstance(s, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
-        return False
-    if isinstance(s, (gast.For, gast.While)):
-        return any(_exits_loop(c) for c in s.orelse)
-    return any(_exits_loop(c) for c in gast.iter_child_nodes(s) if isinstance(c, gast.stmt)) or any(
-        _exits_loop(c) for h in getattr(s, "handlers", []) for c in h.body)
-
-
-def _surely_bound(stmts: list[gast.stmt]) -> set[str]:
-    """Names every run of ``stmts`` to its end binds (its plain statements and ``with`` targets)."""
-    out: set[str] = set()
-    for s in stmts:
-        if isinstance(s, gast.With):
-            out |= analysis.assigned([i.optional_vars for i in s.items if i.optional_vars is not None])
-            out |= _surely_bound(s.body)
-        elif not isinstance(s, (gast.If, gast.For, gast.While, gast.Try)):
-            out |= analysis.assigned([s])
-    return out
-
-
-def _read_first(stmts: list[gast.stmt]) -> set[str]:
-    """Names ``stmts`` may read before binding them themselves."""
-    bound: set[str] = set()
-    out: set[str] = set()
-    for s in stmts:
-        out |= _loads([s]) - bound
-        bound |= _surely_bound([s])
-    return out
-
-
-def _loads(stmts: list[gast.stmt]) -> set[str]:
-    """Names ``stmts`` read (an augmented assignment reads its target, ``del`` its name)."""
-    return {n.id for s in stmts for n in gast.walk(s)
-            if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Load, gast.Del))} | {
-        n.target.id for s in stmts for n in gast.walk(s) if isinstance(n, gast.AugAssign) and isinstance(n.target, gast.Name)}
-
-
-def _plain_signature(args: gast.arguments) -> gast.arguments:
-    """The user's parameters without annotations; defaults are set on the function object."""
-    args = copy.deepcopy(args)
-    for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
-        if a is not None:
-            a.annotation = None
-    args.defaults = [T.const(None) for _ in args.defaults]
-    args.kw_defaults = [None if d is None else T.const(None) for d in args.kw_defaults]
-    return args
-
-
-def _at(node: gast.AST, user: gast.AST) -> gast.AST:
-    """A generated statement at ``user``'s position (its children too, where unset)."""
-    for n in gast.walk(node):
-        if getattr(n, "lineno", None) is None:
-            T.located(n, user)
-    return node

@@ -23,7 +23,8 @@ from janus.commit.atomicity import StateBeforeAssertion
 from janus.convert import support
 from janus.convert.parse import function_ast
 from janus.convert.pipeline import convert_source, own_codes
-from janus.convert.segments import BreakSite, unsplittable_reason
+from janus.convert.analysis.breaks import unsplittable_reason
+from janus.convert.segments import BreakSite
 from janus.convert.registry import is_converted_code
 from janus.driver import xla_choice
 from janus.driver.entry import CacheEntry, TracePlan, build_entry, convert, input_leaves

@@ -3,7 +3,9 @@
 
 * :mod:`.scopes` — names bound and read, cells;
 * :mod:`.liveness` — live variables around each ``if``/``while``/``for``;
-* :mod:`.definedness` — variables passed to a block before they are bound.
+* :mod:`.definedness` — variables passed to a block before they are bound;
+* :mod:`.breaks` — whether a function can be split at graph breaks, and what its
+  statements read, bind, return and exit (for :mod:`janus.convert.segments`).
 """
 from janus.convert.analysis.definedness import possibly_unbound
 from janus.convert.analysis.liveness import annotate_liveness
