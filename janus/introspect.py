@@ -154,7 +154,8 @@ class Explanation:
     def __init__(self, jf: JanusFunction | None, name: str | None = None, why_not: str | None = None):
         self.function = jf
         self.name = jf.__qualname__ if jf is not None else name
-        self.code: str | None = jf.source if jf is not None else None
+        # the generated code that runs: a split function's driver, else the last conversion's
+        self.code: str | None = (jf.split.source if jf.split is not None else jf.source) if jf is not None else None
         self.stats = stats(jf) if jf is not None else dict.fromkeys(ALL_STAT_KEYS, 0)
         self.reasons = dict(jf.reasons) if jf is not None else {}
         self.entries = list(jf.entries) if jf is not None else []

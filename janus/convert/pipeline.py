@@ -155,7 +155,7 @@ def _compiled(fn: types.FunctionType) -> tuple[str, types.CodeType, tuple]:
     # converted code, and the op-creation stack TensorFlow keeps, point at the user's line.
     compiled = parse.compile_tree(tree, filename)
     registry.record(compiled)
-    source = _with_user_lines(unparse(tree).strip() + "\n", tree, os.path.basename(filename))
+    source = with_user_lines(unparse(tree).strip() + "\n", tree, os.path.basename(filename))
     _code_cache[key] = (source, compiled, tuple(sites))
     return _code_cache[key]
 
@@ -166,7 +166,7 @@ def own_codes(fn: types.FunctionType) -> frozenset[types.CodeType]:
     return frozenset(registry.code_objects(_compiled(fn)[1]))
 
 
-def _with_user_lines(source: str, tree: ast.AST, filename: str) -> str:
+def with_user_lines(source: str, tree: ast.AST, filename: str) -> str:
     """``source`` with ``# file.py:LINE`` after each line where a new user line begins.
 
     The unparsed text is parsed again and its statements are matched, in order, with the

@@ -11,6 +11,7 @@ goes: in segments, or in the Python between them.
 from __future__ import annotations
 
 import ast
+import os
 import statistics
 import time
 import types
@@ -20,6 +21,8 @@ import gast
 
 from janus.convert import parse, registry
 from janus.convert.segments import RUNTIME, SEGMENTS, BreakSite, Segment, split
+from janus.convert.pipeline import with_user_lines
+from janus.convert.unparse import unparse
 from janus.runtime import ops
 
 if TYPE_CHECKING:
@@ -73,11 +76,9 @@ class SegmentCall:
 
     def _eager_ran(self, elapsed: float) -> None:
         self.eager_times.append(elapsed)
-        if len(self.eager_times) == TRIAL and statistics.median(self.eager_times) < statistics.median(self.graph_times):
-            self.as_written = True
-            jf = self.function
-            jf._note(f"runs as written: {statistics.median(self.eager_times) * 1e3:.3f} ms a call eagerly, "  # noqa: SLF001
-                     f"{statistics.median(self.graph_times) * 1e3:.3f} ms as a graph")
+        if len(self.eager_times) == TRIAL:
+            self.as_written = statistics.median(self.eager_times) < statistics.median(self.graph_times)
+            self.function._note(self.describe())  # noqa: SLF001 - the segment's own reasons, for explain
 
     def describe(self) -> str | None:
         """The trial's outcome, for ``janus.explain`` (None while it has not run)."""
@@ -97,7 +98,10 @@ class SplitFunction:
         node, filename, _, _ = parse.function_ast(fn)
         with parse.AST_LOCK:  # templates parse
             plan = split(node, breaks, fn.__code__.co_freevars, fn.__qualname__, registry.segment_of(fn.__code__))
-        module = parse.compile_tree(ast.fix_missing_locations(gast.gast_to_ast(plan.module)), filename)
+        tree = ast.fix_missing_locations(gast.gast_to_ast(plan.module))
+        module = parse.compile_tree(tree, filename)
+        driver = tree.body[0].body[0]  # the factory's first statement: the driver, for janus.explain
+        self.source = with_user_lines(unparse(driver).strip() + "\n", driver, os.path.basename(filename))
         factory = next(c for c in module.co_consts if isinstance(c, types.CodeType))
         codes = {c.co_name: c for c in factory.co_consts if isinstance(c, types.CodeType)}
         self.calls: list[SegmentCall] = []
