@@ -13,6 +13,16 @@ from janus.convert import templates as T
 RUNTIME = "_jn_rt"  # the driver's and eager versions' name for Janus's runtime namespace (UNDEF)
 
 
+def deleted_if_undef(name: str) -> gast.stmt:
+    """``if name is UNDEF: del name``: a local passed as not bound is unbound again."""
+    return T.stmts(f"if {name} is {RUNTIME}.UNDEF:\n    del {name}")[0]
+
+
+def undef_if_unbound(name: str) -> gast.stmt:
+    """``try: name / except NameError: name = UNDEF``: an unbound local, given back as UNDEF."""
+    return T.stmts(f"try:\n    {name}\nexcept NameError:\n    {name} = {RUNTIME}.UNDEF")[0]
+
+
 class Flagged(gast.NodeTransformer):
     """``return e`` -> ``return (1, e)`` in the function's own scope; ``return (1, e,
     outputs)`` when ``outputs`` is given (a ``finally`` around the segment may read them),
@@ -30,7 +40,7 @@ class Flagged(gast.NodeTransformer):
             return at_user(gast.Return(value=gast.Tuple(elts=[T.const(1), value, T.tuple_of(self.outputs)],
                                                     ctx=gast.Load())), node)
         out = [gast.Assign(targets=[T.name("_jn_value", store=True)], value=value, type_comment=None)]
-        out += [T.stmts(f"try:\n    {n}\nexcept NameError:\n    {n} = {RUNTIME}.UNDEF")[0] for n in self.unbound]
+        out += [undef_if_unbound(n) for n in self.unbound]
         out += T.stmts("return (1, _jn_value, OUTS)", OUTS=T.tuple_of(self.outputs))
         return [at_user(o, node) for o in out]
 
@@ -48,10 +58,8 @@ def as_eager(body: list[gast.stmt], outputs: list[str], mode: str, catch: bool, 
     catches, what ``body`` raises returned with the outputs it bound; outputs left unbound
     given back as ``UNDEF``."""
     outs = T.tuple_of(outputs)
-    prelude = [at_user(T.stmts(f"if {n} is {RUNTIME}.UNDEF:\n    del {n}")[0], at) for n in maybe_undef]
-    rebind = [] if mode == "last" else [
-        at_user(T.stmts(f"try:\n    {n}\nexcept NameError:\n    {n} = {RUNTIME}.UNDEF")[0], at)
-        for n in outputs if n in maybe_undef]
+    prelude = [at_user(deleted_if_undef(n), at) for n in maybe_undef]
+    rebind = [] if mode == "last" else [at_user(undef_if_unbound(n), at) for n in outputs if n in maybe_undef]
     if mode == "flagged":
         flagged = Flagged(outputs if catch else None, outputs)
         body = [r for s in body for r in _listed(flagged.visit(s))]
@@ -64,9 +72,7 @@ def as_eager(body: list[gast.stmt], outputs: list[str], mode: str, catch: bool, 
         handler = T.stmts("try:\n    pass\nexcept BaseException as _jn_exc:\n    return (2, _jn_exc, OUTS)",
                           OUTS=outs)[0]
         handler.body = body
-        handler.handlers[0].body = [
-            at_user(T.stmts(f"try:\n    {n}\nexcept NameError:\n    {n} = {RUNTIME}.UNDEF")[0], at)
-            for n in outputs] + handler.handlers[0].body
+        handler.handlers[0].body = [at_user(undef_if_unbound(n), at) for n in outputs] + handler.handlers[0].body
         body = [at_user(handler, at)]
     return prelude + body + rebind + [at_user(t, at) for t in tail]
 

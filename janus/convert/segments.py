@@ -338,7 +338,7 @@ class _Splitter:
         def bind(value: gast.expr, undef: list[str]) -> list[gast.stmt]:
             stmts = [gast.Assign(targets=[T.tuple_of(outputs, store=True)], value=value, type_comment=None)] \
                 if outputs else []
-            return stmts + [T.stmts(f"if {n} is {RUNTIME}.UNDEF:\n    del {n}")[0] for n in undef]
+            return stmts + [code.deleted_if_undef(n) for n in undef]
 
         def assigned_ones() -> list[gast.stmt]:  # what it assigned before it raised or returned
             return [T.stmts(f"if {RESULT}[2][{i}] is not {RUNTIME}.UNDEF:\n    {n} = {RESULT}[2][{i}]")[0]

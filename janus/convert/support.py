@@ -44,11 +44,10 @@ _REASONS = {
 _WHOLE_FUNCTION = (gast.Yield, gast.YieldFrom, gast.Await, gast.AsyncFunctionDef, gast.AsyncFor, gast.AsyncWith)
 
 
-def statement_line(node: gast.FunctionDef, reason: str) -> int | None:
-    """The line of the first construct of ``node`` a static reason names, if it is one
-    statement's (that statement can run in Python at a graph break): not ``yield`` or
-    ``async``, which make the whole function."""
-    kinds = tuple(kind for kind, text in _REASONS.items() if text == reason and kind not in _WHOLE_FUNCTION)
+def construct_line(node: gast.FunctionDef, reason: str) -> int | None:
+    """The line of the first construct of ``node`` a static reason names (a construct of
+    ``_REASONS``, or the call of a builtin ``_builtin_calls`` refuses)."""
+    kinds = tuple(kind for kind, text in _REASONS.items() if text == reason)
     builtin = reason[len("calls "):reason.index("()")] if reason.endswith(_BUILTIN_REASON) else None
     for child in gast.walk(node):
         if child is node or not hasattr(child, "lineno"):
@@ -57,6 +56,12 @@ def statement_line(node: gast.FunctionDef, reason: str) -> int | None:
                 and isinstance(child.func, gast.Name) and child.func.id == builtin:
             return child.lineno
     return None
+
+
+def breaks_at_statement(reason: str) -> bool:
+    """A static reason a graph break can leave to Python: one statement's construct, not
+    ``yield`` or ``async``, which make the whole function."""
+    return not any(text == reason for kind, text in _REASONS.items() if kind in _WHOLE_FUNCTION)
 
 
 def unsupported_in(node: gast.FunctionDef) -> str | None:

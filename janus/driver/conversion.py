@@ -16,7 +16,6 @@ import types
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable
 
-import gast
 import tensorflow as tf
 
 from janus.commit.atomicity import StateBeforeAssertion
@@ -181,9 +180,9 @@ class Conversion:
                 self.policy.converted(False)
                 return None
         else:
-            self.permanent_location = construct_location(fn, reason)
-            line = construct_line(fn, reason) if self.may_break else None
-            if line is not None:
+            line = construct_line(fn, reason)
+            self.permanent_location = None if line is None else f"{os.path.basename(fn.__code__.co_filename)}:{line}"
+            if self.may_break and line is not None and support.breaks_at_statement(reason):
                 self.note(f"cannot convert line {line}: {reason}; splitting there")
                 self.break_site = BreakSite(line, reason)
                 self.policy.converted(False)
@@ -283,31 +282,13 @@ def trace_location(e: BaseException) -> str:
     return where
 
 
-def construct_location(fn: types.FunctionType, reason: str) -> str | None:
-    """``file.py:LINE`` of the construct a static reason names (``support.unsupported_reason``)."""
-    line = _construct_line(fn, tuple(kind for kind, text in support._REASONS.items() if text == reason))  # noqa: SLF001
-    return None if line is None else f"{os.path.basename(fn.__code__.co_filename)}:{line}"
-
-
 def construct_line(fn: types.FunctionType, reason: str) -> int | None:
-    """The line of the construct a static reason names, if a graph break can leave it to
-    Python (``support.statement_line``)."""
+    """The line of the construct a static reason names (``support.unsupported_reason``)."""
     try:
         node, _, _, _ = function_ast(fn)
     except ConversionError:
         return None
-    return support.statement_line(node, reason)
-
-
-def _construct_line(fn: types.FunctionType, kinds: tuple[type, ...]) -> int | None:
-    try:
-        node, _, _, _ = function_ast(fn)
-        for child in gast.walk(node):
-            if child is not node and kinds and isinstance(child, kinds) and hasattr(child, "lineno"):
-                return child.lineno
-    except Exception:  # noqa: BLE001 - the location is a courtesy; the def line stands in
-        pass
-    return None
+    return support.construct_line(node, reason)
 
 
 def _specialized_on(entry: CacheEntry) -> str:
