@@ -230,6 +230,20 @@ _MODULES_DIR = tempfile.mkdtemp(prefix="janus_test_modules_")
 _MODULE_COUNT = itertools.count()
 
 
+def inline_segments(fn: Callable) -> None:
+    """Run every segment of ``fn``'s split (and of its segments' splits) as written in
+    their drivers from the next call on, as segments settled as written are."""
+    from janus.introspect import janus_function_of
+
+    def inline(jf) -> None:
+        if jf.split is not None:
+            for call in jf.split.calls:
+                jf.split.inline(call.segment.index)
+                inline(call.function)
+
+    inline(janus_function_of(fn))
+
+
 def fresh_module(source: str, **inject: Any) -> types.ModuleType:
     """Import ``source`` as a brand-new module (own globals, own file) with ``inject`` predefined.
 

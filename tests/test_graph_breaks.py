@@ -16,7 +16,7 @@ import tensorflow as tf
 import janus
 from janus.introspect import janus_function_of
 
-from harness import check, check_seeded
+from harness import check, check_seeded, inline_segments
 
 
 def _segments(fn):
@@ -176,7 +176,7 @@ def test_a_loop_with_a_break_runs_in_python_and_its_body_segment_is_not_retraced
     # 18 iterations through the split: the loop variable is fed once it varies, one graph
     assert janus.stats(body)["conversions"] <= 2, janus.stats(body)
     # never slower than eager: after 5 graph runs, 5 runs as written decide which it keeps
-    assert "runs as written: eagerly" in str(janus.explain(prog.fn)) or \
+    assert "runs as written (in the driver): eagerly" in str(janus.explain(prog.fn)) or \
         "stays a graph: eagerly" in str(janus.explain(prog.fn))
 
 
@@ -636,3 +636,84 @@ def test_two_threads_calling_one_split_step_each_get_eagers_results():
         assert outs[scale] == out and models[scale].norms == norms, scale
         np.testing.assert_array_equal(models[scale].w.numpy(), w)
     assert janus.stats(Model.step)["breaks"] == 1 and janus.stats(Model.step)["segment_graph_calls"] >= 6
+
+
+# ------------------------------------------------------------------ segments put back in the driver
+def _inlining_after(program, calls_before: int):
+    """``program`` whose split functions run every segment as written from call
+    ``calls_before`` on, as a trial that found eager faster leaves them."""
+    def factory(jit):
+        prog = program(jit)
+        if jit is not janus.function:
+            return prog
+        inner, count = prog.fn, [0]
+
+        def fn(*args):
+            count[0] += 1
+            if count[0] == calls_before:
+                inline_segments(inner)
+            return inner(*args)
+
+        prog.fn, prog.janus_fns = fn, [inner]
+        return prog
+    return factory
+
+
+@pytest.mark.parametrize("program, calls", [
+    (_return_past_a_finally, [(tf.constant([1.0, -2.0]) * s, k) for s, k in
+                              ((1, 0), (-1, 1), (1, 2), (-1, 3), (1, 4), (1, 5), (-1, 6), (1, 7), (-1, 8))]),
+    (_return_from_a_handler, [(tf.constant([1.0, -2.0]) * k, k) for k in (0, 1, 3, 4, 2, 5, 1, 4, 3, 0, 5)]),
+    (_early_return, [(tf.constant([1.0, 2.0]) * k, k) for k in (3, 4, 3, 6, 5, 7, 3, 1, 4, 6, 3, 4, 8, 9, 5, 1)]),
+    (_locked, [(tf.constant([0.5, float(i)]),) for i in range(10)]),
+], ids=["finally", "handler", "unbound", "lock"])
+def test_segments_settled_as_written_run_in_the_driver_as_the_user_wrote_them(program, calls):
+    total = check(_inlining_after(program, 7), calls, graph_calls=0)
+    assert total["breaks"] >= 1 and total["segment_graph_calls"] >= 1, total
+    prog = _inlining_after(program, 7)(janus.function)
+    for args in calls:
+        try:
+            prog.fn(*args)
+        except Exception:  # noqa: BLE001 - compared with eager's above
+            pass
+    jf = janus_function_of(prog.janus_fns[0])
+    runs = {c.segment.index: c.function.counts["calls"] for c in jf.split.calls}
+    prog.fn(*calls[0])
+    assert runs == {c.segment.index: c.function.counts["calls"] for c in jf.split.calls}  # no segment called
+    assert "_jn_segs[" not in jf.split.source, jf.split.source
+
+
+def _state_read_by_value(jit):
+    class Model:
+        def __init__(self):
+            self.w = tf.Variable([0.5, -1.0])
+            self.offset = np.zeros(2, np.float32)  # read by value: changes at every call
+            self.norms = []
+
+        @jit
+        def step(self, x):
+            y = tf.tanh(x * self.w + self.offset)
+            self.offset = self.offset + np.float32(0.25)
+            self.norms.append(float(np.linalg.norm(y.numpy())))  # the break
+            z = tf.reduce_sum(y * self.w)
+            self.w.assign_add(0.1 * y)
+            return z
+
+    m = Model()
+    return types.SimpleNamespace(fn=m.step, state=lambda: {"w": m.w, "offset": m.offset, "norms": list(m.norms)})
+
+
+def test_a_segment_that_gives_up_is_put_back_in_the_driver():
+    calls = [(tf.constant([0.1 * i, 1.0]),) for i in range(14)]
+    total = check(_state_read_by_value, calls, graph_calls=0)
+    assert total["breaks"] == 1 and total["segment_graph_calls"] >= 6, total
+    prog = _state_read_by_value(janus.function)
+    for args in calls:
+        prog.fn(*args)
+    jf = janus_function_of(prog.fn)
+    first = jf.split.calls[0].function
+    assert first.permanent_reason and "never reused" in first.permanent_reason, first.permanent_reason
+    runs = first.counts["calls"]
+    prog.fn(*calls[0])
+    assert first.counts["calls"] == runs  # the driver runs its statements itself
+    source = str(janus.explain(prog.fn))
+    assert "y = tf.tanh(((x * self.w) + self.offset))" in source and "_jn_segs[0](" not in source, source

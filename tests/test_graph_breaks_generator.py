@@ -31,7 +31,7 @@ import pytest
 import tensorflow as tf
 
 import janus
-from harness import check, fresh_module
+from harness import check, fresh_module, inline_segments
 
 PROGRAMS = 120
 PER_TEST = 40
@@ -205,12 +205,14 @@ class _Gen:
 def _calls(seed: int) -> list:
     r = np.random.RandomState(seed)
     calls = []
-    for _ in range(8):
+    for i in range(8):
         sign = -1.0 if r.uniform() < 0.35 else 1.0
         x = tf.constant((sign * r.uniform(-0.4, 1.0, size=3)).astype(np.float32))
 
-        def call(p, x=x, k0=int(r.randint(0, 4))):
+        def call(p, x=x, k0=int(r.randint(0, 4)), i=i):
             p.obj.k0 = k0  # a Python number in state that changes between calls
+            if p.inline_at == i:
+                inline_segments(p.fn)
             return p.fn(x)
         calls.append(call)
     return calls
@@ -225,7 +227,9 @@ def _run(seed: int, mod) -> dict:
         cls = type("Prog", (mod.Prog,), {})
         cls.f = janus.function(mod.Prog.f, **profile) if jit is janus.function else jit(mod.Prog.f)
         obj = cls()
-        return types.SimpleNamespace(fn=obj.f, obj=obj, state=lambda: {
+        # every other program runs its segments as written in the driver from the sixth call
+        inline_at = 5 if seed % 2 and jit is janus.function else None
+        return types.SimpleNamespace(fn=obj.f, obj=obj, inline_at=inline_at, state=lambda: {
             "v": obj.v, "n": obj.n, "k0": obj.k0, "rate": obj.rate, "log": list(obj.log),
             "env": obj.env.s.copy(), "locked": obj.lock.locked()})
 

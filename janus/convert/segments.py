@@ -86,7 +86,7 @@ class SplitPlan:
 
 
 def split(node: gast.FunctionDef, breaks: Iterable[int], freevars: tuple[str, ...], qualname: str,
-          segment: Segment | None = None) -> SplitPlan:
+          segment: Segment | None = None, inline: frozenset[int] = frozenset()) -> SplitPlan:
     """The plan running ``node`` (a user ``def``, positions the file's) as Python around
     the lines ``breaks`` and segments elsewhere.  ``ConversionError`` if it cannot be split.
 
@@ -94,7 +94,11 @@ def split(node: gast.FunctionDef, breaks: Iterable[int], freevars: tuple[str, ..
     Its driver then runs as the segment's eager version does: inputs that arrive as
     ``UNDEF`` deleted first (and outputs left unbound given back as ``UNDEF``), ``return``
     flagged, and, for a segment that catches, what it raises returned with the outputs it
-    bound — the driver around it reads them (the converter's version has none of that)."""
+    bound — the driver around it reads them (the converter's version has none of that).
+
+    ``inline``: the segments (by index) whose statements the driver runs as written, where
+    it would call them (their trial found eager faster, or they gave up).  The plan is
+    otherwise the same: every segment keeps its index, inputs and outputs."""
     breaks = sorted(breaks)
     if segment is not None:
         node = copy.copy(node)
@@ -104,13 +108,14 @@ def split(node: gast.FunctionDef, breaks: Iterable[int], freevars: tuple[str, ..
         reason = "the break is at no statement of its body"
     if reason is not None:
         raise ConversionError(f"cannot split at a graph break: {reason}")
-    return _Splitter(node, breaks, freevars, segment).plan()
+    return _Splitter(node, breaks, freevars, segment, inline).plan()
 
 
 class _Splitter:
     def __init__(self, node: gast.FunctionDef, breaks: list[int], freevars: tuple[str, ...],
-                 segment: Segment | None = None):
+                 segment: Segment | None = None, inline: frozenset[int] = frozenset()):
         self.node = node
+        self.inline = inline
         self.segment = segment
         self.breaks = breaks
         self.freevars = freevars
@@ -305,6 +310,9 @@ class _Splitter:
         call = self._call(index, inputs, group[0])
         self.maybe |= set(outputs)  # the driver binds the outputs only
         self.definite |= set(outputs) - set(undef_after)
+        if index in self.inline:  # as written: it binds what the call would (and reads the same)
+            self.python_lines.extend(s.lineno for s in group)
+            return copy.deepcopy(group)
         return self._unpack(call, outputs, mode, returns is not None, catch, undef_after, group[0])
 
     # -- generated code --------------------------------------------------------------
