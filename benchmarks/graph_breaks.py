@@ -9,21 +9,32 @@ authors would (issue #28):
   appending to a list, the loss logged as a Python float at every step;
 * ``shift_reduce``: a shift-reduce tree network (SPINN's parser) with a Python stack driven
   by the transitions' values;
-* ``numpy_minibatch``: a training step fed NumPy minibatches ``x[i:i + 32]``.
+* ``numpy_minibatch``: a training step fed NumPy minibatches ``x[i:i + 32]``;
+* ``text_generation``: the text-generation tutorial's loop, a character model called one
+  character at a time, each drawn by ``tf.random.categorical`` (eager's numbers, seeded);
+* ``library_helper``: a training step calling pure-TensorFlow helpers of an installed
+  package (written to a temporary ``site-packages`` here), allowed by ``janus.allow``.
 
-Janus splits the first four at their graph breaks and runs the rest as graph segments; the
-last converts whole.  Each round builds every program fresh in each mode (in rotating
-order) and times its calls after a warm-up (profiling, conversion); reported: the median
-per call over rounds, Janus's and tf.function's speed over eager's, and whether each
-mode's results are eager's (Janus must match; tf.function may not — it traces Python once).
+Janus splits ``numpy_statistic``, ``environment``, ``gradient_ascent``, ``shift_reduce`` and
+``text_generation`` at their graph breaks and runs the rest as graph segments; the other
+two convert whole.  Each round builds every program fresh in each mode (in rotating
+order), makes ``--warmup`` calls (profiling, conversion, the split, the segments'
+conversions and their eager-or-graph trial) and times ``--calls`` more; reported: the
+median per call over rounds, Janus's and tf.function's speed over eager's, the seconds
+Janus's warm-up took beyond eager's, and whether each mode's results are eager's (Janus
+must match; tf.function may not — it traces Python once).
 
-    python benchmarks/graph_breaks.py [--rounds 3] [--calls 30] [--programs a,b]
+    python benchmarks/graph_breaks.py [--rounds 3] [--warmup 60] [--calls 30] [--programs a,b]
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import statistics
+import sys
+import tempfile
+import textwrap
 import time
 import types
 
@@ -34,7 +45,6 @@ import tensorflow as tf  # noqa: E402
 
 import janus  # noqa: E402
 
-WARMUP = 8  # calls before timing: Janus profiles, converts, splits and converts the segments
 
 
 # ------------------------------------------------------------------ the programs
@@ -191,7 +201,86 @@ def numpy_minibatch(jit):
         lambda: (w1, w2)
 
 
-PROGRAMS = {f.__name__: f for f in (numpy_statistic, environment, gradient_ascent, shift_reduce, numpy_minibatch)}
+def text_generation(jit):
+    tf.keras.utils.set_random_seed(9)
+    vocab, units = 40, 128
+    embedding = tf.keras.layers.Embedding(vocab, 32)
+    gru = tf.keras.layers.GRU(units, return_sequences=True, return_state=True)
+    dense = tf.keras.layers.Dense(vocab)
+    generated = []
+
+    def generate(first, temperature):
+        ids, states = tf.reshape(first, [1, 1]), tf.zeros([1, units])
+        chars = []
+        for _ in range(12):
+            x = embedding(ids)
+            x, states = gru(x, initial_state=states)
+            logits = dense(x)[:, -1, :] / temperature
+            ids = tf.random.categorical(logits, num_samples=1)  # eager's draws: a break
+            chars.append(int(ids[0, 0]))
+        generated.append(chars)
+        return states
+
+    tf.random.set_seed(10)  # every mode draws the same characters
+    firsts = [tf.constant(i, tf.int64) for i in range(vocab)]
+    return jit(generate), lambda i: (firsts[i % vocab], 1.0), \
+        lambda: ([w.numpy() for w in embedding.weights + gru.weights + dense.weights], generated)
+
+
+_HELPERS = """
+import tensorflow as tf
+
+
+def smooth_l1(pred, target, delta=1.0):
+    diff = tf.abs(pred - target)
+    return tf.reduce_mean(tf.where(diff < delta, 0.5 * diff * diff / delta, diff - 0.5 * delta))
+
+
+def clip_by_global_norm(grads, limit):
+    norm = tf.linalg.global_norm(grads)
+    if norm > limit:  # Python control flow on a tensor, as library code has
+        return [g * (limit / norm) for g in grads]
+    return grads
+"""
+
+
+def _installed_helpers() -> types.ModuleType:
+    """A package of pure-TensorFlow helpers, installed into a temporary ``site-packages``
+    (Janus counts it as library code, not the user's)."""
+    name = "jn_bench_helpers"
+    if name not in sys.modules:
+        root = os.path.join(tempfile.mkdtemp(), "site-packages")
+        os.makedirs(os.path.join(root, name))
+        with open(os.path.join(root, name, "__init__.py"), "w") as f:
+            f.write(textwrap.dedent(_HELPERS))
+        sys.path.insert(0, root)
+        importlib.invalidate_caches()
+    return importlib.import_module(name)
+
+
+def library_helper(jit):
+    helpers = _installed_helpers()
+    if jit is janus.function:
+        janus.allow(helpers)  # the user's one line: convert the package as user code
+    init = tf.keras.initializers.GlorotUniform(seed=11)
+    w1, w2 = tf.Variable(init([32, 64])), tf.Variable(init([64, 4]))
+    r = np.random.RandomState(12)
+    data = [(tf.constant(r.normal(size=(64, 32)).astype(np.float32)), tf.constant(r.normal(size=(64, 4)).astype(np.float32)))
+            for _ in range(4)]
+
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            loss = helpers.smooth_l1(tf.nn.relu(x @ w1) @ w2, y)
+        grads = helpers.clip_by_global_norm(tape.gradient(loss, [w1, w2]), 1.0)
+        w1.assign_sub(0.05 * grads[0])
+        w2.assign_sub(0.05 * grads[1])
+        return loss
+
+    return jit(step), lambda i: data[i % 4], lambda: (w1, w2)
+
+
+PROGRAMS = {f.__name__: f for f in (numpy_statistic, environment, gradient_ascent, shift_reduce, numpy_minibatch,
+                                    text_generation, library_helper)}
 MODES = {"eager": lambda f: f, "janus": janus.function, "tf.function": tf.function}
 
 
@@ -210,20 +299,19 @@ def _same(a, b) -> bool:
         (np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y) for x, y in zip(la, lb))
 
 
-def run(program, mode: str, calls: int) -> types.SimpleNamespace:
+def run(program, mode: str, warmup: int, calls: int) -> types.SimpleNamespace:
     """Build ``program`` fresh in ``mode`` and run warm-up and timed calls."""
     janus.reset()
     try:
         fn, args_of, state = program(MODES[mode])
         results, times = [], []
-        for i in range(WARMUP + calls):
+        for i in range(warmup + calls):
             start = time.perf_counter()
             results.append(fn(*args_of(i)))
-            if i >= WARMUP:
-                times.append(time.perf_counter() - start)
+            times.append(time.perf_counter() - start)
         stats = janus.stats(fn) if mode == "janus" else None
-        return types.SimpleNamespace(seconds=statistics.median(times), results=results, state=state(), stats=stats,
-                                     error=None)
+        return types.SimpleNamespace(seconds=statistics.median(times[warmup:]), warmup=sum(times[:warmup]),
+                                     results=results, state=state(), stats=stats, error=None)
     except Exception as e:  # noqa: BLE001 - tf.function may fail on these programs: reported
         return types.SimpleNamespace(seconds=None, results=None, state=None, stats=None,
                                      error=f"{type(e).__name__}: {_last_line(str(e))[:70]}")
@@ -238,6 +326,7 @@ def _last_line(text: str) -> str:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=60)
     parser.add_argument("--calls", type=int, default=30)
     parser.add_argument("--programs", default=",".join(PROGRAMS))
     args = parser.parse_args(argv)
@@ -247,13 +336,13 @@ def main(argv=None) -> None:
         parser.error(f"unknown program {unknown[0]!r} (known: {', '.join(PROGRAMS)})")
     modes = list(MODES)
     print("| program | eager ms/call | Janus ms/call | Janus speed-up | tf.function ms/call | tf.function speed-up "
-          "| Janus = eager | tf.function = eager | Janus: breaks, segment graph calls |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| Janus = eager | tf.function = eager | Janus: breaks, segment graph calls | Janus warm-up beyond eager's |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name in names:
         per_mode: dict[str, list] = {m: [] for m in modes}
         for r in range(args.rounds):
             for mode in modes[r % 3:] + modes[:r % 3]:
-                per_mode[mode].append(run(PROGRAMS[name], mode, args.calls))
+                per_mode[mode].append(run(PROGRAMS[name], mode, args.warmup, args.calls))
         eager = per_mode["eager"][0]
         cell = {}
         for mode in modes:
@@ -266,9 +355,11 @@ def main(argv=None) -> None:
             same = all(_same(eager.results, r.results) and _same(eager.state, r.state) for r in runs)
             cell[mode] = (f"{ms:.2f}", f"{speed:.2f}x", "yes" if same else "no")
         s = per_mode["janus"][0].stats or {}
+        extra = "-" if per_mode["janus"][0].error else \
+            f"{statistics.median(j.warmup - e.warmup for e, j in zip(per_mode['eager'], per_mode['janus'])):.2f} s"
         print(f"| {name} | {cell['eager'][0]} | {cell['janus'][0]} | {cell['janus'][1]} | {cell['tf.function'][0]} "
               f"| {cell['tf.function'][1]} | {cell['janus'][2]} | {cell['tf.function'][2]} "
-              f"| {s.get('breaks', 0)}, {s.get('segment_graph_calls', 0)} |", flush=True)
+              f"| {s.get('breaks', 0)}, {s.get('segment_graph_calls', 0)} | {extra} |", flush=True)
 
 
 if __name__ == "__main__":
