@@ -112,6 +112,11 @@ class Report:
         spec = self.heap_specs.get(source)
         return spec.shape if spec is not None else None
 
+    def tensor_dtype(self, source: Source) -> tf.DType | None:
+        """The dtype this graph assumed for the tensor at ``source`` (argument or heap)."""
+        spec = self.heap_specs.get(source) or dict(self.input_specs).get(source)
+        return getattr(spec, "dtype", None)
+
 
 @dataclass
 class Counters:

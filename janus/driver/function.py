@@ -153,6 +153,8 @@ class JanusFunction:
         """No cached graph fits: convert if the policy says so (None: run this call eagerly)."""
         try:
             miss = self.policy.learn_from_miss(self.entries[0], args, kwargs) if self.entries else None
+            if self.collective is not None:  # every worker must take one path at this step: eager
+                self.policy.explained_miss = False
             entry = self.conversion.run(args, kwargs, self.entries, self.options, self.collective,
                                         self._collective_seen)
         except Exception as e:  # noqa: BLE001 - Janus's own failure: never the user's exception

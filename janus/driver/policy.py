@@ -24,8 +24,9 @@ import numpy as np
 import tensorflow as tf
 
 from janus import config
+from janus.commit.effects import Effect, SetAttr, When
 from janus.trace.guards import GuardKind
-from janus.trace.sources import Arg, KwArg, Source
+from janus.trace.sources import Arg, Attr, KwArg, Source
 from janus.trace.speculation import Assumption, Speculator
 from janus.trace.scalars import is_eager_tensor
 from janus.trace.values import is_eager_composite
@@ -49,6 +50,7 @@ class ConversionPolicy:
         self.failed_attempts = 0
         self.eager_since_attempt = 0
         self.last_attempt_failed = False
+        self.explained_miss = False  # the last miss was a shape or value the next trace relaxes
         self.permanent_reason: str | None = None
         self.shapes: dict[Source, tf.TensorShape] = {}
         self.specs: dict[Source, tf.TypeSpec] = {}  # composite tensors: the spec widened over calls
@@ -71,11 +73,16 @@ class ConversionPolicy:
         """Whether this call should convert (before the budget is checked)."""
         if self.gave_up or config.disabled():
             return False
-        needed = 1 if has_graphs and not self.last_attempt_failed else profile_calls
+        if has_graphs and not self.last_attempt_failed:
+            # a miss the relaxation explains needs no new profile: convert on this call
+            needed = 0 if self.explained_miss else 1
+        else:
+            needed = profile_calls
         return self.eager_since_attempt >= needed
 
     def converted(self, ok: bool) -> None:
         self.eager_since_attempt = 0
+        self.explained_miss = False
         self.last_attempt_failed = not ok
         if ok:
             self.conversions += 1
@@ -103,8 +110,10 @@ class ConversionPolicy:
     def speculator(self, profile: Any) -> Speculator:
         """What a trace may assume: what ``profile`` saw (None: nothing), minus what was banned;
         assumptions shared across this function's traces through one registry (by id), and
-        the NumPy arguments not to feed through one set (a trace adds what it learns)."""
-        return Speculator(profile, self.banned_sites, self.assumptions, self.numpy_values)
+        the NumPy arguments not to feed through one set (a trace adds what it learns).  No
+        trip count is assumed in a conversion made at once after a miss."""
+        return Speculator(profile, self.banned_sites, self.assumptions, self.numpy_values,
+                          trips=not (self.explained_miss and self.eager_since_attempt == 0))
 
     # -- giving up ------------------------------------------------------------------
     def give_up(self, reason: str, advice: str) -> None:
@@ -147,8 +156,14 @@ class ConversionPolicy:
 
     def learn_from_miss(self, entry: Any, args: tuple, kwargs: dict) -> str:
         """The first guard of ``entry`` that fails on this call; every Python int/float a
-        failing guard pinned is fed next time, every changed heap tensor shape relaxed."""
+        failing guard pinned is fed next time, every changed heap tensor shape relaxed.
+        When every failing guard is one of those — a number of state, not an argument, which
+        may take its old value again — or an argument tensor's shape (the next trace relaxes
+        it), the miss is *explained*: the call converts at once, without the profiled eager
+        call a new profile would need, and assumes no loop's trip count (one may follow what
+        changed; the profile has not seen it change)."""
         first = None
+        explained = True
         graph, report = entry.graph, entry.report
         for guard in report.guards:
             if graph.holds(guard, args, kwargs):
@@ -158,10 +173,24 @@ class ConversionPolicy:
             value = graph.value_at(source, args, kwargs) if source is not None else None
             if guard.kind is GuardKind.VALUE and type(value) in (int, float):
                 self.varying[source] = type(value)
+                # an argument may take its old value again (its graph still serves it)
+                explained = explained and not source.is_argument
             elif guard.kind is GuardKind.TENSOR and tf.is_tensor(value) and not source.is_argument:
                 self.observe_shape(source, value.shape, report.value_shape(source))
             elif guard.kind is GuardKind.SPEC and is_eager_composite(value):
                 self.observe(source, value, report.heap_specs.get(source))
+            else:  # an argument tensor's new shape is relaxed by the next trace; anything else needs a profile
+                explained = explained and guard.kind is GuardKind.TENSOR and is_eager_tensor(value) \
+                    and value.dtype == report.tensor_dtype(source)
+        if any(not s.is_argument for s in self.varying):
+            # a number of state the function writes changes too: fed with the one that missed
+            written = set(_written(entry.graph.effects))
+            for guard in report.guards:
+                if guard.kind is GuardKind.VALUE and guard.source in written and guard.source not in self.varying:
+                    value = graph.value_at(guard.source, args, kwargs)
+                    if type(value) in (int, float):
+                        self.varying[guard.source] = type(value)
+        self.explained_miss = explained and first is not None
         first = first or "argument structure"
         self.misses[first] += 1
         return first
@@ -182,6 +211,17 @@ class ConversionPolicy:
             if not speculate or len(seen) > 1 and all(t == type(value).__name__ for t, _ in seen):
                 fed[source] = type(value)
         return fed
+
+
+def _written(effects: list[Effect]) -> list[Source]:
+    """The attributes of Python state ``effects`` set (on either side of a conditional)."""
+    out: list[Source] = []
+    for e in effects:
+        if isinstance(e, SetAttr):
+            out.append(Attr(e.target, e.name))
+        elif isinstance(e, When):
+            out += _written(e.effects)
+    return out
 
 
 def _common_shape(a: tf.TensorShape, b: tf.TensorShape) -> tf.TensorShape:

@@ -88,8 +88,11 @@ class Speculator:
     """Answers, per site, what the profile allows a trace to assume."""
 
     def __init__(self, profile: Any, banned: Iterable[Any] = (), registry: dict | None = None,
-                 numpy_values: set | None = None):
+                 numpy_values: set | None = None, trips: bool = True):
         self.profile = profile
+        # False: assume no loop's trip count (a trace made at once after a miss, whose new
+        # shapes or numbers may change counts the profile has not seen change yet)
+        self.speculate_trips = trips
         self.banned = set(banned)
         self.registry = registry if registry is not None else {}
         # NumPy array arguments not to feed (the function reads them with NumPy): kept as
@@ -111,7 +114,7 @@ class Speculator:
 
     def trips(self, site: SiteInfo | None) -> int | None:
         """The only trip count the loop ever had (if small enough to unroll), or None."""
-        if not self._allowed(site):
+        if not self.speculate_trips or not self._allowed(site):
             return None
         counts = self.profile.trip_counts(site.key)
         if len(counts) == 1:
