@@ -57,6 +57,8 @@ class SegmentCall:
     def __call__(self, *args: Any) -> Any:
         jf = self.function
         start = time.perf_counter()
+        if jf.split is not None and jf.split.settled:  # split in turn, every segment of it as written
+            self._settled(self.segment.index)
         if self.as_written or jf.policy.gave_up or len(self.graph_times) >= TRIAL and len(self.eager_times) < TRIAL:
             if jf.policy.gave_up:
                 self._settled(self.segment.index)
@@ -158,6 +160,11 @@ class SplitFunction:
             if index not in self.inlined:
                 self.inlined |= {index}
                 self._generate()
+
+    @property
+    def settled(self) -> bool:
+        """Every segment runs as written: the driver is the function as the user wrote it."""
+        return len(self.inlined) == len(self.calls)
 
     def __call__(self, args: tuple, kwargs: dict) -> Any:
         self.runs += 1
