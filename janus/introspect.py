@@ -210,7 +210,7 @@ class Explanation:
                 lines.append(f"    fed at each call: {', '.join(entry.report.heap_inputs)}")
             lines.append(f"    assertions in graph: {entry.report.assertions}")
             if entry.graph.undo is not None:
-                lines.append(f"    runs undoing ({entry.report.late_failure}): its {len(entry.graph.undo)} variables are put back "
+                lines.append(f"    runs undoing ({entry.report.late_failure}): {_undone(entry)} put back "
                              f"if a run fails; with another thread running, calls run eagerly")
             if entry.xla is not None:
                 lines.append(f"    XLA: {entry.xla.describe(entry.graph.xla_ops)}")
@@ -271,6 +271,14 @@ def _describe_split(jf: JanusFunction, indent: str) -> list[str]:
         if call.function.split is not None:
             lines += _describe_split(call.function, indent + "  ")
     return lines
+
+
+def _undone(entry: Any) -> str:
+    """What an undoing graph puts back: ``its 2 variables and the position of self.it``."""
+    parts = [f"its {len(entry.graph.undo.variables)} variables"] if entry.graph.undo.variables else []
+    if entry.report.iterators:
+        parts.append(f"the position of {', '.join(entry.report.iterators)}")
+    return " and ".join(parts) or "nothing"
 
 
 def _guards_by_kind(guards: list) -> list[str]:

@@ -19,14 +19,21 @@ for Janus's graphs (``janus._tf_private``).  An assertion that depends on a stat
 cannot be ordered before it: :class:`StateBeforeAssertion`, and the caller retraces
 without that assumption.  Nor can an op that may fail and runs only after a write (it
 reads what was written, or is in a later iteration of a loop that writes): such a graph
-is run undoing — the variables it may write are read before the run and put back if it
-fails (:func:`run_undoing`), and only while no other Python thread runs, which could
-write one of them meanwhile; a graph holding other state (an iterator it was given) is
-not built (:class:`FailureAfterWrite`).
+is run undoing — the variables it may write are read before the run, the position of
+each ``tf.data`` iterator it is fed is saved, and both are put back if it fails
+(:func:`run_undoing`), only while no other Python thread runs, which could write one of
+them meanwhile; a graph holding other state (a resource other than a variable), or
+advancing an iterator whose position cannot be saved, is not built
+(:class:`FailureAfterWrite`).
+
+Taking the next element of an iterator the graph is given (not one it makes from a
+dataset) is a state write like a variable's: assertions run before it, so an assumption
+about an element's value is not made (:class:`StateBeforeAssertion`).
 """
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 import tensorflow as tf
@@ -41,6 +48,11 @@ _WRITER_PREFIXES = ("Assign", "ResourceApply", "ResourceScatter", "ResourceSpars
                     "RngReadAndSkip", "RngSkip", "StatefulStandardNormal", "StatefulUniform", "StatefulTruncatedNormal",
                     "StatefulRandomBinomial", "NonDeterministicInts")
 
+# Ops that take the next element of an iterator: a write when the iterator is given to the graph.
+_GET_NEXT = frozenset({"IteratorGetNext", "IteratorGetNextSync", "IteratorGetNextAsOptional"})
+# Saving an iterator's position fails, rather than leaving out state it cannot save.
+_FAIL_ON_EXTERNAL_STATE = tf.data.experimental.ExternalStatePolicy.FAIL.value
+
 # Ops TensorFlow runs as functions of their own: a control edge from one waits for it to start.
 _CONSTRUCTS = frozenset({"If", "StatelessIf", "While", "StatelessWhile", "Case", "StatelessCase",
                          "PartitionedCall", "StatefulPartitionedCall"})
@@ -49,7 +61,7 @@ _CONSTRUCTS = frozenset({"If", "StatelessIf", "While", "StatelessWhile", "Case",
 _NEVER_FAIL = frozenset({
     "Const", "Identity", "IdentityN", "NoOp", "Placeholder", "VarHandleOp", "ReadVariableOp", "Shape", "ShapeN",
     "Size", "Rank", "StopGradient", "PreventGradient", "ZerosLike", "OnesLike", "VarIsInitializedOp",
-    "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
+    "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp", "OptionalHasValue",
 })
 _NEVER_FAIL_PREFIXES = ("ResourceApply",)
 # Ops that cannot fail when every input and output shape is known as the graph is built
@@ -104,12 +116,30 @@ class StateBeforeAssertion(Restart):
 
 class FailureAfterWrite(ConversionError):
     """An op that may fail at run time runs only after a state update, and the graph holds
-    state other than variables: a run it aborted could not be undone."""
+    state it cannot put back: a run it aborted could not be undone."""
 
 
 def writes_state(op: Any, constructs: set) -> bool:
-    """Does ``op`` change a variable?  ``constructs``: cond/loop ops whose bodies do."""
-    return op.type.startswith(_WRITER_PREFIXES) or op.type == "StatefulPartitionedCall" or op in constructs
+    """Does ``op`` change state: a variable, or the position of an iterator the graph is
+    given?  ``constructs``: cond/loop ops whose bodies do."""
+    return op.type.startswith(_WRITER_PREFIXES) or op.type == "StatefulPartitionedCall" or op in constructs \
+        or op.type in _GET_NEXT and _given(op.inputs[0])
+
+
+def _given(resource: Any) -> bool:
+    """Is ``resource`` an input of the function's graph (a caller's iterator, fed at each
+    call) rather than made by it (``iter(dataset)`` in the function)?  Followed through
+    identities and the captures of branch and loop bodies to where it comes from."""
+    t = resource
+    while True:
+        while t.op.type == "Identity" and t.op.inputs:
+            t = t.op.inputs[0]
+        if t.op.type != "Placeholder":
+            return False
+        outer = next((external for external, internal in getattr(t.graph, "captures", ()) if internal is t), None)
+        if outer is None:
+            return True
+        t = outer
 
 
 def graph_writes_state(graph: Any, constructs: set) -> bool:
@@ -335,8 +365,8 @@ def seal_body(outputs: list, checks: Any, loop_writes: bool = False) -> tuple[li
 
 
 def undoable_variables(concrete: Any) -> list | None:
-    """The variables a graph may write, if they are all the state it holds (else None: a
-    run could not be undone, e.g. one that advances a dataset iterator it was given)."""
+    """The variables a graph may write, if they and the iterators it is fed are all the
+    state it holds (else None: a run could not be undone)."""
     graph = concrete.graph
     variables = {id(v.handle): v for v in graph.variables}
     resources = [external for external, _ in graph.captures if getattr(external, "dtype", None) == tf.resource]
@@ -345,24 +375,55 @@ def undoable_variables(concrete: Any) -> list | None:
     return list(variables.values())
 
 
-def run_undoing(run: Callable[[], Any], variables: list) -> Any:
+@dataclass(frozen=True)
+class Undo:
+    """What a run that may fail after a write puts back if it fails: the variables it may
+    write, and the ``tf.data`` iterators it is fed (``iterators(a, k)``: this call's)."""
+
+    variables: list
+    iterators: Callable[[tuple, dict], list] | None = None
+
+
+def run_undoing(run: Callable[[], Any], undo: Undo, a: tuple, k: dict) -> Any:
     """``run()`` a graph in which an op may fail after a write; if it fails, put the
-    variables back as they were, then raise.  Only while no other Python thread runs (one
-    could write a variable during the run, and the undoing would lose its write): else
-    :class:`Disturbed`, and the call runs eagerly."""
+    variables back as they were and the iterators at the elements they were at, then raise.
+    Only while no other Python thread runs (one could write a variable or take an element
+    during the run, and the undoing would lose it): else :class:`Disturbed`, and the call
+    runs eagerly."""
     if not no_other_threads():
         raise Disturbed("another thread runs: a run that may fail after a write could not be undone safely")
-    saved = [v.read_value() for v in variables]  # copy-on-write: no copy unless the run writes
+    saved = [v.read_value() for v in undo.variables]  # copy-on-write: no copy unless the run writes
+    positions = [(it, iterator_position(it)) for it in undo.iterators(a, k)] if undo.iterators else []
     try:
         return run()
     except BaseException:
-        for v, value in zip(variables, saved):
+        for v, value in zip(undo.variables, saved):
             v.assign(value)
+        for it, position in positions:
+            tf.raw_ops.DeserializeIterator(resource_handle=_handle(it), serialized=position)
         raise
 
 
+def iterator_position(iterator: Any) -> tf.Tensor:
+    """The state of a ``tf.data`` iterator (its position, buffers included), to put back with
+    ``DeserializeIterator``: :class:`Disturbed` if its dataset holds state it cannot save
+    (a stateful random op in a ``map``, a ``py_function``)."""
+    try:
+        return tf.raw_ops.SerializeIterator(resource_handle=_handle(iterator),
+                                            external_state_policy=_FAIL_ON_EXTERNAL_STATE)
+    except tf.errors.OpError as e:
+        why = e.message.split("}}")[-1].split("[Op:")[0].strip()[:100]  # "ReadVariableOp is stateful."
+        raise Disturbed(f"the position of a tf.data iterator cannot be saved ({why}): a run that may fail after "
+                        "taking an element could not be undone") from None
+
+
+def _handle(iterator: Any) -> tf.Tensor:
+    return tf.nest.flatten(iterator, expand_composites=True)[0]
+
+
 class Disturbed(InternalSignal):
-    """A graph run that would have to be undone on failure meets another running thread."""
+    """A graph run that would have to be undone on failure cannot be: another thread runs,
+    or an iterator's position cannot be saved."""
 
 
 def no_other_threads() -> bool:

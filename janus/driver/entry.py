@@ -52,7 +52,7 @@ class Graph:
     effects: list[effects.Effect]
     namespace: dict  # what the guard and input code read (sources' expressions)
     seeds: SeedReservation | None = None  # the random draws' seeds, fed and consumed at each call
-    undo: list | None = None  # variables put back if a run fails (an op may fail after a write)
+    undo: atomicity.Undo | None = None  # what is put back if a run fails (an op may fail after a write)
     xla_ops: int = 0  # ops marked for XLA clusters (janus.trace.xla)
 
     def holds(self, guard: Guard, a: tuple, k: dict) -> bool:
@@ -75,7 +75,7 @@ class Graph:
             def run() -> Any:
                 return _tf_private.call_flat(self.concrete, self.inputs(a, k), xla=self.xla_ops > 0)
 
-            outs = run() if self.undo is None else atomicity.run_undoing(run, self.undo)
+            outs = run() if self.undo is None else atomicity.run_undoing(run, self.undo, a, k)
         finally:
             CALL.args = None
         return list(outs) if isinstance(outs, (list, tuple)) else ([] if outs is None else [outs])
@@ -105,6 +105,7 @@ class Report:
     unbatched: dict = field(default_factory=dict)  # recursions inlined per structure instead, and why
     xla_rounding: list = field(default_factory=list)  # op types XLA would round differently
     late_failure: str | None = None  # why runs are undoable, for janus.explain
+    iterators: list[str] = field(default_factory=list)  # the tf.data iterators it is fed, which its runs advance
     seconds: float = 0.0  # what the conversion took, traces and restarts included
 
     def value_shape(self, source: Source) -> tf.TensorShape | None:
@@ -340,12 +341,7 @@ def _trace(python_fn: types.FunctionType, converted: Callable, args: tuple, kwar
         # from Python: in a graph it would print once, at trace time, and never again.
         raise ConversionError(f"library code printed while tracing ({printed.getvalue().strip()[:60]!r})", permanent=True)
     _refuse_stateful_random(concrete)
-    undo = None
-    if ctx.checks.late_failures:
-        undo = atomicity.undoable_variables(concrete)
-        if undo is None:
-            raise atomicity.FailureAfterWrite(f"{ctx.checks.late_failures[0]}, and the graph holds state other "
-                                              f"than variables: a run it aborted could not be undone")
+    undo = _undo(ctx, concrete, args, kwargs) if ctx.checks.late_failures else None
     check, guard_source = guards.compile_guard(ctx.guard_set.guards, len(args), tuple(kwargs), ctx.guard_set.namespace)
     inputs = guards.compile_inputs([p for p, _ in specs], fed_scalars, ctx.guard_set.namespace, arrays)
     graph = Graph(concrete=concrete, check=check, inputs=inputs, output=state["output"], effects=state["effects"],
@@ -361,8 +357,27 @@ def _trace(python_fn: types.FunctionType, converted: Callable, args: tuple, kwar
         forests=[f.plan for f in ctx.recursion.forests],
         unbatched={fn.__qualname__: why for fn, why in plan.refused.items()},
         xla_rounding=state.get("xla_rounding", []),
-        late_failure=ctx.checks.late_failures[0] if ctx.checks.late_failures else None)
+        late_failure=ctx.checks.late_failures[0] if ctx.checks.late_failures else None,
+        iterators=[s.label for s in ctx.heap.fed_iterators])
     return CacheEntry(graph, report)
+
+
+def _undo(ctx: TraceContext, concrete: Any, args: tuple, kwargs: dict) -> atomicity.Undo:
+    """What a run in which an op may fail after a write puts back if it fails: the variables
+    it may write and the iterators it is fed (:class:`atomicity.FailureAfterWrite` if the
+    graph holds other state, or an iterator of this call whose position cannot be saved)."""
+    late = ctx.checks.late_failures[0]
+    variables = atomicity.undoable_variables(concrete)
+    if variables is None:
+        raise atomicity.FailureAfterWrite(f"{late}, and the graph holds state other than variables and iterators: "
+                                          "a run it aborted could not be undone")
+    getters = [ctx.getter(s) for s in ctx.heap.fed_iterators]
+    try:
+        for getter in getters:
+            atomicity.iterator_position(getter(args, kwargs))
+    except atomicity.Disturbed as e:
+        raise atomicity.FailureAfterWrite(f"{late}; {e.reason}") from None
+    return atomicity.Undo(variables, (lambda a, k: [g(a, k) for g in getters]) if getters else None)
 
 
 def _traced_shape(relaxed: tf.TensorShape | None, value: Any) -> Any:

@@ -85,6 +85,9 @@ def decide(mode: bool | None, entry: CacheEntry, collective: tf.distribute.Strat
     decision = XlaDecision("auto", rebuild=rebuild)
     if collective is not None:
         give_up(decision, "a multi-worker step: every worker must run the same graphs")
+    elif entry.report.iterators:
+        give_up(decision, f"not tried: its runs advance {entry.report.iterators[0]}, a tf.data iterator it is fed "
+                          "(a trial runs both graphs on the same call)")
     elif entry.report.xla_rounding:
         give_up(decision, f"not tried: XLA rounds {', '.join(entry.report.xla_rounding[:4])} differently "
                           f"from TensorFlow's kernels (eager's numbers come first)")

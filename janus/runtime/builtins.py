@@ -198,7 +198,8 @@ SPECIAL = {
     zip: lambda *xs, **k: zip(*(_iterable(x) for x in xs), **k),
     list: lambda *x: list(_iterable(x[0])) if x else [],
     tuple: lambda *x: tuple(_iterable(x[0])) if x else (),
-    iter: lambda x, *a: iter(x) if isinstance(x, tf.data.Dataset) and not a else iter(_iterable(x), *a),
+    iter: lambda x, *a: iter(x) if isinstance(x, (tf.data.Dataset, tf.data.Iterator)) and not a
+    else iter(_iterable(x), *a),
     reversed: lambda x: reversed(_iterable(x)),
     id: no_symbolic(id),
 }

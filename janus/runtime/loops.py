@@ -187,6 +187,8 @@ def _dataset_for(iterable, extra_test, body, state, names):
 
         def run(*v):
             value = element.get_value()
+            # taken only when present: it cannot fail (nor make the loop one that may fail after a write)
+            current().checks.safe_ops.update(t.op for t in tf.nest.flatten(value, expand_composites=True))
             return tuple(body((index, value) if enumerated else value, *v))
 
         out = if_stmt(present, run, lambda *v: v, s, names)

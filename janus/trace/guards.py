@@ -28,7 +28,7 @@ class GuardKind(enum.Enum):
     """What a guard pins; ``janus.explain`` groups guards by kind."""
 
     TENSOR = "tensor dtype and shape"
-    SPEC = "type spec (datasets, composite tensors)"
+    SPEC = "type spec (datasets, iterators, composite tensors)"
     VALUE = "Python value"
     TYPE = "type"
     STRUCTURE = "container structure"
@@ -173,6 +173,12 @@ class GuardBuilder:
         path, name = source.expr, self.const(element_spec, "es")
         return self.add(f"isinstance({path}, _Dataset) and {path}.element_spec == {name}",
                         f"{source.what} is a dataset of {_short(element_spec)}", GuardKind.SPEC, source)
+
+    def iterator(self, source: Source, value: Any) -> Guard:
+        """A ``tf.data`` iterator of this type and element structure."""
+        path, cls, name = source.expr, self.const(type(value), "t"), self.const(value.element_spec, "es")
+        return self.add(f"type({path}) is {cls} and {path}.element_spec == {name}",
+                        f"{source.what} is a tf.data iterator of {_short(value.element_spec)}", GuardKind.SPEC, source)
 
     # -- identity and aliasing ---------------------------------------------------------------
     def identity(self, source: Source, obj: Any, named: bool = False) -> Guard:

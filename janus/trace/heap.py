@@ -8,8 +8,10 @@ records the *guard* that makes the decision safe to reuse (through the trace's
 :class:`~janus.trace.guards.GuardBuilder`):
 
 * an eager tensor becomes a graph input fed at every call (never a stale constant),
-  guarded on dtype and shape; so do a ``tf.data.Dataset`` (guarded on its element spec)
-  and a ``RaggedTensor``, ``SparseTensor`` or ``ExtensionType`` (on its ``TypeSpec``);
+  guarded on dtype and shape; so do a ``tf.data.Dataset`` and a ``tf.data`` iterator
+  (guarded on its element spec: its ``get_next`` in the graph advances the caller's
+  iterator) and a ``RaggedTensor``, ``SparseTensor`` or ``ExtensionType`` (on its
+  ``TypeSpec``); any other iterator or generator fails the trace (it would consume it);
 * a numeric NumPy array argument the trace feeds is a graph input too, guarded on dtype
   and shape, seen as a :class:`~janus.trace.arrays.FedArray` (``janus.trace.arrays``); any
   other NumPy array is a Python value, guarded by value, and the trace sees a read-only
@@ -44,13 +46,15 @@ from janus.trace.scalars import DTYPES, PyScalar, fed_scalar
 from janus.trace.seeds import DATASET_RANDOM_OPS, STATEFUL_RANDOM_OPS
 from janus.trace.sources import Arg, KwArg, Source
 from janus.trace.values import (
-    SCALARS, UNDEF, is_eager_composite, is_eager_tensor, is_framework_object, is_plain_callable, is_user_class,
+    SCALARS, UNDEF, is_dataset_iterator, is_eager_composite, is_eager_tensor, is_framework_object, is_plain_callable,
+    is_user_class,
 )
 
 
 @dataclass
 class HeapInput:
-    """A tensor, a fed Python number or a dataset read from Python state, fed into the graph at every call."""
+    """A tensor, a fed Python number, a dataset or an iterator read from Python state, fed
+    into the graph at every call."""
 
     source: Source
     spec: tf.TypeSpec
@@ -80,6 +84,7 @@ class HeapModel:
     _created: set[int] = field(default_factory=set)
     created_classes: set[type] = field(default_factory=set)
     random_datasets: list[str] = field(default_factory=list)
+    fed_iterators: list[Source] = field(default_factory=list)  # tf.data iterators the graph advances
     arrays_read: dict[Source, str] = field(default_factory=dict)  # fed arrays used as NumPy arrays, and how
     _keep: list[Any] = field(default_factory=list)
     _pinned: set[int] = field(default_factory=set)
@@ -130,7 +135,8 @@ class HeapModel:
             return result
         if (isinstance(source, (Arg, KwArg)) and (is_eager_tensor(value) or is_user_class(type(value))
                                                   and not is_framework_object(value))) \
-                or type(value) in (list, dict, set) or isinstance(value, np.ndarray) and source in self.arg_inputs:
+                or type(value) in (list, dict, set) or isinstance(value, np.ndarray) and source in self.arg_inputs \
+                or is_dataset_iterator(value):
             for other_source, other in self._distinct:
                 if type(other) is type(value) or is_eager_tensor(other) and is_eager_tensor(value):
                     self.guard_set.distinct(source, other_source)
@@ -166,6 +172,8 @@ class HeapModel:
             return self._set(value, source)
         if isinstance(value, tf.data.Dataset):
             return self._dataset_input(value, source)
+        if is_dataset_iterator(value):
+            return self._iterator_input(value, source)
         if hasattr(type(value), "__next__"):
             # Iterating it while tracing would consume the caller's iterator (or generator)
             # before the run is known to succeed.
@@ -288,6 +296,18 @@ class HeapModel:
             self.random_datasets.append(source.label)
         self.guard_set.dataset(source, value.element_spec)
         return self._call_time_input(source, spec)
+
+    def _iterator_input(self, value: tf.data.Iterator, source: Source) -> tf.data.Iterator:
+        """A ``tf.data`` iterator: fed through its ``TypeSpec`` at every call, so any iterator
+        of the same element structure runs the same graph.  Its ``get_next`` in the graph
+        advances the caller's iterator, a state write (``janus.commit.atomicity``); returned
+        or stored, it is the caller's object again."""
+        self.guard_set.iterator(source, value)
+        placeholder = self._call_time_input(source, tf.type_spec_from_value(value))
+        if source not in self.fed_iterators:
+            self.fed_iterators.append(source)
+        self.track(placeholder, source)
+        return placeholder
 
     # -- one side of a tensor conditional ---------------------------------------------
     def snapshot(self) -> tuple:

@@ -47,6 +47,16 @@ def is_eager_composite(x: Any) -> bool:
     return bool(parts) and all(is_eager_tensor(t) for t in parts)
 
 
+def is_dataset_iterator(x: Any) -> bool:
+    """A ``tf.data`` iterator made eagerly (``iter(dataset)``): fed to the graph through its
+    ``TypeSpec``, its ``get_next`` in the graph advancing the caller's iterator (other
+    iterators, ``iter(list)`` or a generator, are Python's: a trace would consume them)."""
+    if not isinstance(x, tf.data.Iterator):
+        return False
+    parts = tf.nest.flatten(x, expand_composites=True)  # [x] itself unless a composite of tensors
+    return bool(parts) and all(is_eager_tensor(t) for t in parts)
+
+
 def is_graph_composite(x: Any) -> bool:
     return isinstance(x, (tf.RaggedTensor, tf.SparseTensor)) and not is_eager_composite(x)
 
