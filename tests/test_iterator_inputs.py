@@ -171,6 +171,39 @@ def test_reaching_the_end_raises_stop_iteration_after_the_writes_before_it():
     assert total["assertion_failures"] >= 4, total  # the graph met the end, and was undone where it took one
 
 
+def test_one_next_and_variable_writes_need_no_undoing():
+    """The only ``get_next`` of a graph runs before its variable writes (they wait for it):
+    at the iterator's end it fails before any write, and the eager re-run makes eager's
+    write before ``next`` raises.  Nothing may fail after it, so runs are not undone."""
+    def make(jit):
+        class Accumulator:
+            def __init__(self):
+                self.v = tf.Variable(0.0)
+                self.it = iter(numbers([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]))
+
+            @jit
+            def add(self):
+                self.v.assign_add(0.5)
+                x = next(self.it)
+                self.v.assign_add(x)
+                return x * 2.0
+
+        a = Accumulator()
+
+        def restart(n):
+            a.it = iter(numbers([float(i) for i in range(n)]))
+
+        return SimpleNamespace(fn=a.add, restart=restart, state=lambda: {"v": a.v, "next": peek(a.it)})
+
+    calls = [()] * 8 + [lambda p: p.restart(5)] + [()] * 7
+    total = check(make, calls, min_graph_calls=6)
+    assert total["assertion_failures"] >= 3, total  # the graph met the end
+    prog = make(janus.function)
+    for _ in range(6):
+        prog.fn()
+    assert "runs undoing" not in _explained(prog.fn)
+
+
 def test_get_next_and_get_next_as_optional():
     """``it.get_next()`` past the end raises OutOfRangeError in eager; ``get_next_as_optional``
     never raises, a branch on its presence is a conditional (never assumed: it follows a

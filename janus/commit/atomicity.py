@@ -281,11 +281,12 @@ def _order_writes(graph: Any, checks: Any, assertions: Sequence = ()) -> list:
         if op in downstream:
             raise StateBeforeAssertion(assumptions)
     check_ops = {op for op, _ in assertions}
+    first = _first_take(writers, downstream)
     late = next((op for op in operations if op in downstream and may_fail(op, checks.safe_ops)), None)
     if late is None and len(writers) > 1:
         # a writer that may fail itself (a conditional writing on one side, failing on the
         # other) cannot wait for the other writers, nor they for it if it waits for them
-        late = next((op for op in writers if may_fail(op, checks.safe_ops)), None)
+        late = next((op for op in writers if op is not first and may_fail(op, checks.safe_ops)), None)
     if late is not None:
         checks.late_failures.append(f"{_describe(late)} may fail at run time after a state update")
     after_writes = downstream | set(writers)
@@ -296,7 +297,20 @@ def _order_writes(graph: Any, checks: Any, assertions: Sequence = ()) -> list:
             barrier = _tf_private.barrier(_completion(gated))
         for op in writers:
             _tf_private.add_control_inputs(op, [barrier])
+    if first is not None:
+        after_first = _descendants([first], graph)
+        for op in writers:
+            if op is not first and op not in after_first:
+                _tf_private.add_control_inputs(op, [first])
     return before
+
+
+def _first_take(writers: list, downstream: set) -> Any:
+    """The one ``get_next`` of a given iterator that no write precedes, if there is one: the
+    other writes wait for it, so that its failure (the iterator's end) changes nothing and
+    needs no undoing.  With two, either could fail after the other took an element."""
+    takes = [op for op in writers if op.type in _GET_NEXT and op not in downstream]
+    return takes[0] if len(takes) == 1 else None
 
 
 def _describe(op: Any) -> str:
