@@ -257,6 +257,8 @@ def _describe_split(jf: JanusFunction, indent: str) -> list[str]:
         total, in_segments = split.seconds / split.runs, split.seconds_in_segments() / split.runs
         lines.append(f"{indent}per call: {total * 1e3:.3f} ms, {in_segments * 1e3:.3f} ms in segments, "
                      f"{(total - in_segments) * 1e3:.3f} ms in Python between them ({split.runs} calls)")
+    if split.confirmation is not None:
+        lines.append(f"{indent}{split.confirmation}")
     for call in split.calls:
         seg, s = call.segment, call.function.counts
         lines.append(f"{indent}segment {seg.index} ({filename}:{seg.lines[0]}-{seg.lines[1]}): "

@@ -717,3 +717,28 @@ def test_a_segment_that_gives_up_is_put_back_in_the_driver():
     assert first.counts["calls"] == runs  # the driver runs its statements itself
     source = str(janus.explain(prog.fn))
     assert "y = tf.tanh(((x * self.w) + self.offset))" in source and "_jn_segs[0](" not in source, source
+
+
+@pytest.mark.parametrize("whole_calls_faster", [True, False], ids=["kept", "dropped"])
+def test_segments_kept_as_graphs_are_confirmed_on_whole_calls(monkeypatch, whole_calls_faster):
+    """A segment's trial cannot time its graph's backward (run later by tape.gradient): the
+    root confirms kept graphs on whole calls, as graphs then as written, and keeps the
+    faster; every call through the confirmation gives eager's results and state."""
+    from janus.driver import segments
+
+    monkeypatch.setattr(segments, "graphs_faster", lambda graphs, written: True)  # every trial keeps its graph
+    monkeypatch.setattr(segments, "whole_calls_faster_with_graphs", lambda graphs, written: whole_calls_faster)
+    calls = [(tf.constant(np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4) * (i % 5 + 1)),) for i in range(30)]
+    total = check(_numpy_statistic, calls, graph_calls=0)
+    assert total["breaks"] == 1 and total["segment_graph_calls"] >= 10, total
+    prog = _numpy_statistic(janus.function)
+    for args in calls:
+        prog.fn(*args)
+    split = janus_function_of(prog.fn).split
+    verdict = "kept as graphs" if whole_calls_faster else "run as written"
+    assert split.confirmation is not None and split.confirmation.endswith(verdict), split.confirmation
+    assert verdict in str(janus.explain(prog.fn))
+    graphs = sum(janus.stats(s)["graph_calls"] for s in _segments(prog.fn))
+    prog.fn(*calls[0])
+    assert sum(janus.stats(s)["graph_calls"] for s in _segments(prog.fn)) == graphs + (2 if whole_calls_faster else 0)
+    assert ("_jn_segs[" in split.source) == whole_calls_faster, split.source

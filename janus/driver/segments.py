@@ -34,6 +34,16 @@ MAX_BREAKS = 8  # splits of a function and its segments, after which it runs eag
 TRIAL = 5  # graph runs of a segment, then as many runs as written, to see which is faster
 
 
+def graphs_faster(graph_times: list[float], written_times: list[float]) -> bool:
+    """The verdict of a trial: were the runs with graphs faster than those as written?"""
+    return statistics.median(graph_times) < statistics.median(written_times)
+
+
+def whole_calls_faster_with_graphs(as_graphs: list[float], as_written: list[float]) -> bool:
+    """The verdict of the confirmation on whole calls (:class:`SplitFunction`)."""
+    return graphs_faster(as_graphs, as_written)
+
+
 class SegmentCall:
     """The driver's handle on one segment: calls its Janus function, adding up the time.
 
@@ -43,7 +53,7 @@ class SegmentCall:
     as written from then on.  Both kinds of call are timed where the program calls them,
     under the same tape."""
 
-    __slots__ = ("function", "segment", "seconds", "graph_times", "eager_times", "as_written", "_settled")
+    __slots__ = ("function", "segment", "seconds", "graph_times", "eager_times", "as_written", "forced", "_settled")
 
     def __init__(self, function: "JanusFunction", segment: Segment, settled: Callable[[int], None]):
         self.function = function
@@ -53,12 +63,34 @@ class SegmentCall:
         self.graph_times: list[float] = []
         self.eager_times: list[float] = []
         self.as_written = False  # the trial found eager faster
+        self.forced = False  # run as written while whole calls are timed (SplitFunction's confirmation)
+
+    @property
+    def in_trial(self) -> bool:
+        """Its graph has run, and the trial has not decided yet."""
+        return 0 < len(self.graph_times) and len(self.eager_times) < TRIAL and not self.function.policy.gave_up
+
+    @property
+    def keeps_graph(self) -> bool:
+        return len(self.eager_times) >= TRIAL and not self.as_written and not self.function.policy.gave_up
+
+    def settle_as_written(self) -> None:
+        """Run as written from now on (whole calls were faster so)."""
+        self.as_written, self.forced = True, False
+        self._settled(self.segment.index)
 
     def __call__(self, *args: Any) -> Any:
         jf = self.function
         start = time.perf_counter()
         if jf.split is not None and jf.split.settled:  # split in turn, every segment of it as written
             self._settled(self.segment.index)
+        if self.forced:
+            jf.counts["calls"] += 1
+            jf.counts["eager_calls"] += 1
+            try:
+                return jf.python_function(*args)
+            finally:
+                self.seconds += time.perf_counter() - start
         if self.as_written or jf.policy.gave_up or len(self.graph_times) >= TRIAL and len(self.eager_times) < TRIAL:
             if jf.policy.gave_up:
                 self._settled(self.segment.index)
@@ -83,7 +115,7 @@ class SegmentCall:
     def _eager_ran(self, elapsed: float) -> None:
         self.eager_times.append(elapsed)
         if len(self.eager_times) == TRIAL:
-            self.as_written = statistics.median(self.eager_times) < statistics.median(self.graph_times)
+            self.as_written = not graphs_faster(self.graph_times, self.eager_times)
             self.function._note(self.describe())  # noqa: SLF001 - the segment's own reasons, for explain
             if self.as_written:
                 self._settled(self.segment.index)
@@ -102,7 +134,13 @@ class SplitFunction:
 
     A segment settled as written (its trial found eager faster, or it gave up) is put back
     in the driver as the user wrote it: the driver is generated again with its statements
-    where it called the segment, so the decision costs nothing per call from then on."""
+    where it called the segment, so the decision costs nothing per call from then on.
+
+    A segment's trial times its own calls; what a graph call under a recording tape costs
+    later (its backward function, run by ``tape.gradient``) falls outside them.  So once
+    the trials have settled with segments kept as graphs, the function the user called
+    (the root of the split) confirms them on whole calls: ``TRIAL`` calls with them as
+    graphs, ``TRIAL`` with them as written; if those were faster, they run as written."""
 
     def __init__(self, fn: types.FunctionType, breaks: dict[int, BreakSite], options: "Options",
                  make: Callable[[types.FunctionType, "Options"], "JanusFunction"]):
@@ -116,6 +154,12 @@ class SplitFunction:
         self._cells = cells
         self.inlined: frozenset[int] = frozenset()
         self._lock = threading.Lock()
+        # the confirmation on whole calls (a root split only): the segments it is about, and
+        # the calls timed with them as graphs, then as written
+        self._confirming = registry.segment_of(fn.__code__) is None
+        self._keepers: list[SegmentCall] = []
+        self._whole: tuple[list[float], list[float]] = ([], [])
+        self.confirmation: str | None = None
         plan, codes = self._generate()
         for seg in plan.segments:
             code = codes[seg.eager_name]
@@ -172,7 +216,50 @@ class SplitFunction:
         try:
             return self.driver(*args, **kwargs)
         finally:
-            self.seconds += time.perf_counter() - start
+            elapsed = time.perf_counter() - start
+            self.seconds += elapsed
+            if self._confirming:
+                self._confirm(elapsed)
+
+    def _all_calls(self) -> list[SegmentCall]:
+        """Its segments' handles, those of segments split in turn included."""
+        out = []
+        for c in self.calls:
+            out.append(c)
+            if c.function.split is not None:
+                out += c.function.split._all_calls()  # noqa: SLF001 - the same class
+        return out
+
+    def _confirm(self, elapsed: float) -> None:
+        """One whole call of the confirmation (see the class): start it once no trial is under
+        way and some segment keeps its graph; decide after ``2 * TRIAL`` calls."""
+        as_graphs, as_written = self._whole
+        if not self._keepers:
+            calls = self._all_calls()
+            if any(c.in_trial for c in calls):
+                return
+            self._keepers = [c for c in calls if c.keeps_graph]
+            return  # time from the next call on (this one may have run part of a trial)
+        if len(as_graphs) < TRIAL:
+            as_graphs.append(elapsed)
+            if len(as_graphs) == TRIAL:
+                for c in self._keepers:
+                    c.forced = True
+            return
+        as_written.append(elapsed)
+        if len(as_written) < TRIAL:
+            return
+        self._confirming = False
+        graphs_ms, written_ms = statistics.median(as_graphs) * 1e3, statistics.median(as_written) * 1e3
+        keep = whole_calls_faster_with_graphs(as_graphs, as_written)
+        for c in self._keepers:
+            if keep:
+                c.forced = False
+            else:
+                c.settle_as_written()
+        self.confirmation = (f"whole calls with segment{'s' if len(self._keepers) > 1 else ''} "
+                             f"{', '.join(str(c.segment.index) for c in self._keepers)} as graphs {graphs_ms:.3f} ms, "
+                             f"as written {written_ms:.3f} ms: {'kept as graphs' if keep else 'run as written'}")
 
     @property
     def segments(self) -> list["JanusFunction"]:
