@@ -17,12 +17,14 @@ authors would (issue #28):
 
 Janus splits ``numpy_statistic``, ``environment``, ``gradient_ascent``, ``shift_reduce`` and
 ``text_generation`` at their graph breaks and runs the rest as graph segments; the other
-two convert whole.  Each round builds every program fresh in each mode (in rotating
-order), makes ``--warmup`` calls (profiling, conversion, the split, the segments'
-conversions and their eager-or-graph trial) and times ``--calls`` more; reported: the
-median per call over rounds, Janus's and tf.function's speed over eager's, the seconds
-Janus's warm-up took beyond eager's, and whether each mode's results are eager's (Janus
-must match; tf.function may not — it traces Python once).
+two convert whole.  Each program is first run in each mode alone, ``--warmup`` calls
+(profiling, conversion, the split, the segments' conversions and their eager-or-graph
+trial) then ``--calls`` more, to compare its results and final state with eager's (Janus
+must match; tf.function may not — it traces Python once) and to time Janus's warm-up.
+Then each round builds it fresh in every mode, warms each up and times ``--calls`` calls
+taking turns between the modes (the shared machine's load falls on all alike).
+Reported: the median per call over rounds, Janus's and tf.function's speed over eager's
+(median of the rounds' ratios), and the seconds Janus's warm-up took beyond eager's.
 
     python benchmarks/graph_breaks.py [--rounds 3] [--warmup 60] [--calls 30] [--programs a,b]
 """
@@ -300,7 +302,8 @@ def _same(a, b) -> bool:
 
 
 def run(program, mode: str, warmup: int, calls: int) -> types.SimpleNamespace:
-    """Build ``program`` fresh in ``mode`` and run warm-up and timed calls."""
+    """Build ``program`` fresh in ``mode``, run ``warmup + calls`` calls one after another:
+    its results and final state (compared with eager's), stats and warm-up seconds."""
     janus.reset()
     try:
         fn, args_of, state = program(MODES[mode])
@@ -310,11 +313,30 @@ def run(program, mode: str, warmup: int, calls: int) -> types.SimpleNamespace:
             results.append(fn(*args_of(i)))
             times.append(time.perf_counter() - start)
         stats = janus.stats(fn) if mode == "janus" else None
-        return types.SimpleNamespace(seconds=statistics.median(times[warmup:]), warmup=sum(times[:warmup]),
-                                     results=results, state=state(), stats=stats, error=None)
+        return types.SimpleNamespace(warmup=sum(times[:warmup]), results=results, state=state(), stats=stats,
+                                     error=None)
     except Exception as e:  # noqa: BLE001 - tf.function may fail on these programs: reported
-        return types.SimpleNamespace(seconds=None, results=None, state=None, stats=None,
-                                     error=f"{type(e).__name__}: {_last_line(str(e))[:70]}")
+        return types.SimpleNamespace(results=None, state=None, stats=None, error=f"{type(e).__name__}: "
+                                                                                f"{_last_line(str(e))[:70]}")
+
+
+def timed(program, modes: list[str], warmup: int, calls: int) -> dict[str, float]:
+    """Median seconds per call of ``program`` in each of ``modes``, built fresh, warmed up,
+    then timed call by call in turn (eager's, Janus's, tf.function's, ...), so that the
+    shared machine's load falls on every mode alike.  Their numbers are not compared:
+    interleaved, the modes share TensorFlow's global random state."""
+    janus.reset()
+    built = {m: program(MODES[m]) for m in modes}
+    for fn, args_of, _ in built.values():
+        for i in range(warmup):
+            fn(*args_of(i))
+    times: dict[str, list] = {m: [] for m in modes}
+    for i in range(warmup, warmup + calls):
+        for m, (fn, args_of, _) in built.items():
+            start = time.perf_counter()
+            fn(*args_of(i))
+            times[m].append(time.perf_counter() - start)
+    return {m: statistics.median(t) for m, t in times.items()}
 
 
 def _last_line(text: str) -> str:
@@ -339,24 +361,21 @@ def main(argv=None) -> None:
           "| Janus = eager | tf.function = eager | Janus: breaks, segment graph calls | Janus warm-up beyond eager's |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name in names:
-        per_mode: dict[str, list] = {m: [] for m in modes}
-        for r in range(args.rounds):
-            for mode in modes[r % 3:] + modes[:r % 3]:
-                per_mode[mode].append(run(PROGRAMS[name], mode, args.warmup, args.calls))
-        eager = per_mode["eager"][0]
+        checked = {m: run(PROGRAMS[name], m, args.warmup, args.calls) for m in modes}
+        working = [m for m in modes if checked[m].error is None]
+        rounds = [timed(PROGRAMS[name], working, args.warmup, args.calls) for _ in range(args.rounds)]
+        eager = checked["eager"]
         cell = {}
         for mode in modes:
-            runs = per_mode[mode]
-            if runs[0].error is not None:
-                cell[mode] = (f"fails ({runs[0].error})", "-", "-")
+            if checked[mode].error is not None:
+                cell[mode] = (f"fails ({checked[mode].error})", "-", "-")
                 continue
-            ms = statistics.median(r.seconds for r in runs) * 1e3
-            speed = statistics.median(e.seconds / r.seconds for e, r in zip(per_mode["eager"], runs))
-            same = all(_same(eager.results, r.results) and _same(eager.state, r.state) for r in runs)
+            ms = statistics.median(r[mode] for r in rounds) * 1e3
+            speed = statistics.median(r["eager"] / r[mode] for r in rounds)
+            same = _same(eager.results, checked[mode].results) and _same(eager.state, checked[mode].state)
             cell[mode] = (f"{ms:.2f}", f"{speed:.2f}x", "yes" if same else "no")
-        s = per_mode["janus"][0].stats or {}
-        extra = "-" if per_mode["janus"][0].error else \
-            f"{statistics.median(j.warmup - e.warmup for e, j in zip(per_mode['eager'], per_mode['janus'])):.2f} s"
+        s = checked["janus"].stats or {}
+        extra = "-" if checked["janus"].error else f"{checked['janus'].warmup - eager.warmup:.2f} s"
         print(f"| {name} | {cell['eager'][0]} | {cell['janus'][0]} | {cell['janus'][1]} | {cell['tf.function'][0]} "
               f"| {cell['tf.function'][1]} | {cell['janus'][2]} | {cell['tf.function'][2]} "
               f"| {s.get('breaks', 0)}, {s.get('segment_graph_calls', 0)} | {extra} |", flush=True)
