@@ -742,3 +742,20 @@ def test_segments_kept_as_graphs_are_confirmed_on_whole_calls(monkeypatch, whole
     prog.fn(*calls[0])
     assert sum(janus.stats(s)["graph_calls"] for s in _segments(prog.fn)) == graphs + (2 if whole_calls_faster else 0)
     assert ("_jn_segs[" in split.source) == whole_calls_faster, split.source
+
+
+def test_a_segment_split_in_turn_whose_segments_run_as_written_is_put_back_whole(monkeypatch):
+    """The environment's gradient after the tape is a segment split again (the tape is
+    Python's); once its own segment runs as written, the parent runs its statements too."""
+    from janus.driver import segments
+
+    monkeypatch.setattr(segments, "graphs_faster", lambda graphs, written: False)  # every trial: as written
+    calls = [(n,) for n in (3, 3, 4, 3, 5, 3, 3, 4) * 3]
+    total = check(_actor, calls, graph_calls=0, rtol=1e-6, atol=1e-6)
+    assert total["breaks"] >= 2 and total["segment_graph_calls"] >= 10, total
+    prog = _actor(janus.function)
+    for args in calls:
+        prog.fn(*args)
+    split = janus_function_of(prog.fn).split
+    assert any(c.function.split is not None for c in split.calls)  # one segment was split in turn
+    assert split.settled and "_jn_segs[" not in split.source, split.source
