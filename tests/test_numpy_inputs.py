@@ -315,3 +315,70 @@ def test_array_guard_pins_the_dtype_the_rank_and_the_sizes_that_did_not_vary():
     for other in (np.zeros((3, 4)), np.zeros((3, 5), np.float32), np.zeros((3, 4, 1), np.float32),
                   np.zeros((3, 4), ">f4"), tf.zeros((3, 4)), [[0.0] * 4] * 3):
         assert not holds((other,), {}), other
+
+
+# ------------------------------------------------------------------ NumPy arrays of Python state
+def _normalizer(jit):
+    """A step reading running statistics kept as NumPy arrays, updated by NumPy between calls
+    (as an environment's observation or a running mean is)."""
+    class Normalizer:
+        def __init__(self):
+            self.mean = np.zeros(4, np.float32)
+            self.var = np.ones(4, np.float32)
+            self.w = tf.Variable(tf.reshape(tf.range(8, dtype=tf.float32), [4, 2]) / 10.0)
+
+        @jit
+        def step(self, x):
+            z = (x - self.mean) / (tf.sqrt(self.var) + 1e-3)  # only TensorFlow reads the arrays
+            y = z @ self.w
+            self.w.assign_sub(0.01 * tf.reduce_mean(y) * tf.ones_like(self.w))
+            return y
+
+        def observe(self, x):
+            self.mean = 0.9 * self.mean + 0.1 * x.mean(axis=0)
+            self.var = 0.9 * self.var + 0.1 * x.var(axis=0)
+
+    n = Normalizer()
+
+    def call(i):
+        x = X[i * 8:(i + 1) * 8]
+        n.observe(x)
+        return n.step(tf.constant(x))
+
+    return SimpleNamespace(fn=call, janus_fns=[n.step], state=lambda: {"w": n.w, "mean": n.mean.copy(),
+                                                                          "var": n.var.copy()})
+
+
+def test_arrays_of_state_whose_values_change_are_fed():
+    stats = check(_normalizer, [(i,) for i in range(16)], min_graph_calls=12)
+    assert stats["conversions"] == 1, stats
+    prog = _normalizer(janus.function)
+    for i in range(6):
+        prog.fn(i)
+    text = str(janus.explain(prog.janus_fns[0]))
+    assert "self.mean is a float32 NumPy array of shape (4,) (fed to the graph)" in text, text
+
+
+def test_an_array_of_state_read_as_numpy_stays_a_value():
+    def make(jit):
+        class Model:
+            def __init__(self):
+                self.table = np.arange(6, dtype=np.float32)
+                self.scale = np.float32(2.0)
+
+            @jit
+            def step(self, t):
+                total = float(self.table.sum())  # NumPy reads the array: a value, guarded by value
+                return t * total + tf.constant(self.table)[:2]
+
+        m = Model()
+
+        def call(i):
+            if i == 5:
+                m.table = m.table + 1.0  # a new value: the graph guarded on the old one misses
+            return m.step(tf.constant(float(i)))
+
+        return SimpleNamespace(fn=call, janus_fns=[m.step], state=lambda: {"table": m.table.copy()})
+
+    stats = check(make, [(i,) for i in range(10)], min_graph_calls=5)
+    assert stats["conversions"] == 2, stats

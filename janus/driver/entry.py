@@ -223,6 +223,9 @@ def _defaults(ctx: TraceContext, fn: types.FunctionType, args: tuple, kwargs: di
     return out
 
 
+MAX_STATE_ARRAY_TRACES = 2  # traces that find arrays of state read as NumPy, before the last
+
+
 def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple, kwargs: dict,
                 plan: TracePlan, speculator: Speculator,
                 on_collective: Callable[[Any], None] | None = None) -> CacheEntry:
@@ -239,8 +242,24 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
     remembers them.  A trace that fails otherwise while arrays are fed is traced again with
     this call's shapes of the fed arrays (``len(x)`` needs the size), then with every array
     a value (eager's NumPy casts where a tensor input raises): arrays are remembered if that
-    last trace succeeds.
+    last trace succeeds.  NumPy arrays of Python state are fed the same way
+    (``janus.trace.heap``); one read as NumPy is a value in the next trace, remembered too.
     """
+    kept = speculator.numpy_values
+    for _ in range(MAX_STATE_ARRAY_TRACES):
+        try:
+            return _build_entry(python_fn, converted, args, kwargs, plan, speculator, on_collective)
+        except ReadAsNumPy as e:  # arrays of Python state read as NumPy: values in the next trace
+            state = {s for s in e.sources if not s.is_argument} - kept
+            if not state:
+                raise
+            kept.update(state)
+    return _build_entry(python_fn, converted, args, kwargs, plan, speculator, on_collective)
+
+
+def _build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple, kwargs: dict, plan: TracePlan,
+                 speculator: Speculator, on_collective: Callable[[Any], None] | None) -> CacheEntry:
+    """:func:`build_entry`, NumPy arrays of Python state fed unless kept as values."""
     kept = speculator.numpy_values
     arrays = [s for s, v in input_leaves(args, kwargs) if is_fed_array(v)]
 
@@ -334,8 +353,8 @@ def _trace(python_fn: types.FunctionType, converted: Callable, args: tuple, kwar
             raise
         finally:
             ctx.recursion.close()
-    if arrays:
-        _check_arrays_unread(ctx, arrays)
+    if arrays or ctx.heap.state_arrays:
+        _check_arrays_unread(ctx, arrays | ctx.heap.state_arrays)
     if printed.getvalue():
         # The user's prints are deferred effects; this came from library code that prints
         # from Python: in a graph it would print once, at trace time, and never again.

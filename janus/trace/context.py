@@ -126,7 +126,8 @@ class TraceContext:
                  recursion: Callable[[TraceContext], Any] | None = None):
         self.guard_set = GuardBuilder()
         self.heap = HeapModel(self.guard_set, relaxed=relaxed, fed_scalars=dict(fed_scalars or {}),
-                              heap_shapes=dict(heap_shapes or {}), composite_specs=dict(composite_specs or {}))
+                              heap_shapes=dict(heap_shapes or {}), composite_specs=dict(composite_specs or {}),
+                              numpy_values=speculator.numpy_values if speculator is not None else None)
         self.checks = Checks(speculator)
         self.log = EffectLog()
         self.seeds = SeedStream()

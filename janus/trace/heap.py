@@ -12,10 +12,11 @@ records the *guard* that makes the decision safe to reuse (through the trace's
   (guarded on its element spec: its ``get_next`` in the graph advances the caller's
   iterator) and a ``RaggedTensor``, ``SparseTensor`` or ``ExtensionType`` (on its
   ``TypeSpec``); any other iterator or generator fails the trace (it would consume it);
-* a numeric NumPy array argument the trace feeds is a graph input too, guarded on dtype
-  and shape, seen as a :class:`~janus.trace.arrays.FedArray` (``janus.trace.arrays``); any
-  other NumPy array is a Python value, guarded by value, and the trace sees a read-only
-  copy (a write into it, which eager makes in the caller's array, fails the conversion);
+* a numeric NumPy array the trace feeds (an argument, or Python state the policy does not
+  keep as a value) is a graph input too, guarded on dtype and shape, seen as a
+  :class:`~janus.trace.arrays.FedArray` (``janus.trace.arrays``); any other NumPy array is
+  a Python value, guarded by value, and the trace sees a read-only copy (a write into it,
+  which eager makes in the caller's array, fails the conversion);
 * a Python scalar, string or ``None`` is specialized as a constant, guarded by value;
 * functions, modules, classes, variables and framework objects (Keras layers,
   optimizers, ``tf.Module``) are used as they are, guarded by identity;
@@ -40,7 +41,7 @@ import tensorflow as tf
 from janus import _tf_private
 from janus.errors import ConversionError
 from janus.trace.active import CALL
-from janus.trace.arrays import FedArray
+from janus.trace.arrays import FedArray, is_fed_array
 from janus.trace.guards import GuardBuilder, fits_spec
 from janus.trace.scalars import DTYPES, PyScalar, fed_scalar
 from janus.trace.seeds import DATASET_RANDOM_OPS, STATEFUL_RANDOM_OPS
@@ -86,6 +87,10 @@ class HeapModel:
     random_datasets: list[str] = field(default_factory=list)
     fed_iterators: list[Source] = field(default_factory=list)  # tf.data iterators the graph advances
     arrays_read: dict[Source, str] = field(default_factory=dict)  # fed arrays used as NumPy arrays, and how
+    # NumPy arrays of Python state kept as values (read as NumPy by an earlier trace: the
+    # policy's set), None: none is fed; and those this trace feeds
+    numpy_values: set[Source] | None = None
+    state_arrays: set[Source] = field(default_factory=set)
     _keep: list[Any] = field(default_factory=list)
     _pinned: set[int] = field(default_factory=set)
 
@@ -181,6 +186,8 @@ class HeapModel:
         if isinstance(value, np.ndarray):
             if source in self.arg_inputs:
                 return self._array_input(value, source)
+            if self.numpy_values is not None and source not in self.numpy_values and is_fed_array(value):
+                return self._state_array_input(value, source)
             # The trace sees a read-only copy: a write into the array (eager changes the
             # caller's) raises, and the function runs eagerly.
             frozen = value.copy()
@@ -266,6 +273,16 @@ class HeapModel:
         self.guard_set.array(source, value.dtype, dims)
         self._read_from[id(self.arg_inputs[source])] = source
         return FedArray(self.arg_inputs[source], value.dtype, dims, source, self.arrays_read)
+
+    def _state_array_input(self, value: np.ndarray, source: Source) -> FedArray:
+        """A NumPy array of Python state (``env.state``, ``self.mean``), fed at every call like
+        an argument's, guarded on dtype and shape: its values may change between calls.  Read
+        as NumPy, it is a value in the next trace (``janus.trace.arrays``)."""
+        dims = tuple(value.shape)
+        self.guard_set.array(source, value.dtype, dims)
+        placeholder = self._call_time_input(source, tf.TensorSpec(dims, tf.as_dtype(value.dtype)))
+        self.state_arrays.add(source)
+        return FedArray(placeholder, value.dtype, dims, source, self.arrays_read)
 
     def _composite_input(self, value: Any, source: Source) -> Any:
         """A ``RaggedTensor``, ``SparseTensor`` or ``ExtensionType``: fed through its
