@@ -134,3 +134,48 @@ def test_failures_that_differ_keep_trying():
     calls = [(tf.constant([1.0, 2.0]), min(i // 4, 2)) for i in range(16)]
     total = check(make, calls, min_graph_calls=1)
     assert total["conversions"] >= 1, total
+
+
+# ------------------------------------------------------------------ a miss the relaxation explains
+def _scheduled(jit):
+    class Sched:
+        def __init__(self):
+            self.t = 0
+            self.lr = 1.0
+            self.log = []
+
+        @jit
+        def step(self, x):
+            self.t += 1  # a number of state that changes at every call
+            if tf.reduce_sum(x) > 0:
+                self.lr = self.lr * 0.5  # written on some calls: fed with the counter
+            self.log.append(self.t)
+            return x * self.lr
+
+    s = Sched()
+    return SimpleNamespace(fn=s.step, state=lambda: {"t": s.t, "lr": s.lr, "log": list(s.log)})
+
+
+def test_a_miss_on_a_number_of_state_converts_at_once():
+    """The first graph specializes on t; its miss is explained (t is fed from then on, and
+    lr, which the graph writes, with it): that call converts and runs a graph, without the
+    profiled eager call a conversion after an unexplained miss waits for."""
+    signs = [1.0, -1.0, 2.0, -3.0, 1.5, 0.5, -0.5, 4.0, -2.0, 3.0, 1.0, -1.0]  # the profile sees both sides
+    calls = [(tf.constant([v, v * 0.5]),) for v in signs]
+    total = check(_scheduled, calls, min_graph_calls=9)
+    assert total["eager_calls"] == 3 and total["graph_calls"] == 9, total  # the 3 profiled calls only
+    assert total["conversions"] == 2, total
+
+
+def test_a_miss_on_an_argument_runs_eagerly_first():
+    """An argument's new value may come back to the one a graph serves: that miss runs eagerly."""
+    def make(jit):
+        @jit
+        def f(x, n):
+            return x * n
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(tf.constant([1.0]), 2)] * 4 + [(tf.constant([1.0]), 3)] + [(tf.constant([1.0]), 2)] * 3
+    total = check(make, calls, min_graph_calls=4)
+    assert total["conversions"] == 1 and total["eager_calls"] == 4, total

@@ -163,7 +163,7 @@ class ConversionPolicy:
         call a new profile would need, and assumes no loop's trip count (one may follow what
         changed; the profile has not seen it change)."""
         first = None
-        explained = True
+        explained, state_number = True, False
         graph, report = entry.graph, entry.report
         for guard in report.guards:
             if graph.holds(guard, args, kwargs):
@@ -173,6 +173,7 @@ class ConversionPolicy:
             value = graph.value_at(source, args, kwargs) if source is not None else None
             if guard.kind is GuardKind.VALUE and type(value) in (int, float):
                 self.varying[source] = type(value)
+                state_number = state_number or not source.is_argument
                 # an argument may take its old value again (its graph still serves it)
                 explained = explained and not source.is_argument
             elif guard.kind is GuardKind.TENSOR and tf.is_tensor(value) and not source.is_argument:
@@ -182,7 +183,7 @@ class ConversionPolicy:
             else:  # an argument tensor's new shape is relaxed by the next trace; anything else needs a profile
                 explained = explained and guard.kind is GuardKind.TENSOR and is_eager_tensor(value) \
                     and value.dtype == report.tensor_dtype(source)
-        if any(not s.is_argument for s in self.varying):
+        if state_number:
             # a number of state the function writes changes too: fed with the one that missed
             written = set(_written(entry.graph.effects))
             for guard in report.guards:
