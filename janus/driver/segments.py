@@ -77,6 +77,7 @@ class SegmentCall:
     def settle_as_written(self) -> None:
         """Run as written from now on (whole calls were faster so)."""
         self.as_written, self.forced = True, False
+        self.function._note(self.describe())  # noqa: SLF001 - the segment's own reasons, for explain
         self._settled(self.segment.index)
 
     def __call__(self, *args: Any) -> Any:
@@ -124,7 +125,10 @@ class SegmentCall:
         """The trial's outcome, for ``janus.explain`` (None while it has not run)."""
         if len(self.eager_times) < TRIAL:
             return None
-        verdict = "runs as written (in the driver)" if self.as_written else "stays a graph"
+        if self.as_written and graphs_faster(self.graph_times, self.eager_times):
+            verdict = "runs as written (in the driver: whole calls were faster so)"
+        else:
+            verdict = "runs as written (in the driver)" if self.as_written else "stays a graph"
         return (f"{verdict}: eagerly {statistics.median(self.eager_times) * 1e3:.3f} ms a call, as a graph "
                 f"{statistics.median(self.graph_times) * 1e3:.3f} ms")
 
