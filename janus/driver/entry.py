@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from janus import _tf_private
 from janus.commit import atomicity, effects
+from janus.commit import undo as undoing
 from janus.commit.packing import Packer, Recipe, Run
 from janus.convert import support
 from janus.convert.pipeline import converted_function
@@ -52,7 +53,7 @@ class Graph:
     effects: list[effects.Effect]
     namespace: dict  # what the guard and input code read (sources' expressions)
     seeds: SeedReservation | None = None  # the random draws' seeds, fed and consumed at each call
-    undo: atomicity.Undo | None = None  # what is put back if a run fails (an op may fail after a write)
+    undo: undoing.Undo | None = None  # what is put back if a run fails (an op may fail after a write)
     xla_ops: int = 0  # ops marked for XLA clusters (janus.trace.xla)
 
     def holds(self, guard: Guard, a: tuple, k: dict) -> bool:
@@ -75,7 +76,7 @@ class Graph:
             def run() -> Any:
                 return _tf_private.call_flat(self.concrete, self.inputs(a, k), xla=self.xla_ops > 0)
 
-            outs = run() if self.undo is None else atomicity.run_undoing(run, self.undo, a, k)
+            outs = run() if self.undo is None else undoing.run_undoing(run, self.undo, a, k)
         finally:
             CALL.args = None
         return list(outs) if isinstance(outs, (list, tuple)) else ([] if outs is None else [outs])
@@ -381,22 +382,22 @@ def _trace(python_fn: types.FunctionType, converted: Callable, args: tuple, kwar
     return CacheEntry(graph, report)
 
 
-def _undo(ctx: TraceContext, concrete: Any, args: tuple, kwargs: dict) -> atomicity.Undo:
+def _undo(ctx: TraceContext, concrete: Any, args: tuple, kwargs: dict) -> undoing.Undo:
     """What a run in which an op may fail after a write puts back if it fails: the variables
     it may write and the iterators it is fed (:class:`atomicity.FailureAfterWrite` if the
     graph holds other state, or an iterator of this call whose position cannot be saved)."""
     late = ctx.checks.late_failures[0]
-    variables = atomicity.undoable_variables(concrete)
+    variables = undoing.undoable_variables(concrete)
     if variables is None:
         raise atomicity.FailureAfterWrite(f"{late}, and the graph holds state other than variables and iterators: "
                                           "a run it aborted could not be undone")
     getters = [ctx.getter(s) for s in ctx.heap.fed_iterators]
     try:
         for getter in getters:
-            atomicity.iterator_position(getter(args, kwargs))
-    except atomicity.Disturbed as e:
+            undoing.iterator_position(getter(args, kwargs))
+    except undoing.Disturbed as e:
         raise atomicity.FailureAfterWrite(f"{late}; {e.reason}") from None
-    return atomicity.Undo(variables, (lambda a, k: [g(a, k) for g in getters]) if getters else None)
+    return undoing.Undo(variables, (lambda a, k: [g(a, k) for g in getters]) if getters else None)
 
 
 def _traced_shape(relaxed: tf.TensorShape | None, value: Any) -> Any:

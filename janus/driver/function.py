@@ -24,7 +24,7 @@ from typing import Any, Callable
 import tensorflow as tf
 
 from janus import config
-from janus.commit import atomicity
+from janus.commit import undo as undoing
 from janus.commit.uninterrupted import SignalsDeferred
 from janus.convert.libraries import is_user_code, is_user_code_file
 from janus.convert.segments import BreakSite
@@ -240,7 +240,7 @@ class JanusFunction:
         """A run aborted: learn from what failed.  A failed assumption drops every graph that
         made it, and is never assumed again.  The user's ``assert`` failing is none: the graph
         stays (right whenever the assert holds); nor, while it is rare, is a raising side taken."""
-        if isinstance(error, atomicity.Disturbed):
+        if isinstance(error, undoing.Disturbed):
             self._note(f"ran eagerly: {error.reason}")
             return
         match aborts.classify(error, entry.report.assumptions):

@@ -28,7 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from janus import config
-from janus.commit import atomicity
+from janus.commit import undo as undoing
 from janus.trace.aborts import summary
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ class XlaTrials:
     def execute(entry: CacheEntry, decision: XlaDecision, args: tuple, kwargs: dict) -> tuple[list, CacheEntry]:
         """Run a trial call: the outputs to commit and the entry they came from.  Raises if
         the plain run aborts (then nothing changed)."""
-        if decision.variant is not None and atomicity.no_other_threads():
+        if decision.variant is not None and undoing.no_other_threads():
             return run_both(entry, decision, args, kwargs, time.perf_counter)
         if not entry.counters.hits:  # the first run instantiates the graph: not timed
             return entry.graph.execute(args, kwargs), entry
@@ -178,7 +178,7 @@ def run_both(plain: CacheEntry, decision: XlaDecision, args: tuple, kwargs: dict
     entry they came from (the plain one unless XLA agreed).  Raises if the plain run
     aborts (then nothing changed)."""
     variant = decision.variant
-    variables = atomicity.undoable_variables(plain.graph.concrete)
+    variables = undoing.undoable_variables(plain.graph.concrete)
     if variables is None:
         give_up(decision, "its graph holds state other than variables: a run cannot be undone to compare")
         return _timed(plain, args, kwargs, clock)[0], plain
