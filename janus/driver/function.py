@@ -18,16 +18,13 @@ import threading
 import types
 import weakref
 from collections import Counter
-from dataclasses import replace
 from typing import Any, Callable
 
 import tensorflow as tf
 
 from janus import config
-from janus.commit import undo as undoing
 from janus.commit.uninterrupted import SignalsDeferred
-from janus.convert.libraries import is_user_code, is_user_code_file
-from janus.convert.segments import BreakSite
+from janus.convert.libraries import is_user_code
 from janus.driver import workers
 from janus.driver.cache import GraphCache
 from janus.driver.conversion import Conversion
@@ -35,7 +32,8 @@ from janus.driver.entry import CacheEntry, input_leaves
 from janus.driver.logs import configure_logging
 from janus.driver.options import Options
 from janus.driver.policy import ConversionPolicy
-from janus.driver.segments import MAX_BREAKS, SplitFunction
+from janus.driver.aborted import learn_from_abort
+from janus.driver.segments import SplitFunction, split_at
 from janus.driver.xla_choice import XlaTrials
 from janus.errors import GraphBreakError
 from janus.trace import aborts
@@ -43,11 +41,6 @@ from janus.trace.active import current
 from janus_profiler import Profiler
 
 log = logging.getLogger("janus")
-
-
-# Runs of a graph that never succeeded, each failing in an op (not an assumption), after
-# which the function gives up: the graph, not the input, is what fails.
-RETIRE_AFTER_FAILED_RUNS = 3
 
 _REGISTRY: "weakref.WeakSet[JanusFunction]" = weakref.WeakSet()
 _WRAPPERS: "weakref.WeakValueDictionary[int, JanusFunction]" = weakref.WeakValueDictionary()
@@ -169,36 +162,14 @@ class JanusFunction:
                 self.conversion.failed("a new graph's guards did not hold on the call that built it (a Janus bug)")
                 return None
         elif self.conversion.break_site is not None:
-            self._split_at(self.conversion.break_site)
+            split = split_at(self, self.conversion.break_site, JanusFunction._segment(self))
+            if split is not None:
+                self.entries.clear()
+                self.split = split
         elif miss is not None:
             self._note(f"no cached graph's guards held ({miss})")
             self.conversion.why = f"a guard miss ({miss})"
         return entry
-
-    def _split_at(self, site: BreakSite) -> None:
-        """A statement cannot run in a graph: from this call on, it runs in Python and the
-        rest of the function in graph segments (a segment splits again at a break of its
-        own; ``MAX_BREAKS`` bounds the breaks of a function and its segments)."""
-        where = f"{os.path.basename(self.python_function.__code__.co_filename)}:{site.line}"
-        root = self
-        while root.segment_of is not None:
-            root = root.segment_of
-        root.breaks_made += 1
-        if root.breaks_made > MAX_BREAKS:
-            self.policy.give_up(f"more than {MAX_BREAKS} graph breaks (the last at {where}: {site.reason})",
-                                "See janus.explain(f).")
-            return
-        try:
-            # the function was profiled already: its segments convert at their second call
-            options = replace(self.options, given_profile_calls=min(1, self.options.profile_calls))
-            split = SplitFunction(self.python_function, {site.line: site}, options, JanusFunction._segment(self))
-        except Exception as e:  # noqa: BLE001 - cannot split: the function runs eagerly, as before breaks
-            self._note(f"graph break at {where} ({site.reason}) but {aborts.summary(e)}")
-            self.policy.give_up(f"{site.reason} (at {where}); {aborts.summary(e)}", "See janus.explain(f).")
-            return
-        self._note(f"graph break at {where}: {site.reason}")
-        self.entries.clear()
-        self.split = split
 
     @staticmethod
     def _segment(owner: "JanusFunction") -> Callable[[types.FunctionType, Options], "JanusFunction"]:
@@ -221,7 +192,7 @@ class JanusFunction:
             except Exception as e:  # noqa: BLE001 - an op failed, or Janus's own input gathering
                 entry.counters.failures += 1
                 self.counts["assertion_failures"] += 1
-                self._aborted(entry, e)
+                learn_from_abort(self, entry, e)
                 outputs = None
             if outputs is not None:
                 result = target.graph.finish(outputs, args, kwargs)
@@ -235,37 +206,6 @@ class JanusFunction:
         if outputs is None:  # outside the except block: eager's exception must not chain to the graph's
             return self._eager(args, kwargs)
         return result
-
-    def _aborted(self, entry: CacheEntry, error: BaseException) -> None:
-        """A run aborted: learn from what failed.  A failed assumption drops every graph that
-        made it, and is never assumed again.  The user's ``assert`` failing is none: the graph
-        stays (right whenever the assert holds); nor, while it is rare, is a raising side taken."""
-        if isinstance(error, undoing.Disturbed):
-            self._note(f"ran eagerly: {error.reason}")
-            return
-        match aborts.classify(error, entry.report.assumptions):
-            case aborts.SeedsOverflowed():
-                entry.graph.seeds.grow()
-                self._note("the graph made more random draws than seeds were reserved; re-ran eagerly, reserving more")
-            case aborts.AssertFailed():
-                self._note("an assert statement failed in the graph; re-ran eagerly (graph kept)")
-            case aborts.OpFailed() as failed:
-                self._note(f"graph run aborted{failed.location(is_user_code_file)}, re-ran eagerly: {failed.summary}")
-                if entry.counters.hits == 0 and entry.counters.failures >= RETIRE_AFTER_FAILED_RUNS:
-                    # never ran through: a graph TensorFlow cannot run, not an input eager also fails on
-                    self.entries.drop(lambda e: e is entry)
-                    self.policy.give_up(f"its graph failed on each of its {entry.counters.failures} runs "
-                                        f"({failed.summary})", "See janus.explain(f).")
-            case aborts.AssumptionFailed(assumption=failed):
-                failed.failed += 1
-                if failed.kind == "not_raising" and failed.failed <= failed.held:
-                    self._note(f"a side that raises was taken, re-ran eagerly (graph kept): {failed.description}")
-                    return
-                self.policy.ban(failed)
-                self.entries.drop(lambda e: any(a.ban == failed.ban for a in e.report.assumptions))
-                self.policy.retry_next_call(self.options.profile_calls)  # re-convert next call, without it
-                self.conversion.why = f"a failed assumption (#{failed.id} {failed.description})"
-                self._note(f"assumption failed, re-ran eagerly: {failed.description}")
 
     def _eager(self, args: tuple, kwargs: dict) -> Any:
         """The call as written: profiled while Janus may still convert, plain once it gave up."""

@@ -16,6 +16,7 @@ import statistics
 import threading
 import time
 import types
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable
 
 import gast
@@ -25,6 +26,7 @@ from janus.convert.segments import RUNTIME, SEGMENTS, BreakSite, Segment, split
 from janus.convert.pipeline import with_user_lines
 from janus.convert.unparse import unparse
 from janus.runtime import ops
+from janus.trace import aborts
 
 if TYPE_CHECKING:
     from janus.driver.function import JanusFunction
@@ -271,3 +273,30 @@ class SplitFunction:
 
     def seconds_in_segments(self) -> float:
         return sum(c.seconds for c in self.calls)
+
+
+def split_at(jf: "JanusFunction", site: BreakSite,
+             make: Callable[[types.FunctionType, "Options"], "JanusFunction"]) -> SplitFunction | None:
+    """``jf`` split at ``site``, a statement that cannot run in a graph: from this call on it
+    runs in Python and the rest of the function in graph segments (made by ``make``; a
+    segment splits again at a break of its own, and ``MAX_BREAKS`` bounds the breaks of a
+    function and its segments).  None: ``jf`` gave up instead, and runs eagerly."""
+    where = f"{os.path.basename(jf.python_function.__code__.co_filename)}:{site.line}"
+    root = jf
+    while root.segment_of is not None:
+        root = root.segment_of
+    root.breaks_made += 1
+    if root.breaks_made > MAX_BREAKS:
+        jf.policy.give_up(f"more than {MAX_BREAKS} graph breaks (the last at {where}: {site.reason})",
+                          "See janus.explain(f).")
+        return None
+    try:
+        # the function was profiled already: its segments convert at their second call
+        options = replace(jf.options, given_profile_calls=min(1, jf.options.profile_calls))
+        split = SplitFunction(jf.python_function, {site.line: site}, options, make)
+    except Exception as e:  # noqa: BLE001 - cannot split: the function runs eagerly, as before breaks
+        jf._note(f"graph break at {where} ({site.reason}) but {aborts.summary(e)}")  # noqa: SLF001
+        jf.policy.give_up(f"{site.reason} (at {where}); {aborts.summary(e)}", "See janus.explain(f).")
+        return None
+    jf._note(f"graph break at {where}: {site.reason}")  # noqa: SLF001 - the function's reasons, for explain
+    return split

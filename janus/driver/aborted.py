@@ -1,0 +1,51 @@
+"""What a function learns when one of its graph runs aborted (nothing was committed, and the
+call re-runs eagerly): what failed (:mod:`janus.trace.aborts`) tells the policy what to stop
+assuming, which graphs to drop, and when a graph itself cannot run."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from janus.commit import undo as undoing
+from janus.convert.libraries import is_user_code_file
+from janus.driver.entry import CacheEntry
+from janus.trace import aborts
+
+if TYPE_CHECKING:
+    from janus.driver.function import JanusFunction
+
+# Runs of a graph that never succeeded, each failing in an op (not an assumption), after
+# which the function gives up: the graph, not the input, is what fails.
+RETIRE_AFTER_FAILED_RUNS = 3
+
+
+def learn_from_abort(jf: "JanusFunction", entry: CacheEntry, error: BaseException) -> None:
+    """A run of ``entry`` aborted with ``error``.  A failed assumption drops every graph that
+    made it, and is never assumed again.  The user's ``assert`` failing is none: the graph
+    stays (right whenever the assert holds); nor, while it is rare, is a raising side taken."""
+    note = jf._note  # noqa: SLF001 - the function's reasons, for janus.explain
+    if isinstance(error, undoing.Disturbed):
+        note(f"ran eagerly: {error.reason}")
+        return
+    match aborts.classify(error, entry.report.assumptions):
+        case aborts.SeedsOverflowed():
+            entry.graph.seeds.grow()
+            note("the graph made more random draws than seeds were reserved; re-ran eagerly, reserving more")
+        case aborts.AssertFailed():
+            note("an assert statement failed in the graph; re-ran eagerly (graph kept)")
+        case aborts.OpFailed() as failed:
+            note(f"graph run aborted{failed.location(is_user_code_file)}, re-ran eagerly: {failed.summary}")
+            if entry.counters.hits == 0 and entry.counters.failures >= RETIRE_AFTER_FAILED_RUNS:
+                # never ran through: a graph TensorFlow cannot run, not an input eager also fails on
+                jf.entries.drop(lambda e: e is entry)
+                jf.policy.give_up(f"its graph failed on each of its {entry.counters.failures} runs "
+                                  f"({failed.summary})", "See janus.explain(f).")
+        case aborts.AssumptionFailed(assumption=failed):
+            failed.failed += 1
+            if failed.kind == "not_raising" and failed.failed <= failed.held:
+                note(f"a side that raises was taken, re-ran eagerly (graph kept): {failed.description}")
+                return
+            jf.policy.ban(failed)
+            jf.entries.drop(lambda e: any(a.ban == failed.ban for a in e.report.assumptions))
+            jf.policy.retry_next_call(jf.options.profile_calls)  # re-convert next call, without it
+            jf.conversion.why = f"a failed assumption (#{failed.id} {failed.description})"
+            note(f"assumption failed, re-ran eagerly: {failed.description}")
