@@ -239,6 +239,9 @@ class SplitFunction:
     def _confirm(self, elapsed: float) -> None:
         """One whole call of the confirmation (see the class): start it once no trial is under
         way and some segment keeps its graph; decide after ``2 * TRIAL`` calls."""
+        if self.settled:  # every segment runs as written: nothing left to confirm
+            self._confirming = False
+            return
         as_graphs, as_written = self._whole
         if not self._keepers:
             calls = self._all_calls()
