@@ -13,11 +13,13 @@ authors would (issue #28):
 * ``text_generation``: the text-generation tutorial's loop, a character model called one
   character at a time, each drawn by ``tf.random.categorical`` (eager's numbers, seeded);
 * ``library_helper``: a training step calling pure-TensorFlow helpers of an installed
-  package (written to a temporary ``site-packages`` here), allowed by ``janus.allow``.
+  package (written to a temporary ``site-packages`` here), allowed by ``janus.allow``;
+* ``wgan_gp``: a Keras WGAN-GP whose ``train_step`` calls its ``gradient_penalty`` method
+  on ``self`` (both decorated), two critic steps per generator step, seeded noise.
 
 Janus splits ``numpy_statistic``, ``environment``, ``gradient_ascent``, ``shift_reduce`` and
 ``text_generation`` at their graph breaks and runs the rest as graph segments; the other
-two convert whole.  Each program is first run in each mode alone, ``--warmup`` calls
+three convert whole.  Each program is first run in each mode alone, ``--warmup`` calls
 (profiling, conversion, the split, the segments' conversions and their eager-or-graph
 trial) then ``--calls`` more, to compare its results and final state with eager's (Janus
 must match; tf.function may not — it traces Python once) and to time Janus's warm-up.
@@ -281,24 +283,90 @@ def library_helper(jit):
     return jit(step), lambda i: data[i % 4], lambda: (w1, w2)
 
 
+def wgan_gp(jit):
+    keras = tf.keras
+    keras.utils.set_random_seed(13)  # every mode draws the same noise (tf.function: its own)
+
+    class WGAN(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.critic = keras.Sequential([keras.Input((32,)), keras.layers.Dense(64, activation="relu"),
+                                            keras.layers.Dense(64, activation="relu"), keras.layers.Dense(1)])
+            self.gen = keras.Sequential([keras.Input((16,)), keras.layers.Dense(64, activation="relu"),
+                                         keras.layers.Dense(32)])
+            self.c_opt, self.g_opt = keras.optimizers.Adam(1e-3), keras.optimizers.Adam(1e-3)
+
+        @jit
+        def gradient_penalty(self, batch_size, real, fake):
+            alpha = tf.random.uniform([batch_size, 1], 0.0, 1.0)
+            interpolated = real + alpha * (fake - real)
+            with tf.GradientTape() as gp_tape:
+                gp_tape.watch(interpolated)
+                pred = self.critic(interpolated, training=True)
+            grads = gp_tape.gradient(pred, [interpolated])[0]
+            norm = tf.sqrt(tf.reduce_sum(tf.square(grads), axis=[1]))
+            return tf.reduce_mean((norm - 1.0) ** 2)
+
+        @jit
+        def train_step(self, real):
+            batch_size = tf.shape(real)[0]
+            for _ in range(2):  # critic steps per generator step
+                with tf.GradientTape() as tape:
+                    fake = self.gen(tf.random.normal([batch_size, 16]), training=True)
+                    cost = tf.reduce_mean(self.critic(fake, training=True)) - \
+                        tf.reduce_mean(self.critic(real, training=True))
+                    c_loss = cost + self.gradient_penalty(batch_size, real, fake) * 10.0
+                grads = tape.gradient(c_loss, self.critic.trainable_variables)
+                self.c_opt.apply_gradients(zip(grads, self.critic.trainable_variables))
+            with tf.GradientTape() as tape:
+                g_loss = -tf.reduce_mean(self.critic(self.gen(tf.random.normal([batch_size, 16]), training=True)))
+            grads = tape.gradient(g_loss, self.gen.trainable_variables)
+            self.g_opt.apply_gradients(zip(grads, self.gen.trainable_variables))
+            return {"c_loss": c_loss, "g_loss": g_loss}
+
+    model = WGAN()
+    r = np.random.RandomState(14)
+    data = [tf.constant(r.normal(size=(64, 32)).astype(np.float32)) for _ in range(4)]
+    return model.train_step, lambda i: (data[i % 4],), lambda: [w.numpy() for w in model.weights]
+
+
 PROGRAMS = {f.__name__: f for f in (numpy_statistic, environment, gradient_ascent, shift_reduce, numpy_minibatch,
-                                    text_generation, library_helper)}
+                                    text_generation, library_helper, wgan_gp)}
 MODES = {"eager": lambda f: f, "janus": janus.function, "tf.function": tf.function}
 
 
 # ------------------------------------------------------------------ timing
 def _leaves(x):
+    if isinstance(x, tf.Tensor) and not hasattr(x, "numpy"):
+        return [x]  # a graph's tensor tf.function left in Python state: equal to nothing eager has
     if isinstance(x, (tf.Tensor, tf.Variable, np.ndarray)):
         return [np.asarray(x)]
     if isinstance(x, (list, tuple)):
         return [leaf for v in x for leaf in _leaves(v)]
+    if isinstance(x, dict):
+        return [leaf for k in sorted(x) for leaf in _leaves(x[k])]
     return [x]
 
 
-def _same(a, b) -> bool:
+def _agreement(a, b) -> str:
+    """``yes``: the same results and state, bit for bit; ``to 3e-08``: equal up to that
+    absolute difference (float rounding: a graph may add a gradient's terms in another
+    order); ``no``: other numbers (tf.function's own random draws, say)."""
     la, lb = _leaves(a), _leaves(b)
-    return len(la) == len(lb) and all(
-        (np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y) for x, y in zip(la, lb))
+    if len(la) != len(lb):
+        return "no"
+    diff = 0.0
+    for x, y in zip(la, lb):
+        if isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and x.dtype.kind == "f" and x.shape == y.shape \
+                or type(x) is float and type(y) is float:
+            x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+            if not np.allclose(x, y, rtol=1e-5, atol=1e-6):
+                return "no"
+            diff = max(diff, float(np.max(np.abs(x - y), initial=0.0)))
+        elif isinstance(x, tf.Tensor) or isinstance(y, tf.Tensor) or \
+                not (np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y):
+            return "no"
+    return "yes" if diff == 0.0 else f"to {diff:.0e}"
 
 
 def run(program, mode: str, warmup: int, calls: int) -> types.SimpleNamespace:
@@ -372,8 +440,8 @@ def main(argv=None) -> None:
                 continue
             ms = statistics.median(r[mode] for r in rounds) * 1e3
             speed = statistics.median(r["eager"] / r[mode] for r in rounds)
-            same = _same(eager.results, checked[mode].results) and _same(eager.state, checked[mode].state)
-            cell[mode] = (f"{ms:.2f}", f"{speed:.2f}x", "yes" if same else "no")
+            same = _agreement((eager.results, eager.state), (checked[mode].results, checked[mode].state))
+            cell[mode] = (f"{ms:.2f}", f"{speed:.2f}x", same)
         s = checked["janus"].stats or {}
         extra = "-" if checked["janus"].error else f"{checked['janus'].warmup - eager.warmup:.2f} s"
         print(f"| {name} | {cell['eager'][0]} | {cell['janus'][0]} | {cell['janus'][1]} | {cell['tf.function'][0]} "
