@@ -30,6 +30,7 @@ from janus.driver.entry import CacheEntry, TracePlan, build_entry, convert, inpu
 from janus.errors import ConversionError, NotYet, Restart, UndefinedValueError
 from janus.runtime.recursion import Regroup
 from janus.trace.aborts import summary
+from janus.trace.arrays import StateArraysKept
 
 if TYPE_CHECKING:
     from janus.driver.cache import GraphCache
@@ -199,6 +200,9 @@ class Conversion:
                 self.policy.ban(a)
             self.note(f"not speculated, checked after a state update: "
                       f"{'; '.join(a.description for a in error.assumptions)}")
+            return plan
+        if isinstance(error, StateArraysKept):
+            self.note(f"kept as NumPy values (read as NumPy): {error.reason}")
             return plan
         if isinstance(error, Regroup):
             regrouped = plan.regrouped(error)

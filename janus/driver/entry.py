@@ -29,7 +29,7 @@ from janus.runtime import ops
 from janus.runtime.recursion import Regroup, TreeRecursion
 from janus.trace import guards, output, xla as xla_marks
 from janus.trace.active import CALL
-from janus.trace.arrays import ReadAsNumPy, is_fed_array
+from janus.trace.arrays import ReadAsNumPy, StateArraysKept, is_fed_array
 from janus.trace.context import TraceContext
 from janus.trace.seeds import DATASET_RANDOM_OPS, STATEFUL_RANDOM_OPS, SeedReservation
 from janus.trace.guards import Guard, GuardKind
@@ -224,9 +224,6 @@ def _defaults(ctx: TraceContext, fn: types.FunctionType, args: tuple, kwargs: di
     return out
 
 
-MAX_STATE_ARRAY_TRACES = 2  # traces that find arrays of state read as NumPy, before the last
-
-
 def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple, kwargs: dict,
                 plan: TracePlan, speculator: Speculator,
                 on_collective: Callable[[Any], None] | None = None) -> CacheEntry:
@@ -244,23 +241,22 @@ def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple,
     this call's shapes of the fed arrays (``len(x)`` needs the size), then with every array
     a value (eager's NumPy casts where a tensor input raises): arrays are remembered if that
     last trace succeeds.  NumPy arrays of Python state are fed the same way
-    (``janus.trace.heap``); one read as NumPy is a value in the next trace, remembered too.
+    (``janus.trace.heap``); a trace that reads one as NumPy raises
+    :class:`~janus.trace.arrays.StateArraysKept`, a restart: the policy keeps it a value.
     """
-    kept = speculator.numpy_values
-    for _ in range(MAX_STATE_ARRAY_TRACES):
-        try:
-            return _build_entry(python_fn, converted, args, kwargs, plan, speculator, on_collective)
-        except ReadAsNumPy as e:  # arrays of Python state read as NumPy: values in the next trace
-            state = {s for s in e.sources if not s.is_argument} - kept
-            if not state:
-                raise
-            kept.update(state)
-    return _build_entry(python_fn, converted, args, kwargs, plan, speculator, on_collective)
+    try:
+        return _build_entry(python_fn, converted, args, kwargs, plan, speculator, on_collective)
+    except ReadAsNumPy as e:
+        state = {s for s in e.sources if not s.is_argument} - speculator.numpy_values
+        if not state:
+            raise
+        speculator.numpy_values.update(state)
+        raise StateArraysKept(state) from None
 
 
 def _build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple, kwargs: dict, plan: TracePlan,
                  speculator: Speculator, on_collective: Callable[[Any], None] | None) -> CacheEntry:
-    """:func:`build_entry`, NumPy arrays of Python state fed unless kept as values."""
+    """:func:`build_entry` but for arrays of Python state read as NumPy."""
     kept = speculator.numpy_values
     arrays = [s for s, v in input_leaves(args, kwargs) if is_fed_array(v)]
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from janus.errors import ConversionError
+from janus.errors import ConversionError, Restart
 from janus.trace.sources import Source
 from janus.trace.values import SymbolicShape
 
@@ -52,6 +52,15 @@ class ReadAsNumPy(ConversionError):
         first, what = next(iter(sources.items()))
         super().__init__(f"{first.what} is read as a NumPy array ({what}): it is guarded by value")
         self.sources = dict(sources)
+
+
+class StateArraysKept(Restart):
+    """A trace read arrays of Python state as NumPy: the policy now keeps them as values
+    (``speculator.numpy_values``), and the conversion loop traces again."""
+
+    def __init__(self, sources: set[Source]):
+        super().__init__(", ".join(sorted(s.label for s in sources)))
+        self.sources = set(sources)
 
 
 class FedArray:
