@@ -87,14 +87,9 @@ class SegmentCall:
         start = time.perf_counter()
         if jf.split is not None and jf.split.settled:  # split in turn, every segment of it as written
             self._settled(self.segment.index)
-        if self.forced:
-            jf.counts["calls"] += 1
-            jf.counts["eager_calls"] += 1
-            try:
-                return jf.python_function(*args)
-            finally:
-                self.seconds += time.perf_counter() - start
-        if self.as_written or jf.policy.gave_up or len(self.graph_times) >= TRIAL and len(self.eager_times) < TRIAL:
+        written = self.forced or self.as_written or jf.policy.gave_up
+        trial = not written and len(self.graph_times) >= TRIAL and len(self.eager_times) < TRIAL
+        if written or trial:
             if jf.policy.gave_up:
                 self._settled(self.segment.index)
             jf.counts["calls"] += 1
@@ -104,7 +99,7 @@ class SegmentCall:
             finally:
                 elapsed = time.perf_counter() - start
                 self.seconds += elapsed
-                if not (self.as_written or jf.policy.gave_up):
+                if trial:
                     self._eager_ran(elapsed)
         graphs = jf.counts["graph_calls"]
         try:
