@@ -331,7 +331,7 @@ def completion(graph: Any, safe: set, outputs: list) -> tf.Tensor | None:
     """A tensor of ``graph`` computed only after every op of it that may fail and that
     ``outputs`` do not already wait for: one more output of the function, so that no
     failing op is pruned for being unused (None when there is none)."""
-    needed = _upstream(_ops_of(outputs))  # a conditional or loop may be needed for one output, and prune another's ops
+    needed = _upstream(_ops_of(outputs), into_constructs=False)
     failing = [op for op in graph.get_operations()
                if (op not in needed or op.type in _CONSTRUCTS) and may_fail(op, safe)]
     if not failing:
@@ -341,15 +341,19 @@ def completion(graph: Any, safe: set, outputs: list) -> tf.Tensor | None:
             return tf.constant(True, name="janus_completed")
 
 
-def _upstream(ops: Iterable[Any]) -> set:
-    """``ops`` and every op they depend on, through data and control edges."""
+def _upstream(ops: Iterable[Any], into_constructs: bool = True) -> set:
+    """``ops`` and every op they depend on, through data and control edges.  Without
+    ``into_constructs``, not through a conditional's or loop's data inputs: TensorFlow
+    lowers them and prunes what feeds only outputs nobody uses, so running the construct
+    does not run them all."""
     found: set = set()
     stack = list(ops)
     while stack:
         op = stack.pop()
         if op not in found:
             found.add(op)
-            stack += [t.op for t in op.inputs] + list(op.control_inputs)
+            inputs = op.inputs if into_constructs or op.type not in _CONSTRUCTS else ()
+            stack += [t.op for t in inputs] + list(op.control_inputs)
     return found
 
 
