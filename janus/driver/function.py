@@ -145,9 +145,9 @@ class JanusFunction:
     def _miss(self, args: tuple, kwargs: dict) -> CacheEntry | None:
         """No cached graph fits: convert if the policy says so (None: run this call eagerly)."""
         try:
-            miss = self.policy.learn_from_miss(self.entries[0], args, kwargs) if self.entries else None
-            if self.collective is not None:  # every worker must take one path at this step: eager
-                self.policy.explained_miss = False
+            # under a multi-worker strategy every worker must take one path at a miss: eager
+            miss = self.policy.learn_from_miss(self.entries[0], args, kwargs, at_once=self.collective is None) \
+                if self.entries else None
             entry = self.conversion.run(args, kwargs, self.entries, self.options, self.collective,
                                         self._collective_seen)
         except Exception as e:  # noqa: BLE001 - Janus's own failure: never the user's exception

@@ -154,14 +154,14 @@ class ConversionPolicy:
         relaxed: dict = {s: shape for s, shape in self.shapes.items() if shape.is_fully_defined() is False}
         return relaxed | self.specs
 
-    def learn_from_miss(self, entry: Any, args: tuple, kwargs: dict) -> str:
+    def learn_from_miss(self, entry: Any, args: tuple, kwargs: dict, at_once: bool = True) -> str:
         """The first guard of ``entry`` that fails on this call; every Python int/float a
         failing guard pinned is fed next time, every changed heap tensor shape relaxed.
         When every failing guard is one of those — a number of state, not an argument, which
         may take its old value again — or an argument tensor's shape (the next trace relaxes
-        it), the miss is *explained*: the call converts at once, without the profiled eager
-        call a new profile would need, and assumes no loop's trip count (one may follow what
-        changed; the profile has not seen it change)."""
+        it), the miss is *explained*: the call converts at once (unless not ``at_once``),
+        without the profiled eager call a new profile would need, and assumes no loop's trip
+        count (one may follow what changed; the profile has not seen it change)."""
         first = None
         explained, state_number = True, False
         graph, report = entry.graph, entry.report
@@ -191,7 +191,7 @@ class ConversionPolicy:
                     value = graph.value_at(guard.source, args, kwargs)
                     if type(value) in (int, float):
                         self.varying[guard.source] = type(value)
-        self.explained_miss = explained and first is not None
+        self.explained_miss = at_once and explained and first is not None
         first = first or "argument structure"
         self.misses[first] += 1
         return first
