@@ -308,12 +308,18 @@ def test_array_guard_pins_the_dtype_the_rank_and_the_sizes_that_did_not_vary():
     from janus.trace.sources import Arg
 
     b = GuardBuilder()
-    g = b.array(Arg(0, "x"), np.dtype(np.float32), (None, 4))
+    g = b.array(Arg(0, "x"), np.zeros((1, 4), np.float32), (None, 4))
     assert g.description == "argument x is a float32 NumPy array of shape (None, 4) (fed to the graph)"
     holds, _ = compile_guard([g], 1, (), b.namespace)
     assert holds((np.zeros((3, 4), np.float32),), {}) and holds((np.zeros((17, 4), np.float32),), {})
     for other in (np.zeros((3, 4)), np.zeros((3, 5), np.float32), np.zeros((3, 4, 1), np.float32),
                   np.zeros((3, 4), ">f4"), tf.zeros((3, 4)), [[0.0] * 4] * 3):
+        assert not holds((other,), {}), other
+    scalar = b.array(Arg(0, "s"), np.float32(0.5), ())  # a NumPy scalar: its type
+    assert scalar.description == "argument s is a NumPy float32 (fed to the graph)"
+    holds, _ = compile_guard([scalar], 1, (), b.namespace)
+    assert holds((np.float32(-3.0),), {})
+    for other in (np.float64(0.5), np.array(0.5, np.float32), 0.5, tf.constant(0.5)):
         assert not holds((other,), {}), other
 
 

@@ -20,6 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from janus.errors import ConversionError
+from janus.trace.arrays import FedArray
 from janus.trace.scalars import PyOrTensor, PyScalar, to_python
 from janus.trace.values import SCALARS, DeferredStr, Undefined, is_framework_object, is_symbolic
 
@@ -234,7 +235,10 @@ class Packer:
         if isinstance(value, DeferredStr):
             fields = [p.value for p in value.parts if not isinstance(p, str)]
             return Formatted(value, tuple(self.pack(v, what) for v in fields))
-        if type(value) in SCALARS or isinstance(value, np.generic):
+        if isinstance(value, FedArray) and value.scalar_type is not None:  # a fed NumPy scalar: its value
+            self.tensors.append(tf.convert_to_tensor(value))
+            return Output(len(self.tensors) - 1, value.scalar_type)
+        if type(value) in SCALARS or isinstance(value, np.generic) and not isinstance(value, FedArray):
             return Constant(value)
         source = self.ctx.source_of(value)
         if source is not None:

@@ -399,7 +399,7 @@ def _undo(ctx: TraceContext, concrete: Any, args: tuple, kwargs: dict) -> undoin
 def _traced_shape(relaxed: tf.TensorShape | None, value: Any) -> Any:
     """The shape to trace an input with: the relaxed one, except a NumPy array's whose rank
     varied (the guard of a fed array fixes its rank)."""
-    if relaxed is None or isinstance(value, np.ndarray) and relaxed.rank != value.ndim:
+    if relaxed is None or isinstance(value, (np.ndarray, np.generic)) and relaxed.rank != value.ndim:
         return value.shape
     return relaxed
 

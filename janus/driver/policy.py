@@ -139,7 +139,7 @@ class ConversionPolicy:
     def observe(self, source: Source, value: Any, before: Any = None) -> None:
         """Widen what is known at ``source`` by ``value``: a tensor's or NumPy array's shape,
         or a composite tensor's ``TypeSpec`` (``before``: what the failed graph assumed there)."""
-        if is_eager_tensor(value) or isinstance(value, np.ndarray):
+        if is_eager_tensor(value) or isinstance(value, (np.ndarray, np.generic)):
             self.observe_shape(source, tf.TensorShape(value.shape), before)
             return
         spec = tf.type_spec_from_value(value)

@@ -3,7 +3,10 @@
 A numeric ``np.ndarray`` argument (bool, int, uint, float, complex; alone or inside the
 arguments' tuples, lists and dicts) is a graph input guarded on dtype and shape and
 converted to a tensor of its own dtype at every call, as ``tf.function`` treats NumPy
-inputs: a loop over minibatches ``x[i:i + 16]`` runs one graph.  Converted code sees a
+inputs: a loop over minibatches ``x[i:i + 16]`` runs one graph.  A NumPy scalar
+(``np.float32(0.5)``, what ``np.percentile`` or ``np.mean`` return) is fed the same way,
+guarded on its type: a statistic computed in Python between two graph segments changes
+at every call.  Converted code sees a
 :class:`FedArray`, a stand-in that TensorFlow converts to that input (the tensor
 conversion registry) and that answers what the shape guard fixes: ``shape``, ``dtype``,
 ``ndim``, ``size``, ``len()``, ``isinstance(x, np.ndarray)``.
@@ -36,12 +39,17 @@ FED_DTYPES = frozenset(np.dtype(t) for t in (
     np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
     np.float16, np.float32, np.float64, np.complex64, np.complex128))
 
-_NDARRAY_NAMES = frozenset(dir(np.ndarray))
+# NumPy scalar types fed like 0-d arrays (``np.float32``, ``np.int64``, ``np.bool_``, ...).
+FED_SCALAR_TYPES = frozenset(d.type for d in FED_DTYPES)
+
+_NDARRAY_NAMES = frozenset(dir(np.ndarray)).union(*(dir(t) for t in FED_SCALAR_TYPES))
 
 
 def is_fed_array(value: Any) -> bool:
-    """A NumPy array the graph may take as an input: exactly an ``ndarray``, of a numeric
-    dtype in native byte order."""
+    """A NumPy array the graph may take as an input: exactly an ``ndarray`` of a numeric
+    dtype in native byte order, or a NumPy scalar of such a dtype."""
+    if type(value) in FED_SCALAR_TYPES:
+        return True
     return type(value) is np.ndarray and value.dtype in FED_DTYPES and value.dtype.isnative
 
 
@@ -66,11 +74,13 @@ class StateArraysKept(Restart):
 class FedArray:
     """What converted code sees for a NumPy array argument fed to the graph (see the module)."""
 
-    __slots__ = ("_input", "_dtype", "_dims", "_source", "_marks")
+    __slots__ = ("_input", "_cls", "_dtype", "_dims", "_source", "_marks")
 
-    def __init__(self, placeholder: tf.Tensor, dtype: np.dtype, dims: tuple, source: Source,
+    def __init__(self, placeholder: tf.Tensor, value: np.ndarray | np.generic, dims: tuple, source: Source,
                  marks: dict[Source, str]):
+        dtype = value.dtype
         object.__setattr__(self, "_input", placeholder)
+        object.__setattr__(self, "_cls", type(value))  # np.ndarray, or the scalar's type
         object.__setattr__(self, "_dtype", dtype)
         object.__setattr__(self, "_dims", dims)  # the guarded shape; None where it varies
         object.__setattr__(self, "_source", source)
@@ -82,8 +92,13 @@ class FedArray:
         raise ReadAsNumPy({self._source: what})
 
     @property
-    def __class__(self) -> type:  # isinstance(x, np.ndarray), as eager answers
-        return np.ndarray
+    def __class__(self) -> type:  # isinstance(x, np.ndarray) (or np.floating, float), as eager answers
+        return self._cls
+
+    @property
+    def scalar_type(self) -> type | None:
+        """The NumPy scalar type this stands for (``np.float32``, ...); None for an array."""
+        return None if self._cls is np.ndarray else self._cls
 
     @property
     def dtype(self) -> np.dtype:
@@ -117,7 +132,7 @@ class FedArray:
 
     def __len__(self) -> int:
         if not self._dims:
-            self.read_as_numpy("len() of a 0-d array")
+            self.read_as_numpy("len() of a 0-d array or scalar")
         if self._dims[0] is None:  # not a value read: the trace is tried again with this call's shape
             raise ConversionError("len() of a NumPy array whose first dimension varies")
         return self._dims[0]
@@ -125,7 +140,7 @@ class FedArray:
     def __getattr__(self, name: str) -> Any:
         if name in _NDARRAY_NAMES:
             self.read_as_numpy(f".{name}")
-        raise AttributeError(f"'numpy.ndarray' object has no attribute {name!r}")
+        raise AttributeError(f"'numpy.{self._cls.__name__}' object has no attribute {name!r}")
 
     def __setattr__(self, name: str, value: Any) -> None:
         self.read_as_numpy(f"sets .{name}")

@@ -105,6 +105,13 @@ class GuardBuilder:
         return self.add(f"type({path}) is {cls} and {path} == {name}", f"{source.what} == {_short(value)}",
                         GuardKind.VALUE, source)
 
+    def equals_numpy_scalar(self, source: Source, value: np.generic) -> Guard:
+        """A NumPy scalar of this type and these bytes (so ``nan`` equals itself and ``-0.0``
+        is not ``0.0``)."""
+        path, cls = source.expr, self.const(type(value), "t")
+        return self.add(f"type({path}) is {cls} and {path}.tobytes() == {value.tobytes()!r}",
+                        f"{source.what} == {value!r}", GuardKind.VALUE, source)
+
     def equals_set(self, source: Source, value: set | frozenset) -> Guard:
         """A set or frozenset of Python scalars, compared with a frozen copy."""
         path, name = source.expr, self.const(frozenset(value), "v")
@@ -153,8 +160,13 @@ class GuardBuilder:
         return self.add(f"type({path}) is _EagerTensor and {path}.dtype == {dname} and {shape_check}",
                         f"{source.what} is a {dtype.name} tensor of shape {dims}", GuardKind.TENSOR, source)
 
-    def array(self, source: Source, dtype: np.dtype, dims: tuple) -> Guard:
-        """A NumPy array of ``dtype`` and shape ``dims`` (a None dimension: any size), fed to the graph."""
+    def array(self, source: Source, value: np.ndarray | np.generic, dims: tuple) -> Guard:
+        """A NumPy array of ``value``'s dtype and shape ``dims`` (a None dimension: any size),
+        or a NumPy scalar of ``value``'s type, fed to the graph."""
+        if type(value) is not np.ndarray:
+            return self.add(f"type({source.expr}) is {self.const(type(value), 't')}",
+                            f"{source.what} is a NumPy {type(value).__name__} (fed to the graph)", GuardKind.TENSOR, source)
+        dtype = value.dtype
         path, dname, cls = source.expr, self.const(dtype, "dt"), self.const(np.ndarray, "t")
         shape_check = f"{path}.shape == {dims!r}" if None not in dims else f"len({path}.shape) == {len(dims)}" + \
             "".join(f" and {path}.shape[{i}] == {d}" for i, d in enumerate(dims) if d is not None)

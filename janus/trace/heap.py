@@ -41,7 +41,7 @@ import tensorflow as tf
 from janus import _tf_private
 from janus.errors import ConversionError
 from janus.trace.active import CALL
-from janus.trace.arrays import FedArray, is_fed_array
+from janus.trace.arrays import FED_SCALAR_TYPES, FedArray, is_fed_array
 from janus.trace.guards import GuardBuilder, fits_spec
 from janus.trace.scalars import DTYPES, PyScalar, fed_scalar
 from janus.trace.seeds import DATASET_RANDOM_OPS, STATEFUL_RANDOM_OPS
@@ -183,6 +183,13 @@ class HeapModel:
             # Iterating it while tracing would consume the caller's iterator (or generator)
             # before the run is known to succeed.
             raise ConversionError(f"{source.what} is an iterator ({type(value).__name__}): a trace would consume it")
+        if type(value) in FED_SCALAR_TYPES:  # a NumPy scalar: fed like a 0-d array, or guarded by value
+            if source in self.arg_inputs:
+                return self._array_input(value, source)
+            if self.numpy_values is not None and source not in self.numpy_values:
+                return self._state_array_input(value, source)
+            guards.equals_numpy_scalar(source, value)
+            return value
         if isinstance(value, np.ndarray):
             if source in self.arg_inputs:
                 return self._array_input(value, source)
@@ -266,23 +273,23 @@ class HeapModel:
             return self.arg_inputs[source]
         return self._call_time_input(source, spec)
 
-    def _array_input(self, value: np.ndarray, source: Source) -> FedArray:
+    def _array_input(self, value: np.ndarray | np.generic, source: Source) -> FedArray:
         """A NumPy array argument fed to the graph: guarded on dtype and shape, seen as a
         :class:`FedArray` while only TensorFlow reads it (``janus.trace.arrays``)."""
         dims = tuple(self.arg_specs[source].shape.as_list())
-        self.guard_set.array(source, value.dtype, dims)
+        self.guard_set.array(source, value, dims)
         self._read_from[id(self.arg_inputs[source])] = source
-        return FedArray(self.arg_inputs[source], value.dtype, dims, source, self.arrays_read)
+        return FedArray(self.arg_inputs[source], value, dims, source, self.arrays_read)
 
-    def _state_array_input(self, value: np.ndarray, source: Source) -> FedArray:
+    def _state_array_input(self, value: np.ndarray | np.generic, source: Source) -> FedArray:
         """A NumPy array of Python state (``env.state``, ``self.mean``), fed at every call like
         an argument's, guarded on dtype and shape: its values may change between calls.  Read
         as NumPy, it is a value in the next trace (``janus.trace.arrays``)."""
         dims = tuple(value.shape)
-        self.guard_set.array(source, value.dtype, dims)
+        self.guard_set.array(source, value, dims)
         placeholder = self._call_time_input(source, tf.TensorSpec(dims, tf.as_dtype(value.dtype)))
         self.state_arrays.add(source)
-        return FedArray(placeholder, value.dtype, dims, source, self.arrays_read)
+        return FedArray(placeholder, value, dims, source, self.arrays_read)
 
     def _composite_input(self, value: Any, source: Source) -> Any:
         """A ``RaggedTensor``, ``SparseTensor`` or ``ExtensionType``: fed through its
