@@ -124,3 +124,112 @@ def test_except_star_is_refused_before_converting():
 
     source = "def f(x):\n    try:\n        y = x + 1\n    except* ValueError:\n        y = x\n    return y\n"
     assert support.unsupported_in(gast.parse(source).body[0]) == "try/except* (exception groups)"
+
+
+# ------------------------------------------------------------------ what a block bound before it raised
+def _items(n):
+    for i in range(n):
+        if i == 2:
+            raise KeyError(i)
+        yield i
+
+
+def _check_index(i, limit):
+    if i > limit:
+        raise IndexError(i)
+    return True
+
+
+def test_what_a_block_bound_before_raising_reaches_the_handler():
+    """``if``, ``for`` and ``while`` bodies run as block functions in converted code: the
+    variables one rebinds before an exception leaves it are those the ``except`` and the
+    ``finally`` of the same function see, as in eager (they were lost: janus.runtime.escapes)."""
+    def make(jit):
+        class Prog:
+            def __init__(self):
+                self.log = []
+                self.k0 = 0
+
+            @jit
+            def f(self, x):
+                acc, k = x * 0.0, self.k0
+                try:  # a loop whose body raises at some iteration
+                    for i in range(3):
+                        k = k + 1
+                        acc = acc + x
+                        if k % 2 == 0:
+                            last = acc * 2.0  # bound only in the block that raises
+                            raise ValueError("even " + str(k))
+                except ValueError as e:
+                    self.log.append((str(e), k))
+                    acc = acc + last
+                try:  # an if inside a loop, the loop's iteration itself raising
+                    total = 0
+                    for v in _items(self.k0 + 2):
+                        if v > 0:
+                            total = total + v
+                            acc = acc * 1.5
+                except KeyError:
+                    self.log.append(("items", total))
+                i = 0
+                try:  # a while loop whose test raises
+                    while _check_index(i, 2):
+                        i = i + 1
+                        acc = acc - x
+                except IndexError:
+                    self.log.append(("while", i))
+                try:
+                    try:
+                        if tf.reduce_sum(x) > 0.0:  # tensor-dependent, speculated
+                            acc = acc + 10.0
+                            if self.k0 == 1:
+                                raise KeyError("one")
+                    finally:
+                        self.log.append(("finally", k, i))
+                except KeyError:
+                    acc = acc * -1.0
+                return acc, k, total, i
+
+        p = Prog()
+
+        def call(x, k0):
+            p.k0 = k0
+            return p.f(x)
+
+        return SimpleNamespace(fn=call, janus_fns=[p.f], state=lambda: {"log": list(p.log)})
+
+    calls = [(rnd((2,), i), [0, 1, 2, 1][i % 4]) for i in range(12)]
+    stats = check(make, calls, min_graph_calls=0)  # split at the generator: segments run graphs
+    assert stats["breaks"] == 1 and stats["segment_graph_calls"] >= 12, stats
+
+
+def test_a_loop_eager_leaves_by_a_raise_the_trace_assumes_away_is_not_unrolled_forever(monkeypatch):
+    """``while check(i, limit)`` ends when ``check`` raises under a tensor condition (the
+    limit is a tensor): the trace assumes it does not raise, so the loop never ends while
+    tracing.  Past ``MAX_TRACED_ITERATIONS`` the conversion fails and the call runs eagerly
+    (it hung)."""
+    from janus.runtime import loops
+
+    monkeypatch.setattr(loops, "MAX_TRACED_ITERATIONS", 40)
+
+    def make(jit):
+        class Prog:
+            def __init__(self):
+                self.log = []
+
+            @jit
+            def f(self, x, limit):
+                i, acc = 0, x
+                try:
+                    while _check_index(i, limit):
+                        i = i + 1
+                        acc = acc * 1.5
+                except IndexError:
+                    self.log.append(i)
+                return acc
+
+        p = Prog()
+        return SimpleNamespace(fn=p.f, state=lambda: {"log": list(p.log)})
+
+    stats = check(make, [(rnd((2,), i), tf.constant(i % 5)) for i in range(10)], eager_only=True)
+    assert stats["failed_conversions"] >= 1, stats

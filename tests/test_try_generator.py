@@ -6,7 +6,8 @@ the handler, the ``else`` and the ``finally``, inside and outside loops, with ap
 a list in state and prints.  The harness compares results, exceptions, printed output
 and state after every call of a changing sequence.  A program Janus runs eagerly is a
 gap; a different answer is not (this generator found the ``else`` that ran after its
-``try`` body returned).
+``try`` body returned).  Handlers and ``finally`` blocks log the locals, which must hold
+what the ``if`` or loop body that raised had bound (tests/test_try.py).
 """
 import random
 import types
@@ -69,13 +70,14 @@ class _Gen:
         lines = [f"{indent}try:"] + self.block(depth + 1, loop_var, in_loop, inner)
         handled = self.r.random() < 0.6
         if handled:
-            lines += [f"{indent}except ValueError as e:", f"{inner}self.log.append(str(e))"]
+            lines += [f"{indent}except ValueError as e:", f"{inner}self.log.append((str(e), k))"]
             if self.r.random() < 0.5:
                 lines += self.block(depth + 1, loop_var, in_loop, inner, 1)
             if self.r.random() < 0.3:
                 lines += [f"{indent}else:"] + self.block(depth + 1, loop_var, in_loop, inner, 1)
         if not handled or self.r.random() < 0.7:
-            lines += [f"{indent}finally:"] + self.block(depth + 1, loop_var, in_loop, inner)
+            lines += [f"{indent}finally:", f"{inner}self.log.append(('f', k))"] \
+                + self.block(depth + 1, loop_var, in_loop, inner)
         return lines
 
     def program(self) -> str:

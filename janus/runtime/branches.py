@@ -25,7 +25,7 @@ from janus.commit.branch_effects import BranchSink
 from janus.commit.effects import When
 from janus.convert.sites import SiteInfo
 from janus.errors import ConversionError, InternalSignal
-from janus.runtime import branch_stores
+from janus.runtime import branch_stores, escapes
 from janus.runtime.checks import assertion, speculate_branch
 from janus.runtime.constructs import body_writes_state, no_cells, op_of, same_position
 from janus.runtime.reconcile import apply_fixes, fixes, join, same_python, split
@@ -48,7 +48,11 @@ def if_stmt(cond: Any, body: Callable, orelse: Callable, args: tuple, names: Seq
     if taken is not None:
         return body(*args) if taken else orelse(*args)
     no_cells(cells, "if")
-    return _cond(to_bool(cond), lambda: body(*args), lambda: orelse(*args), names, "if", site)
+    try:
+        return _cond(to_bool(cond), lambda: body(*args), lambda: orelse(*args), names, "if", site)
+    except BaseException as e:
+        escapes.clear(e)
+        raise
 
 
 def ifexp(cond: Any, if_true: Callable[[], Any], if_false: Callable[[], Any], site: SiteInfo | None = None) -> Any:

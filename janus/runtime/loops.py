@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from janus.convert.sites import SiteInfo
 from janus.errors import ConversionError
+from janus.runtime import escapes
 from janus.runtime.branches import if_stmt
 from janus.runtime.checks import assertion, speculate_trips
 from janus.runtime.constructs import no_cells, same_position
@@ -22,6 +23,20 @@ from janus.runtime.truth import is_tensor, to_bool, truth
 from janus.runtime.while_loops import DRAW_IN_TEST, while_loop
 from janus.trace.active import current
 from janus.trace.values import PyScalar, is_symbolic
+
+
+# Iterations a loop may run in Python while tracing: past them the conversion fails (the
+# call runs eagerly) rather than unroll without end a loop that eager leaves by an exception
+# the trace assumes away (a ``raise`` under a tensor condition), or build a graph that large.
+MAX_TRACED_ITERATIONS = 1_000
+
+
+def _counted(count: int) -> int:
+    """``count + 1``, failing the conversion past :data:`MAX_TRACED_ITERATIONS`."""
+    if count >= MAX_TRACED_ITERATIONS:
+        raise ConversionError(f"a loop ran {MAX_TRACED_ITERATIONS} iterations while tracing: "
+                              "too many to unroll into a graph")
+    return count + 1
 
 
 def while_stmt(test: Callable, body: Callable, args: tuple, names: Sequence[str],
@@ -40,7 +55,7 @@ def while_stmt(test: Callable, body: Callable, args: tuple, names: Sequence[str]
                     no_cells(cells, "while loop")
                     if not same_position(before, seeds.position):
                         raise ConversionError(DRAW_IN_TEST)
-                    return while_loop(test, body, state, names, "while loop")
+                    return _in_graph(while_loop, test, body, state, names, "while loop")
             pred = to_bool(cond)
             if count >= assumed.value:
                 assertion(tf.logical_not(pred), assumed.message, assumed)
@@ -49,7 +64,7 @@ def while_stmt(test: Callable, body: Callable, args: tuple, names: Sequence[str]
         elif not cond:
             return state
         state = tuple(body(*state))
-        count += 1
+        count = _counted(count)
 
 
 def _unrolled(iterable: Any, assumed) -> list:
@@ -108,12 +123,13 @@ def for_stmt(iterable: Any, extra_test: Callable | None, body: Callable, args: t
             iterable = _unrolled(iterable, assumed)
     if isinstance(iterable, TensorRange) or is_tensor(iterable):
         no_cells(cells, "for loop")
-        return _tensor_for(iterable, extra_test, body, tuple(args), names)
+        return _in_graph(_tensor_for, iterable, extra_test, body, tuple(args), names)
     if isinstance(iterable, (tf.data.Dataset, tf.data.Iterator, EnumeratedDataset)):
         no_cells(cells, "for loop over a dataset")
-        return _dataset_for(iterable, extra_test, body, tuple(args), names)
-    state = tuple(args)
-    for item in iterable:
+        return _in_graph(_dataset_for, iterable, extra_test, body, tuple(args), names)
+    state, count = tuple(args), 0
+    for item in _items(iterable, names, lambda: state):
+        count = _counted(count)
         if extra_test is not None:
             go = extra_test(*state)
             if is_tensor(go):
@@ -124,6 +140,35 @@ def for_stmt(iterable: Any, extra_test: Callable | None, body: Callable, args: t
                 break
         state = tuple(body(item, *state))
     return state
+
+
+def _items(iterable: Any, names: Sequence[str], state: Callable[[], tuple]):
+    """The items of a Python iterable; an exception of the iteration itself (a generator
+    raising) leaves the loop with its variables as the last block left them."""
+    try:
+        it = iter(iterable)
+    except BaseException as e:
+        escapes.loop_left(e, names, state())
+        raise
+    while True:
+        try:
+            item = next(it)
+        except StopIteration:
+            return
+        except BaseException as e:
+            escapes.loop_left(e, names, state())
+            raise
+        yield item
+
+
+def _in_graph(build: Callable, *args: Any) -> tuple:
+    """A loop built as a graph construct: an exception leaving it rebinds nothing
+    (``janus.runtime.escapes``)."""
+    try:
+        return build(*args)
+    except BaseException as e:
+        escapes.clear(e)
+        raise
 
 
 def _tensor_for(iterable, extra_test, body, state, names):

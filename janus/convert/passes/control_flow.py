@@ -14,6 +14,19 @@ modifies that are live (the analysis annotated which), e.g. for a loop::
 At trace time the operation runs the block in Python when the condition is a Python
 value, and builds ``tf.cond`` / ``tf.while_loop`` when it is a tensor.
 
+Inside a ``try``, an exception leaving a block must not lose what the block rebound
+before it raised (eager's ``except`` or ``finally`` sees it): each block function records
+its locals on the exception as it leaves, and the statement that called the operation
+rebinds every variable the block may rebind from that record before the exception goes
+on (``janus.runtime.escapes``)::
+
+        try:                              _jn_test_1 = k == 0
+            if k == 0:                    try:
+                y = y + 1.0       ==>         (y,) = _jn.if_stmt(_jn_test_1, _jn_if_1, ...)
+                raise E                   except BaseException as _jn_escape_1:
+        except E:                             (y,) = _jn.escaped(_jn_escape_1, ('y',))
+            log(y)                            raise
+
 A variable that a closure of the function reads (a cell) is never passed in or out:
 the block functions declare it ``nonlocal`` and rebind the cell itself, so a closure
 called inside or after the block sees its current value, as in eager Python.  The
@@ -45,11 +58,44 @@ def _with_return(stmts: list, outs: list[str]) -> list:
     return stmts + [gast.Return(value=T.tuple_of(outs))]
 
 
-def _block_fn(fname: str, args: list[str], body: list, cells: list[str]) -> gast.FunctionDef:
-    """A generated block function; it rebinds the cells ``cells`` of the enclosing function."""
+def _names(names: list[str]) -> gast.Tuple:
+    """``('a', 'b')``: variable names as the runtime's argument."""
+    return gast.Tuple(elts=[T.const(n) for n in names], ctx=gast.Load())
+
+
+def _block_fn(fname: str, args: list[str], body: list, cells: list[str], escaping: bool = False) -> gast.FunctionDef:
+    """A generated block function; it rebinds the cells ``cells`` of the enclosing function.
+    ``escaping``: an exception leaving it takes its locals along."""
+    if escaping:
+        (guarded,) = T.stmts("""
+            try:
+                pass
+            except BaseException as _jn_escape:
+                _jn.block_left(_jn_escape)
+                raise
+        """)
+        guarded.body = body
+        body = [guarded]
     if cells:
         body = [gast.Nonlocal(names=list(cells))] + body
     return T.func_def(fname, args, body)
+
+
+def _rebinding(call: gast.stmt, n: int, names: list[str]) -> gast.stmt:
+    """``call`` (the operation running the blocks) whose exception first rebinds ``names``
+    to what the blocks had bound when it left them."""
+    (guarded,) = T.stmts(f"""
+        try:
+            pass
+        except BaseException as _jn_escape_{n}:
+            pass
+            raise
+    """)
+    guarded.body = [call]
+    targets = T.tuple_of(names, store=True)
+    escaped = gast.Call(func=T.jn("escaped"), args=[T.name(f"_jn_escape_{n}"), _names(names)], keywords=[])
+    guarded.handlers[0].body[0] = gast.Assign(targets=[targets], value=escaped, type_comment=None)
+    return guarded
 
 
 class LowerControlFlow(gast.NodeTransformer):
@@ -57,27 +103,44 @@ class LowerControlFlow(gast.NodeTransformer):
         self.counter = 0
         self.sites = sites
         self.cellvars: list[set[str]] = []
+        self.trys: list[int] = []  # per function being visited: the ``try`` statements around
 
     def visit_FunctionDef(self, node: gast.FunctionDef):
         analysis.annotate_liveness(node)
         cells = getanno(node, Anno.CELLVARS, set())
         self.cellvars.append(cells)
+        self.trys.append(0)
         try:
             self.generic_visit(node)
         finally:
             self.cellvars.pop()
+            self.trys.pop()
         # A cell only a block binds must still be a local of this function for ``nonlocal``.
         unbound = sorted(cells - set(analysis.params(node.args)) - analysis.assigned(node.body))
         if unbound:
             node.body = T.stmts("\n".join(f"{name} = _jn.UNDEF" for name in unbound)) + node.body
         return node
 
+    def visit_Try(self, node: gast.AST):
+        self.trys[-1] += 1
+        try:
+            self.generic_visit(node)
+        finally:
+            self.trys[-1] -= 1
+        return node
+
+    visit_TryStar = visit_Try
+
+    def _in_try(self) -> bool:
+        """Is the statement being lowered inside a ``try`` of its own function?"""
+        return bool(self.trys) and self.trys[-1] > 0
+
     def _cells(self, stmts: list) -> list[str]:
         """Cells of the enclosing function that ``stmts`` rebind (nested blocks included)."""
         return sorted(analysis.assigned(stmts) & self.cellvars[-1]) if self.cellvars else []
 
     def _call(self, op: str, args: list, cells: list[str]) -> gast.Call:
-        keywords = [gast.keyword(arg="cells", value=self._names_arg(cells))] if cells else []
+        keywords = [gast.keyword(arg="cells", value=_names(cells))] if cells else []
         return gast.Call(func=T.jn(op), args=args, keywords=keywords)
 
     def _next(self) -> int:
@@ -89,9 +152,6 @@ class LowerControlFlow(gast.NodeTransformer):
             return gast.Expr(value=call)
         return gast.Assign(targets=[T.tuple_of(outs, store=True)], value=call, type_comment=None)
 
-    def _names_arg(self, names: list[str]) -> gast.Tuple:
-        return gast.Tuple(elts=[T.const(n) for n in names], ctx=gast.Load())
-
     def visit_If(self, node: gast.If):
         cells = self._cells(node.body + node.orelse)
         self.generic_visit(node)
@@ -100,22 +160,41 @@ class LowerControlFlow(gast.NodeTransformer):
         live_out = getanno(node, Anno.LIVE_OUT)
         outs = sorted(mod & live_out)
         ins = sorted(mod & (live_out | getanno(node, Anno.LIVE_BODY) | getanno(node, Anno.LIVE_ORELSE)))
-        body = _block_fn(f"_jn_if_{n}", ins, _with_return(node.body, outs), cells)
-        orelse = _block_fn(f"_jn_else_{n}", ins, _with_return(node.orelse, outs), cells)
-        call = self._call("if_stmt", [node.test, T.name(body.name), T.name(orelse.name), T.tuple_of(ins),
-                                      self._names_arg(outs), T.site_ref(self.sites, node)], cells)
-        return [T.located(n, node) for n in (body, orelse, self._assign_result(outs, call))]
+        escaping = self._in_try() and bool(mod)
+        body = _block_fn(f"_jn_if_{n}", ins, _with_return(node.body, outs), cells, escaping)
+        orelse = _block_fn(f"_jn_else_{n}", ins, _with_return(node.orelse, outs), cells, escaping)
+        test, before = self._evaluated_first(node.test, f"_jn_test_{n}", escaping)
+        call = self._call("if_stmt", [test, T.name(body.name), T.name(orelse.name), T.tuple_of(ins),
+                                      _names(outs), T.site_ref(self.sites, node)], cells)
+        result = self._assign_result(outs, call)
+        if escaping:
+            result = _rebinding(result, n, sorted(mod))
+        return [T.located(n, node) for n in (body, orelse, *before, result)]
+
+    @staticmethod
+    def _evaluated_first(expr: gast.expr, name: str, escaping: bool) -> tuple[gast.expr, list]:
+        """``expr`` as the operation's argument: evaluated into ``name`` before the statement
+        when the operation's exceptions rebind variables (only the blocks' may)."""
+        if not escaping:
+            return expr, []
+        return T.name(name), [gast.Assign(targets=[T.name(name, store=True)], value=expr, type_comment=None)]
 
     def visit_While(self, node: gast.While):
         cells = self._cells(node.body)
         self.generic_visit(node)
         n = self._next()
-        carried = sorted((_modified(node.body) - set(cells)) & (getanno(node, Anno.LIVE_HEAD) | getanno(node, Anno.LIVE_BODY)))
-        test = _block_fn(f"_jn_while_test_{n}", carried, [gast.Return(value=node.test)], [])
-        body = _block_fn(f"_jn_while_body_{n}", carried, node.body + [gast.Return(value=T.tuple_of(carried))], cells)
+        mod = _modified(node.body) - set(cells)
+        carried = sorted(mod & (getanno(node, Anno.LIVE_HEAD) | getanno(node, Anno.LIVE_BODY)))
+        escaping = self._in_try() and bool(mod)
+        test = _block_fn(f"_jn_while_test_{n}", carried, [gast.Return(value=node.test)], [], escaping)
+        body = _block_fn(f"_jn_while_body_{n}", carried, node.body + [gast.Return(value=T.tuple_of(carried))], cells,
+                         escaping)
         call = self._call("while_stmt", [T.name(test.name), T.name(body.name), T.tuple_of(carried),
-                                         self._names_arg(carried), T.site_ref(self.sites, node)], cells)
-        return [T.located(n, node) for n in (test, body, self._assign_result(carried, call))] + node.orelse
+                                         _names(carried), T.site_ref(self.sites, node)], cells)
+        result = self._assign_result(carried, call)
+        if escaping:
+            result = _rebinding(result, n, sorted(mod))
+        return [T.located(n, node) for n in (test, body, result)] + node.orelse
 
     def visit_For(self, node: gast.For):
         cells = self._cells([node.target] + node.body)
@@ -123,20 +202,25 @@ class LowerControlFlow(gast.NodeTransformer):
         n = self._next()
         target = analysis.assigned([node.target])
         live_loop = getanno(node, Anno.LIVE_HEAD) | getanno(node, Anno.LIVE_BODY)
-        carried = sorted(((_modified(node.body) | target) - set(cells)) & live_loop
-                         - (target - getanno(node, Anno.LIVE_OUT)))
+        mod = (_modified(node.body) | target) - set(cells)
+        carried = sorted(mod & live_loop - (target - getanno(node, Anno.LIVE_OUT)))
+        escaping = self._in_try() and bool(mod)
         item = f"_jn_item_{n}"
         bind = gast.Assign(targets=[node.target], value=T.name(item), type_comment=None)
         body = _block_fn(f"_jn_for_body_{n}", [item] + carried,
-                         [bind] + node.body + [gast.Return(value=T.tuple_of(carried))], cells)
+                         [bind] + node.body + [gast.Return(value=T.tuple_of(carried))], cells, escaping)
         out = [body]
         extra = getanno(node, Anno.EXTRA_TEST)
         if extra is not None:
-            test = _block_fn(f"_jn_for_test_{n}", carried, [gast.Return(value=extra)], [])
+            test = _block_fn(f"_jn_for_test_{n}", carried, [gast.Return(value=extra)], [], escaping)
             out.insert(0, test)
             extra_arg = T.name(test.name)
         else:
             extra_arg = T.const(None)
-        call = self._call("for_stmt", [node.iter, extra_arg, T.name(body.name), T.tuple_of(carried),
-                                       self._names_arg(carried), T.site_ref(self.sites, node)], cells)
-        return [T.located(n, node) for n in out + [self._assign_result(carried, call)]] + node.orelse
+        iterable, before = self._evaluated_first(node.iter, f"_jn_iter_{n}", escaping)
+        call = self._call("for_stmt", [iterable, extra_arg, T.name(body.name), T.tuple_of(carried),
+                                       _names(carried), T.site_ref(self.sites, node)], cells)
+        result = self._assign_result(carried, call)
+        if escaping:
+            result = _rebinding(result, n, sorted(mod))
+        return [T.located(n, node) for n in out + before + [result]] + node.orelse
