@@ -88,13 +88,10 @@ def _rebinding(call: gast.stmt, n: int, names: list[str]) -> gast.stmt:
         try:
             pass
         except BaseException as _jn_escape_{n}:
-            pass
+            targets = _jn.escaped(_jn_escape_{n}, names)
             raise
-    """)
+    """, targets=T.tuple_of(names), names=_names(names))
     guarded.body = [call]
-    targets = T.tuple_of(names, store=True)
-    escaped = gast.Call(func=T.jn("escaped"), args=[T.name(f"_jn_escape_{n}"), _names(names)], keywords=[])
-    guarded.handlers[0].body[0] = gast.Assign(targets=[targets], value=escaped, type_comment=None)
     return guarded
 
 
@@ -162,7 +159,7 @@ class LowerControlFlow(gast.NodeTransformer):
         ins = sorted(mod & (live_out | getanno(node, Anno.LIVE_BODY) | getanno(node, Anno.LIVE_ORELSE)))
         escaping = self._in_try() and bool(mod)
         body = _block_fn(f"_jn_if_{n}", ins, _with_return(node.body, outs), cells, escaping)
-        orelse = _block_fn(f"_jn_else_{n}", ins, _with_return(node.orelse, outs), cells, escaping)
+        orelse = _block_fn(f"_jn_else_{n}", ins, _with_return(node.orelse, outs), cells, escaping and bool(node.orelse))
         test, before = self._evaluated_first(node.test, f"_jn_test_{n}", escaping)
         call = self._call("if_stmt", [test, T.name(body.name), T.name(orelse.name), T.tuple_of(ins),
                                       _names(outs), T.site_ref(self.sites, node)], cells)
