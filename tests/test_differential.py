@@ -2,7 +2,8 @@
 
 Each program is generated from a seed: closures over variables the body rebinds, loops
 over Python lists, ranges, tensors and datasets, ``while`` loops, asymmetric branches on Python
-and tensor conditions, ``break``/``continue`` and early ``return``.  The harness runs
+and tensor conditions, ``break``/``continue`` and early ``return``; a NumPy scalar argument
+that changes at every call meets tensors (fed) and Python numbers (a value) in them.  The harness runs
 the same changing call sequence eagerly and through Janus and compares results,
 exceptions, printed output and state after every call.  A program Janus does not
 convert is a gap and allowed here; a different answer is not.
@@ -34,7 +35,8 @@ class _Gen:
         return self.r.choice(options)
 
     def expr(self, loop_var: str | None) -> str:
-        options = [f"x * {self.const()}", "tf.reduce_sum(x)", "g()", f"float(k) * {self.const()}", "x + acc * 0.5"]
+        options = [f"x * {self.const()}", "tf.reduce_sum(x)", "g()", f"float(k) * {self.const()}", "x + acc * 0.5",
+                   "x * w", "w * acc", f"w * {self.const()}"]
         if loop_var:
             options += [f"x * float({loop_var})", f"{loop_var} * {self.const()}"]
         return self.r.choice(options)
@@ -87,12 +89,12 @@ class _Gen:
             body += ["    def g():", f"        return float(k) + {self.const()}"]
         body += self.block(0, None, False, "    ")
         body.append("    return acc, k")
-        return "import tensorflow as tf\n\n\ndef f(x, xs, n, ds):\n" + "\n".join(body) + "\n"
+        return "import tensorflow as tf\n\n\ndef f(x, xs, n, ds, w):\n" + "\n".join(body) + "\n"
 
 
 def _calls(seed: int) -> list[tuple]:
-    """Eight calls: a fresh tensor and dataset every call; the list and the count from a
-    pool of two, so that graphs are reused and also missed."""
+    """Eight calls: a fresh tensor, dataset and NumPy float32 every call; the list and the
+    count from a pool of two, so that graphs are reused and also missed."""
     r = np.random.RandomState(seed)
     pool = [([int(v) for v in r.randint(0, 4, size=2 + i)], int(r.randint(0, 4))) for i in range(2)]
     calls = []
@@ -100,7 +102,7 @@ def _calls(seed: int) -> list[tuple]:
         x = tf.constant(r.uniform(-1.0, 1.0, size=3).astype(np.float32))
         xs, n = pool[0] if i < 5 else pool[i % 2]
         ds = tf.data.Dataset.from_tensor_slices(tf.constant(r.uniform(-1.0, 2.0, size=1 + i % 4).astype(np.float32)))
-        calls.append((x, list(xs), n, ds))
+        calls.append((x, list(xs), n, ds, np.float32(r.uniform(0.5, 1.5))))
     return calls
 
 

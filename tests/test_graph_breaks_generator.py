@@ -7,7 +7,8 @@ and on Python conditions, ``for`` loops with ``break``/``continue``, ``with`` ov
 object's lock or a ``tf.GradientTape`` (its ``gradient`` taken after it), ``try``/
 ``except ValueError``/``finally``, ``return`` and ``raise`` under conditions, variable
 updates, attribute writes, appends and prints — with *break statements* placed at
-random depth: NumPy on ``.numpy()`` of a tensor, a Python number taken from a tensor, a
+random depth: NumPy on ``.numpy()`` of a tensor (a NumPy scalar statistic among them,
+which later statements combine with tensors and Python numbers), a Python number taken from a tensor, a
 call of a ``janus.do_not_convert`` helper that raises for some values, a print of a
 NumPy array, a step of a Python environment, the lock's ``with``; and locals bound under
 a condition before a break and read after it (so unbound locals cross the break).
@@ -86,6 +87,9 @@ _BREAKS = [
     "k = k + int(np.argmax(y.numpy()))",
     "self.rate = float(np.round(np.std(y.numpy()), 4)) + 1.0",
     "y = y + tf.constant(self.env.step(float(tf.reduce_mean(y)))[0])",
+    "s = np.mean(np.abs(y.numpy()))",  # a NumPy float32, fed to the segments after the break
+    "s = np.float32(np.sum(y.numpy())) * np.float32(0.5)",
+    "s = np.float64(np.max(y.numpy()))",  # eager casts it to float32 where a tensor meets it
 ]
 
 
@@ -144,7 +148,7 @@ class _Gen:
         inner = indent + "    "
         simple = {
             "y": self.r.choice(["y = y * 2.0 + x", "y = tf.tanh(y) + self.v", "y = y * 0.5 - x * self.rate",
-                                "y = y - tf.reduce_mean(y) + float(k)"]),
+                                "y = y - tf.reduce_mean(y) + float(k)", "y = y * 0.5 + s"]),
             "k": self.r.choice(["k = k + 1", "k = k * 2 - 1"]),
             "s": self.r.choice(["s = s + 0.5", "s = s * 1.5"]),
             "var": "self.v.assign_add(x * 0.1)",
