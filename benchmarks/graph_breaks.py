@@ -26,7 +26,10 @@ must match; tf.function may not — it traces Python once) and to time Janus's w
 Then each round builds it fresh in every mode, warms each up and times ``--calls`` calls
 taking turns between the modes (the shared machine's load falls on all alike).
 Reported: the median per call over rounds, Janus's and tf.function's speed over eager's
-(median of the rounds' ratios), and the seconds Janus's warm-up took beyond eager's.
+(median of the rounds' ratios), and the seconds Janus's warm-up took beyond eager's.  The
+environment is also written by hand as graphs with its step inside through
+``tf.numpy_function``: the whole episode as one graph (``environment_in_one_graph``), and
+only its loop (``environment_loop_in_a_graph``, the tape eager) — the ceilings for it.
 
     python benchmarks/graph_breaks.py [--rounds 3] [--warmup 60] [--calls 30] [--programs a,b]
 """
@@ -119,6 +122,82 @@ def environment(jit):
         return loss
 
     return jit(episode), lambda i: (10,), lambda: (w1, w2, w3, returns, env.state)
+
+
+def environment_in_one_graph(jit):
+    """``environment`` written by hand as one graph: the whole episode, the tape, the gradient
+    and the update in a ``tf.function``, the environment's step inside it through
+    ``tf.numpy_function`` (so the step runs in Python while the graph runs).  The ceiling
+    a graph can reach on this program; Janus does not build this (docs/costs.md)."""
+    init = tf.keras.initializers.GlorotUniform(seed=2)
+    w1, w2, w3 = tf.Variable(init([4, 128])), tf.Variable(init([128, 128])), tf.Variable(init([128, 2]))
+    env, returns = _Env(), []
+
+    def env_step(action):
+        s, reward = env.step(int(action))
+        return s, np.float32(reward)
+
+    @tf.function(autograph=False)
+    def episode(steps):
+        state = tf.reshape(tf.numpy_function(lambda: env.state, [], tf.float32, stateful=True), [1, 4])
+        with tf.GradientTape() as tape:
+            total = tf.constant(0.0)
+            for _ in range(steps):
+                h = tf.nn.relu(tf.nn.relu(state @ w1) @ w2)
+                logits = h @ w3
+                probs = tf.nn.softmax(logits)
+                action = tf.argmax(logits[0])
+                s, reward = tf.numpy_function(env_step, [action], [tf.float32, tf.float32], stateful=True)
+                state = tf.reshape(s, [1, 4])
+                total = total + tf.math.log(probs[0, action]) * reward
+            loss = -total
+        grads = tape.gradient(loss, [w1, w2, w3])
+        for w, g in zip([w1, w2, w3], grads):
+            w.assign_sub(0.001 * g)
+        return loss
+
+    def call(steps):
+        loss = episode(steps)
+        returns.append(float(loss))
+        return loss
+
+    return call, lambda i: (10,), lambda: (w1, w2, w3, returns, env.state)
+
+
+def environment_loop_in_a_graph(jit):
+    """``environment`` with only its loop written by hand as a graph (the step inside it through
+    ``tf.numpy_function``); the tape, its gradient and the update stay eager Python."""
+    init = tf.keras.initializers.GlorotUniform(seed=2)
+    w1, w2, w3 = tf.Variable(init([4, 128])), tf.Variable(init([128, 128])), tf.Variable(init([128, 2]))
+    env, returns = _Env(), []
+
+    def env_step(action):
+        s, reward = env.step(int(action))
+        return s, np.float32(reward)
+
+    @tf.function(autograph=False)
+    def rollout(state, steps):
+        total = tf.constant(0.0)
+        for _ in range(steps):
+            h = tf.nn.relu(tf.nn.relu(state @ w1) @ w2)
+            logits = h @ w3
+            probs = tf.nn.softmax(logits)
+            action = tf.argmax(logits[0])
+            s, reward = tf.numpy_function(env_step, [action], [tf.float32, tf.float32], stateful=True)
+            state = tf.reshape(s, [1, 4])
+            total = total + tf.math.log(probs[0, action]) * reward
+        return total
+
+    def episode(steps):
+        with tf.GradientTape() as tape:
+            loss = -rollout(tf.expand_dims(env.state, 0), steps)
+        grads = tape.gradient(loss, [w1, w2, w3])
+        for w, g in zip([w1, w2, w3], grads):
+            w.assign_sub(0.001 * g)
+        returns.append(float(loss))
+        return loss
+
+    return episode, lambda i: (10,), lambda: (w1, w2, w3, returns, env.state)
 
 
 def gradient_ascent(jit):
@@ -333,6 +412,16 @@ def wgan_gp(jit):
 PROGRAMS = {f.__name__: f for f in (numpy_statistic, environment, gradient_ascent, shift_reduce, numpy_minibatch,
                                     text_generation, library_helper, wgan_gp)}
 MODES = {"eager": lambda f: f, "janus": janus.function, "tf.function": tf.function}
+# Programs also written by hand as graphs holding their Python (the "hand-written" modes).
+HANDWRITTEN = {"environment": {"one graph": environment_in_one_graph, "loop in a graph": environment_loop_in_a_graph}}
+
+
+def builder(name: str, mode: str):
+    """``(fn, args_of, state)`` of program ``name`` built fresh in ``mode`` (an entry of
+    ``MODES``, or a hand-written version's name)."""
+    if mode in MODES:
+        return PROGRAMS[name](MODES[mode])
+    return HANDWRITTEN[name][mode](None)
 
 
 # ------------------------------------------------------------------ timing
@@ -369,12 +458,12 @@ def _agreement(a, b) -> str:
     return "yes" if diff == 0.0 else f"to {diff:.0e}"
 
 
-def run(program, mode: str, warmup: int, calls: int) -> types.SimpleNamespace:
-    """Build ``program`` fresh in ``mode``, run ``warmup + calls`` calls one after another:
+def run(name: str, mode: str, warmup: int, calls: int) -> types.SimpleNamespace:
+    """Build program ``name`` fresh in ``mode``, run ``warmup + calls`` calls one after another:
     its results and final state (compared with eager's), stats and warm-up seconds."""
     janus.reset()
     try:
-        fn, args_of, state = program(MODES[mode])
+        fn, args_of, state = builder(name, mode)
         results, times = [], []
         for i in range(warmup + calls):
             start = time.perf_counter()
@@ -388,13 +477,13 @@ def run(program, mode: str, warmup: int, calls: int) -> types.SimpleNamespace:
                                                                                 f"{_last_line(str(e))[:70]}")
 
 
-def timed(program, modes: list[str], warmup: int, calls: int) -> dict[str, float]:
-    """Median seconds per call of ``program`` in each of ``modes``, built fresh, warmed up,
+def timed(name: str, modes: list[str], warmup: int, calls: int) -> dict[str, float]:
+    """Median seconds per call of program ``name`` in each of ``modes``, built fresh, warmed up,
     then timed call by call in turn (eager's, Janus's, tf.function's, ...), so that the
     shared machine's load falls on every mode alike.  Their numbers are not compared:
     interleaved, the modes share TensorFlow's global random state."""
     janus.reset()
-    built = {m: program(MODES[m]) for m in modes}
+    built = {m: builder(name, m) for m in modes}
     for fn, args_of, _ in built.values():
         for i in range(warmup):
             fn(*args_of(i))
@@ -424,14 +513,15 @@ def main(argv=None) -> None:
     unknown = [p for p in names if p not in PROGRAMS]
     if unknown:
         parser.error(f"unknown program {unknown[0]!r} (known: {', '.join(PROGRAMS)})")
-    modes = list(MODES)
     print("| program | eager ms/call | Janus ms/call | Janus speed-up | tf.function ms/call | tf.function speed-up "
-          "| Janus = eager | tf.function = eager | Janus: breaks, segment graph calls | Janus warm-up beyond eager's |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| Janus = eager | tf.function = eager | hand-written graph | Janus: breaks, segment graph calls "
+          "| Janus warm-up beyond eager's |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name in names:
-        checked = {m: run(PROGRAMS[name], m, args.warmup, args.calls) for m in modes}
+        modes = list(MODES) + list(HANDWRITTEN.get(name, ()))
+        checked = {m: run(name, m, args.warmup, args.calls) for m in modes}
         working = [m for m in modes if checked[m].error is None]
-        rounds = [timed(PROGRAMS[name], working, args.warmup, args.calls) for _ in range(args.rounds)]
+        rounds = [timed(name, working, args.warmup, args.calls) for _ in range(args.rounds)]
         eager = checked["eager"]
         cell = {}
         for mode in modes:
@@ -444,8 +534,10 @@ def main(argv=None) -> None:
             cell[mode] = (f"{ms:.2f}", f"{speed:.2f}x", same)
         s = checked["janus"].stats or {}
         extra = "-" if checked["janus"].error else f"{checked['janus'].warmup - eager.warmup:.2f} s"
+        hand = "; ".join(f"{m}: {cell[m][0]} ms ({cell[m][1]}), = eager: {cell[m][2]}"
+                         for m in HANDWRITTEN.get(name, ())) or "-"
         print(f"| {name} | {cell['eager'][0]} | {cell['janus'][0]} | {cell['janus'][1]} | {cell['tf.function'][0]} "
-              f"| {cell['tf.function'][1]} | {cell['janus'][2]} | {cell['tf.function'][2]} "
+              f"| {cell['tf.function'][1]} | {cell['janus'][2]} | {cell['tf.function'][2]} | {hand} "
               f"| {s.get('breaks', 0)}, {s.get('segment_graph_calls', 0)} | {extra} |", flush=True)
 
 
