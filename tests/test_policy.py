@@ -136,6 +136,69 @@ def test_failures_that_differ_keep_trying():
     assert total["conversions"] >= 1, total
 
 
+class Skip(Exception):
+    pass
+
+
+def _skipping(jit):
+    """A step that raises on some calls, on a Python flag of its state (a skipped batch)."""
+    class Model:
+        def __init__(self):
+            self.skip = False
+            self.v = tf.Variable(1.0)
+
+        @jit
+        def step(self, x):
+            if self.skip:
+                raise Skip("batch skipped")
+            self.v.assign_add(tf.reduce_sum(x))
+            return x * self.v
+
+    m = Model()
+
+    def call(x, skip):
+        m.skip = skip
+        return m.step(x)
+
+    return SimpleNamespace(fn=call, janus_fns=[m.step], state=lambda: {"v": m.v})
+
+
+def test_a_function_that_raises_now_and_then_keeps_its_graph_for_the_other_calls():
+    """A trace that raises what eager raises on that call is the call raising, not a failed
+    conversion: such calls (matching the guards the trace had checked) run eagerly from then
+    on without a trace, and the function never gives up (it gave up after the second)."""
+    calls = [(tf.constant([float(i)]), i % 4 == 3) for i in range(40)]
+    total = check(_skipping, calls, min_graph_calls=24)
+    assert total["failed_conversions"] == 1 and total["conversions"] == 1, total
+    prog = _skipping(janus.function)
+    for c in calls:
+        try:
+            prog.fn(*c)
+        except Skip:
+            pass
+    text = str(janus.explain(prog.janus_fns[0]))
+    assert "raises Skip on such calls, as eager does" in text and "runs eagerly from now on" not in text, text
+
+
+def test_a_trace_raising_what_eager_does_not_still_counts_as_a_failure():
+    """A trace that raises where eager returns (code that asks whether it runs eagerly) is a
+    failed conversion, counted as before: the second such gives up."""
+    def make(jit):
+        @jit
+        def f(x):
+            if not tf.executing_eagerly():
+                raise RuntimeError("runs eagerly only")
+            return x * 2.0
+
+        return SimpleNamespace(fn=f)
+
+    total = check(make, [(tf.constant([1.0, float(i)]),) for i in range(12)], eager_only=True)
+    assert total["failed_conversions"] == 2, total
+    from janus.driver.function import registry
+    assert any("failed twice the same way: tracing it raised RuntimeError" in (f.permanent_reason or "")
+               for f in registry() if f.__qualname__.endswith("f")), [f.permanent_reason for f in registry()]
+
+
 # ------------------------------------------------------------------ a miss the relaxation explains
 def _scheduled(jit):
     class Sched:

@@ -13,7 +13,7 @@ import logging
 import os
 import time
 import types
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
 
 import tensorflow as tf
@@ -26,7 +26,7 @@ from janus.convert.analysis.breaks import unsplittable_reason
 from janus.convert.segments import BreakSite
 from janus.convert.registry import is_converted_code
 from janus.driver import xla_choice
-from janus.driver.entry import CacheEntry, TracePlan, build_entry, convert, input_leaves
+from janus.driver.entry import RAISED_UNDER, CacheEntry, TracePlan, build_entry, convert, input_leaves
 from janus.errors import ConversionError, NotYet, Restart, UndefinedValueError
 from janus.runtime.recursion import Regroup
 from janus.trace.aborts import summary
@@ -41,6 +41,19 @@ if TYPE_CHECKING:
 log = logging.getLogger("janus")
 
 MAX_TRACES = 12  # traces of one conversion, restarts and the specialized retry included
+MAX_RAISING = 4  # kinds of call remembered to raise the user's exception while tracing
+
+
+@dataclass
+class Raised:
+    """A trace raised the user's exception (eager may raise it too): its kind, message, the
+    guards the trace had checked when it raised, and the failed attempt (to count it as one
+    if eager does not raise the same)."""
+
+    kind: type
+    message: str
+    check: Callable[[tuple, dict], bool]
+    attempt: tuple | None = None
 
 
 class Conversion:
@@ -61,6 +74,8 @@ class Conversion:
         self.why: str | None = None  # what led to the next conversion, for its log line
         self._last_failed: tuple | None = None  # the last failed attempt: its failure and what it knew
         self.break_site: BreakSite | None = None  # the statement this call's failed conversion says runs in Python
+        self.raised: Raised | None = None  # this call's trace raised the user's exception
+        self.raising: list[Callable[[tuple, dict], bool]] = []  # guards of calls that raise while tracing
         self.may_break = False  # the function may be split at a break (not strict, no collectives)
         self._why_unsplittable: str | None = None  # "" once known to be splittable
 
@@ -74,7 +89,7 @@ class Conversion:
         """Convert on this call if the policy says so: the new entry, its XLA decision made
         (None: run this call eagerly)."""
         policy = self.policy
-        self.break_site = None
+        self.break_site, self.raised = None, None
         self.may_break = not options.strict and collective is None
         if not self._due(entries, options.profile_calls):
             return None
@@ -135,6 +150,13 @@ class Conversion:
             return
         known = (len(self.policy.banned_sites),) + tuple(sorted(repr(i) for i in {**plan.relaxed, **plan.fed}.items()))
         attempt = (self.failure, known, _kind_of_call(args, kwargs))
+        if self.raised is not None:  # counted once eager has run the call (eager_call)
+            self.raised.attempt = attempt
+            return
+        self._count_failed(attempt)
+
+    def _count_failed(self, attempt: tuple) -> None:
+        """Give up on a second failed attempt in a row just like the one before."""
         if attempt != self._last_failed:
             self._last_failed = attempt
             return
@@ -143,6 +165,34 @@ class Conversion:
         self.note("the conversion failed twice the same way; running eagerly")
         self.policy.give_up(f"its conversion failed twice the same way: {reason}",
                             "See janus.explain(f) for the construct; janus.do_not_convert marks it on purpose.")
+
+    def raises(self, args: tuple, kwargs: dict) -> bool:
+        """Does this call match the guards of a trace that raised what eager raised too?
+        Such a call runs eagerly without a conversion (eager raises it again, or not)."""
+        return any(check(args, kwargs) for check in self.raising)
+
+    def eager_call(self, call: Callable[[], Any]) -> Any:
+        """``call()``, the eager run of this call.  When its trace raised the user's
+        exception, eager's outcome decides: the same exception — the function raises on
+        such calls (a function that raises now and then keeps its graphs for the others),
+        remembered under the trace's guards and not a failed conversion; anything else — a
+        failed conversion, counted towards giving up."""
+        raised, self.raised = self.raised, None
+        if raised is None:
+            return call()
+        try:
+            result = call()
+        except Exception as e:
+            if type(e) is raised.kind and str(e) == raised.message:
+                if len(self.raising) < MAX_RAISING:
+                    self.raising.append(raised.check)
+                self.note(f"raises {raised.kind.__name__} on such calls, as eager does: they run eagerly")
+            elif raised.attempt is not None:
+                self._count_failed(raised.attempt)
+            raise
+        if raised.attempt is not None:
+            self._count_failed(raised.attempt)
+        return result
 
     def _due(self, entries: "GraphCache", profile_calls: int) -> bool:
         """The policy's go-ahead; giving up here when the budget is spent or graphs go unused."""
@@ -227,6 +277,9 @@ class Conversion:
         else:  # eager will raise it (or not) for real
             self.note(f"trace raised{_at(where)} {summary(error)}")
             self.failed(f"tracing it raised {summary(error)}", where or None)
+            check = getattr(error, RAISED_UNDER, None)
+            if check is not None:
+                self.raised = Raised(type(error), str(error), check)
         if (plan.relaxed or plan.fed) and not self.policy.gave_up:
             return TracePlan(xla=plan.xla)  # once more, specialized on this call's values
         if isinstance(error, ConversionError):  # a construct Janus refuses, not an error eager raises too

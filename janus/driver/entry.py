@@ -10,6 +10,7 @@ effects.
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import types
 from dataclasses import dataclass, field, replace
@@ -195,6 +196,11 @@ def input_leaves(args: tuple, kwargs: dict) -> list[tuple[Source, Any]]:
     return found
 
 
+# Attribute of an exception a trace raised from the user's code: the compiled check of the
+# guards the trace had recorded when it raised (``Conversion.raises``).
+RAISED_UNDER = "_janus_raised_under"
+
+
 def _forbid_variables(next_creator, **kwargs):
     raise ConversionError("creates a tf.Variable (eager creates a new one at every call)")
 
@@ -344,9 +350,13 @@ def _trace(python_fn: types.FunctionType, converted: Callable, args: tuple, kwar
     with output.captured() as printed:
         try:
             concrete = traced.get_concrete_function(*(s for _, s in specs))
-        except Exception:
+        except Exception as e:
             if ctx.heap.arrays_read:  # the reason, whatever library code made of it
                 raise ReadAsNumPy(ctx.heap.arrays_read) from None
+            if not isinstance(e, (ConversionError, Restart)):  # the user's exception: under which guards
+                with contextlib.suppress(AttributeError, TypeError):
+                    setattr(e, RAISED_UNDER, guards.compile_guard(ctx.guard_set.guards, len(args), tuple(kwargs),
+                                                                   ctx.guard_set.namespace)[0])
             raise
         finally:
             ctx.recursion.close()

@@ -144,6 +144,8 @@ class JanusFunction:
 
     def _miss(self, args: tuple, kwargs: dict) -> CacheEntry | None:
         """No cached graph fits: convert if the policy says so (None: run this call eagerly)."""
+        if self.conversion.raises(args, kwargs):
+            return None
         try:
             # under a multi-worker strategy every worker must take one path at a miss: eager
             miss = self.policy.learn_from_miss(self.entries[0], args, kwargs, at_once=self.collective is None) \
@@ -219,8 +221,8 @@ class JanusFunction:
         for source, value in input_leaves(args, kwargs):
             policy.observe(source, value)
         if config.profiling() and not policy.budget_exhausted():
-            return self.profiler.call(self.python_function, *args, **kwargs)
-        return self.python_function(*args, **kwargs)
+            return self.conversion.eager_call(lambda: self.profiler.call(self.python_function, *args, **kwargs))
+        return self.conversion.eager_call(lambda: self.python_function(*args, **kwargs))
 
     def _as_written(self, args: tuple, kwargs: dict, why: str) -> Any:
         """Run the call unprofiled, saying why (not a fallback: nothing was tried)."""
