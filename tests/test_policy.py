@@ -6,6 +6,7 @@ from types import SimpleNamespace
 import tensorflow as tf
 
 import janus
+from janus.introspect import janus_function_of
 from harness import check
 
 
@@ -178,6 +179,45 @@ def test_a_function_that_raises_now_and_then_keeps_its_graph_for_the_other_calls
             pass
     text = str(janus.explain(prog.janus_fns[0]))
     assert "raises Skip on such calls, as eager does" in text and "runs eagerly from now on" not in text, text
+
+
+def test_two_threads_raising_now_and_then_through_one_function():
+    """Each thread's trace and eager run are paired by thread: two threads stepping their own
+    model through one Janus method end with eager's states."""
+    import threading
+
+    class Model:
+        def __init__(self):
+            self.skip = False
+            self.v = tf.Variable(1.0)
+
+        def step(self, x):
+            if self.skip:
+                raise Skip("batch skipped")
+            self.v.assign_add(tf.reduce_sum(x))
+            return x * self.v
+
+    def drive(m, step, offset):
+        for i in range(30):
+            m.skip = (i + offset) % 4 == 3
+            try:
+                step(m, tf.constant([float(i)]))
+            except Skip:
+                pass
+
+    eager = [Model(), Model()]
+    for offset, m in enumerate(eager):
+        drive(m, Model.step, offset)
+    jstep = janus.function(Model.step)
+    models = [Model(), Model()]
+    threads = [threading.Thread(target=drive, args=(m, jstep, offset)) for offset, m in enumerate(models)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [float(m.v) for m in models] == [float(m.v) for m in eager]
+    stats = janus.stats(jstep)
+    assert stats["graph_calls"] >= 10 and not janus_function_of(jstep).policy.gave_up, stats
 
 
 def test_a_trace_raising_what_eager_does_not_still_counts_as_a_failure():

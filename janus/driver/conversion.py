@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 import types
 from dataclasses import dataclass, replace
@@ -74,7 +75,7 @@ class Conversion:
         self.why: str | None = None  # what led to the next conversion, for its log line
         self._last_failed: tuple | None = None  # the last failed attempt: its failure and what it knew
         self.break_site: BreakSite | None = None  # the statement this call's failed conversion says runs in Python
-        self.raised: Raised | None = None  # this call's trace raised the user's exception
+        self.raised: dict[int, Raised] = {}  # per thread: its call's trace raised the user's exception
         self.raising: list[Callable[[tuple, dict], bool]] = []  # guards of calls that raise while tracing
         self.may_break = False  # the function may be split at a break (not strict, no collectives)
         self._why_unsplittable: str | None = None  # "" once known to be splittable
@@ -89,7 +90,8 @@ class Conversion:
         """Convert on this call if the policy says so: the new entry, its XLA decision made
         (None: run this call eagerly)."""
         policy = self.policy
-        self.break_site, self.raised = None, None
+        self.break_site = None
+        self.raised.pop(threading.get_ident(), None)
         self.may_break = not options.strict and collective is None
         if not self._due(entries, options.profile_calls):
             return None
@@ -150,8 +152,9 @@ class Conversion:
             return
         known = (len(self.policy.banned_sites),) + tuple(sorted(repr(i) for i in {**plan.relaxed, **plan.fed}.items()))
         attempt = (self.failure, known, _kind_of_call(args, kwargs))
-        if self.raised is not None:  # counted once eager has run the call (eager_call)
-            self.raised.attempt = attempt
+        raised = self.raised.get(threading.get_ident())
+        if raised is not None:  # counted once eager has run the call (eager_call)
+            raised.attempt = attempt
             return
         self._count_failed(attempt)
 
@@ -177,7 +180,7 @@ class Conversion:
         such calls (a function that raises now and then keeps its graphs for the others),
         remembered under the trace's guards and not a failed conversion; anything else — a
         failed conversion, counted towards giving up."""
-        raised, self.raised = self.raised, None
+        raised = self.raised.pop(threading.get_ident(), None)
         if raised is None:
             return call()
         try:
@@ -279,7 +282,7 @@ class Conversion:
             self.failed(f"tracing it raised {summary(error)}", where or None)
             check = getattr(error, RAISED_UNDER, None)
             if check is not None:
-                self.raised = Raised(type(error), str(error), check)
+                self.raised[threading.get_ident()] = Raised(type(error), str(error), check)
         if (plan.relaxed or plan.fed) and not self.policy.gave_up:
             return TracePlan(xla=plan.xla)  # once more, specialized on this call's values
         if isinstance(error, ConversionError):  # a construct Janus refuses, not an error eager raises too
