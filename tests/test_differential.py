@@ -2,8 +2,9 @@
 
 Each program is generated from a seed: closures over variables the body rebinds, loops
 over Python lists, ranges, tensors and datasets, ``while`` loops, asymmetric branches on Python
-and tensor conditions, ``break``/``continue`` and early ``return``; a NumPy scalar argument
-that changes at every call meets tensors (fed) and Python numbers (a value) in them.  The harness runs
+and tensor conditions, ``break``/``continue``, early ``return`` and a ``raise`` on some calls;
+a NumPy scalar argument that changes at every call meets tensors (fed) and Python numbers
+(a value) in them.  The harness runs
 the same changing call sequence eagerly and through Janus and compares results,
 exceptions, printed output and state after every call.  A program Janus does not
 convert is a gap and allowed here; a different answer is not.
@@ -54,7 +55,7 @@ class _Gen:
         if in_loop:
             kinds += ["break", "continue"]
         if depth > 0:
-            kinds.append("return")
+            kinds += ["return", "raise"]
         kind = self.r.choice(kinds)
         inner = indent + "    "
         if kind == "acc":
@@ -67,6 +68,9 @@ class _Gen:
             return [f"{indent}if {self.cond(loop_var)}:", f"{inner}continue"]
         if kind == "return":
             return [f"{indent}if {self.cond(loop_var)}:", f"{inner}return acc, k"]
+        if kind == "raise":  # some calls raise: the others keep their graphs
+            return [f"{indent}if {self.r.choice(['n == 3', 'k > 4', 'len(xs) == 3'])}:",
+                    f"{inner}raise ValueError('raised at ' + str(k))"]
         if kind == "if":
             lines = [f"{indent}if {self.cond(loop_var)}:"] + self.block(depth + 1, loop_var, in_loop, inner)
             if self.r.random() < 0.5:
