@@ -124,80 +124,77 @@ def environment(jit):
     return jit(episode), lambda i: (10,), lambda: (w1, w2, w3, returns, env.state)
 
 
-def environment_in_one_graph(jit):
-    """``environment`` written by hand as one graph: the whole episode, the tape, the gradient
-    and the update in a ``tf.function``, the environment's step inside it through
-    ``tf.numpy_function`` (so the step runs in Python while the graph runs).  The ceiling
-    a graph can reach on this program; Janus does not build this (docs/costs.md)."""
-    init = tf.keras.initializers.GlorotUniform(seed=2)
-    w1, w2, w3 = tf.Variable(init([4, 128])), tf.Variable(init([128, 128])), tf.Variable(init([128, 2]))
-    env, returns = _Env(), []
+class _HandWrittenEpisode:
+    """The environment program's weights and environment, and its loop as graph code with the
+    environment's step inside through ``tf.numpy_function`` (it runs in Python while the
+    graph runs): the pieces of the hand-written versions below."""
 
-    def env_step(action):
-        s, reward = env.step(int(action))
+    def __init__(self):
+        init = tf.keras.initializers.GlorotUniform(seed=2)
+        self.weights = [tf.Variable(init([4, 128])), tf.Variable(init([128, 128])), tf.Variable(init([128, 2]))]
+        self.env, self.returns = _Env(), []
+
+    def _step(self, action):
+        s, reward = self.env.step(int(action))
         return s, np.float32(reward)
 
-    @tf.function(autograph=False)
-    def episode(steps):
-        state = tf.reshape(tf.numpy_function(lambda: env.state, [], tf.float32, stateful=True), [1, 4])
-        with tf.GradientTape() as tape:
-            total = tf.constant(0.0)
-            for _ in range(steps):
-                h = tf.nn.relu(tf.nn.relu(state @ w1) @ w2)
-                logits = h @ w3
-                probs = tf.nn.softmax(logits)
-                action = tf.argmax(logits[0])
-                s, reward = tf.numpy_function(env_step, [action], [tf.float32, tf.float32], stateful=True)
-                state = tf.reshape(s, [1, 4])
-                total = total + tf.math.log(probs[0, action]) * reward
-            loss = -total
-        grads = tape.gradient(loss, [w1, w2, w3])
-        for w, g in zip([w1, w2, w3], grads):
-            w.assign_sub(0.001 * g)
-        return loss
-
-    def call(steps):
-        loss = episode(steps)
-        returns.append(float(loss))
-        return loss
-
-    return call, lambda i: (10,), lambda: (w1, w2, w3, returns, env.state)
-
-
-def environment_loop_in_a_graph(jit):
-    """``environment`` with only its loop written by hand as a graph (the step inside it through
-    ``tf.numpy_function``); the tape, its gradient and the update stay eager Python."""
-    init = tf.keras.initializers.GlorotUniform(seed=2)
-    w1, w2, w3 = tf.Variable(init([4, 128])), tf.Variable(init([128, 128])), tf.Variable(init([128, 2]))
-    env, returns = _Env(), []
-
-    def env_step(action):
-        s, reward = env.step(int(action))
-        return s, np.float32(reward)
-
-    @tf.function(autograph=False)
-    def rollout(state, steps):
+    def rollout(self, state, steps):
+        """The loop, traced into the caller's graph: the sum of the rewarded log-probabilities."""
+        w1, w2, w3 = self.weights
         total = tf.constant(0.0)
         for _ in range(steps):
             h = tf.nn.relu(tf.nn.relu(state @ w1) @ w2)
             logits = h @ w3
             probs = tf.nn.softmax(logits)
             action = tf.argmax(logits[0])
-            s, reward = tf.numpy_function(env_step, [action], [tf.float32, tf.float32], stateful=True)
+            s, reward = tf.numpy_function(self._step, [action], [tf.float32, tf.float32], stateful=True)
             state = tf.reshape(s, [1, 4])
             total = total + tf.math.log(probs[0, action]) * reward
         return total
 
-    def episode(steps):
-        with tf.GradientTape() as tape:
-            loss = -rollout(tf.expand_dims(env.state, 0), steps)
-        grads = tape.gradient(loss, [w1, w2, w3])
-        for w, g in zip([w1, w2, w3], grads):
+    def update(self, tape, loss):
+        for w, g in zip(self.weights, tape.gradient(loss, self.weights)):
             w.assign_sub(0.001 * g)
-        returns.append(float(loss))
+
+    def built(self, episode):
+        """The ``(fn, args_of, state)`` of a program running ``episode`` (it returns the loss)."""
+        def call(steps):
+            loss = episode(steps)
+            self.returns.append(float(loss))
+            return loss
+        return call, lambda i: (10,), lambda: (*self.weights, self.returns, self.env.state)
+
+
+def environment_in_one_graph(jit):
+    """``environment`` written by hand as one graph: the whole episode, the tape, the gradient
+    and the update in a ``tf.function``.  The ceiling a graph can reach on this program;
+    Janus does not build this (docs/costs.md)."""
+    p = _HandWrittenEpisode()
+
+    @tf.function(autograph=False)
+    def episode(steps):
+        state = tf.reshape(tf.numpy_function(lambda: p.env.state, [], tf.float32, stateful=True), [1, 4])
+        with tf.GradientTape() as tape:
+            loss = -p.rollout(state, steps)
+        p.update(tape, loss)
         return loss
 
-    return episode, lambda i: (10,), lambda: (w1, w2, w3, returns, env.state)
+    return p.built(episode)
+
+
+def environment_loop_in_a_graph(jit):
+    """``environment`` with only its loop written by hand as a graph; the tape, its gradient
+    and the update stay eager Python."""
+    p = _HandWrittenEpisode()
+    rollout = tf.function(p.rollout, autograph=False)
+
+    def episode(steps):
+        with tf.GradientTape() as tape:
+            loss = -rollout(tf.expand_dims(p.env.state, 0), steps)
+        p.update(tape, loss)
+        return loss
+
+    return p.built(episode)
 
 
 def gradient_ascent(jit):
