@@ -6,6 +6,7 @@ between calls, compares results, exceptions, stdout and state after each call, a
 asserts from ``janus.stats`` that the function was split (``breaks``) and that its
 segments ran as graphs (``segment_graph_calls``), with how many conversions.
 """
+import logging
 import threading
 import types
 
@@ -702,13 +703,18 @@ def _state_read_by_value(jit):
     return types.SimpleNamespace(fn=m.step, state=lambda: {"w": m.w, "offset": m.offset, "norms": list(m.norms)})
 
 
-def test_a_segment_that_gives_up_is_put_back_in_the_driver():
+def test_a_segment_that_gives_up_is_put_back_in_the_driver(caplog):
     calls = [(tf.constant([0.1 * i, 1.0]),) for i in range(14)]
     total = check(_state_read_by_value, calls, graph_calls=0)
     assert total["breaks"] == 1 and total["segment_graph_calls"] >= 6, total
     prog = _state_read_by_value(janus.function)
-    for args in calls:
-        prog.fn(*args)
+    with caplog.at_level(logging.WARNING, logger="janus"):
+        for args in calls:
+            prog.fn(*args)
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    # the warning says the segment's statements run as written, not that the function is eager
+    assert any(", a graph segment, runs as written from now on: its last 3 graphs were never reused" in w
+               for w in warned) and not any("runs eagerly from now on" in w for w in warned), warned
     jf = janus_function_of(prog.fn)
     first = jf.split.calls[0].function
     assert first.permanent_reason and "never reused" in first.permanent_reason, first.permanent_reason

@@ -178,6 +178,7 @@ class JanusFunction:
         def make(fn: types.FunctionType, options: Options) -> JanusFunction:
             jf = JanusFunction(fn, options)
             jf.segment_of = owner
+            jf.policy.segment = True
             return jf
         return make
 

@@ -43,6 +43,7 @@ class ConversionPolicy:
 
     def __init__(self, qualname: str):
         self.qualname = qualname
+        self.segment = False  # a graph segment of a function split at its breaks
         self.reset()
 
     def reset(self) -> None:
@@ -122,7 +123,11 @@ class ConversionPolicy:
             self.permanent_reason = reason
         if not self._warned:
             self._warned = True
-            log.warning("janus: %s runs eagerly from now on: %s. %s", self.qualname, reason, advice)
+            if self.segment:  # its statements go back into the driver: the other segments stay graphs
+                log.warning("janus: %s, a graph segment, runs as written from now on: %s. %s", self.qualname, reason,
+                            advice)
+            else:
+                log.warning("janus: %s runs eagerly from now on: %s. %s", self.qualname, reason, advice)
 
     def give_up_on_budget(self) -> None:
         miss = self.misses.most_common(1)
