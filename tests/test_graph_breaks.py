@@ -6,7 +6,6 @@ between calls, compares results, exceptions, stdout and state after each call, a
 asserts from ``janus.stats`` that the function was split (``breaks``) and that its
 segments ran as graphs (``segment_graph_calls``), with how many conversions.
 """
-import logging
 import threading
 import types
 
@@ -704,6 +703,8 @@ def _state_read_by_value(jit):
 
 
 def test_a_segment_that_gives_up_is_put_back_in_the_driver(caplog):
+    import logging
+
     calls = [(tf.constant([0.1 * i, 1.0]),) for i in range(14)]
     total = check(_state_read_by_value, calls, graph_calls=0)
     assert total["breaks"] == 1 and total["segment_graph_calls"] >= 6, total
