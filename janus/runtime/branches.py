@@ -48,11 +48,7 @@ def if_stmt(cond: Any, body: Callable, orelse: Callable, args: tuple, names: Seq
     if taken is not None:
         return body(*args) if taken else orelse(*args)
     no_cells(cells, "if")
-    try:
-        return _cond(to_bool(cond), lambda: body(*args), lambda: orelse(*args), names, "if", site)
-    except BaseException as e:
-        escapes.clear(e)
-        raise
+    return escapes.in_graph(_cond, to_bool(cond), lambda: body(*args), lambda: orelse(*args), names, "if", site)
 
 
 def ifexp(cond: Any, if_true: Callable[[], Any], if_false: Callable[[], Any], site: SiteInfo | None = None) -> Any:

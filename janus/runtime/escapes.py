@@ -8,13 +8,13 @@ eager's handler sees.  Inside a ``try``, each block function records its locals 
 exception as it leaves (:func:`block_left`), a loop whose iteration raises between blocks
 records its variables (:func:`loop_left`), and the statement that ran the block rebinds
 them from there before the exception goes on (:func:`escaped`).  A tensor-dependent
-construct (``tf.cond``, ``tf.while_loop``) clears the record (:func:`clear`): its blocks'
+construct (``tf.cond``, ``tf.while_loop``) clears the record (:func:`in_graph`): its blocks'
 locals belong to a graph of their own.
 """
 from __future__ import annotations
 
 import sys
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import tensorflow as tf
 
@@ -41,9 +41,14 @@ def loop_left(exc: BaseException, names: Sequence[str], state: Sequence[Any]) ->
     _record(exc, dict(zip(names, state)))
 
 
-def clear(exc: BaseException) -> None:
-    """``exc`` leaves a tensor-dependent construct: nothing of its blocks is rebound."""
-    _record(exc, None)
+def in_graph(build: Callable[..., Any], *args: Any) -> Any:
+    """``build(*args)``, a tensor-dependent construct (``tf.cond``, ``tf.while_loop``): an
+    exception leaving it rebinds nothing, its blocks' locals being of a graph of their own."""
+    try:
+        return build(*args)
+    except BaseException as e:
+        _record(e, None)
+        raise
 
 
 def escaped(exc: BaseException, names: Sequence[str]) -> tuple:

@@ -55,7 +55,7 @@ def while_stmt(test: Callable, body: Callable, args: tuple, names: Sequence[str]
                     no_cells(cells, "while loop")
                     if not same_position(before, seeds.position):
                         raise ConversionError(DRAW_IN_TEST)
-                    return _in_graph(while_loop, test, body, state, names, "while loop")
+                    return escapes.in_graph(while_loop, test, body, state, names, "while loop")
             pred = to_bool(cond)
             if count >= assumed.value:
                 assertion(tf.logical_not(pred), assumed.message, assumed)
@@ -123,10 +123,10 @@ def for_stmt(iterable: Any, extra_test: Callable | None, body: Callable, args: t
             iterable = _unrolled(iterable, assumed)
     if isinstance(iterable, TensorRange) or is_tensor(iterable):
         no_cells(cells, "for loop")
-        return _in_graph(_tensor_for, iterable, extra_test, body, tuple(args), names)
+        return escapes.in_graph(_tensor_for, iterable, extra_test, body, tuple(args), names)
     if isinstance(iterable, (tf.data.Dataset, tf.data.Iterator, EnumeratedDataset)):
         no_cells(cells, "for loop over a dataset")
-        return _in_graph(_dataset_for, iterable, extra_test, body, tuple(args), names)
+        return escapes.in_graph(_dataset_for, iterable, extra_test, body, tuple(args), names)
     state, count = tuple(args), 0
     for item in _items(iterable, names, lambda: state):
         count = _counted(count)
@@ -159,16 +159,6 @@ def _items(iterable: Any, names: Sequence[str], state: Callable[[], tuple]):
             escapes.loop_left(e, names, state())
             raise
         yield item
-
-
-def _in_graph(build: Callable, *args: Any) -> tuple:
-    """A loop built as a graph construct: an exception leaving it rebinds nothing
-    (``janus.runtime.escapes``)."""
-    try:
-        return build(*args)
-    except BaseException as e:
-        escapes.clear(e)
-        raise
 
 
 def _tensor_for(iterable, extra_test, body, state, names):
