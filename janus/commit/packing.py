@@ -238,7 +238,7 @@ class Packer:
         if isinstance(value, FedArray) and value.scalar_type is not None:  # a fed NumPy scalar: its value
             self.tensors.append(tf.convert_to_tensor(value))
             return Output(len(self.tensors) - 1, value.scalar_type)
-        if type(value) in SCALARS or isinstance(value, np.generic) and not isinstance(value, FedArray):
+        if type(value) in SCALARS or isinstance(value, np.generic):
             return Constant(value)
         source = self.ctx.source_of(value)
         if source is not None:

@@ -183,18 +183,14 @@ class HeapModel:
             # Iterating it while tracing would consume the caller's iterator (or generator)
             # before the run is known to succeed.
             raise ConversionError(f"{source.what} is an iterator ({type(value).__name__}): a trace would consume it")
-        if type(value) in FED_SCALAR_TYPES:  # a NumPy scalar: fed like a 0-d array, or guarded by value
-            if source in self.arg_inputs:
-                return self._array_input(value, source)
-            if self.numpy_values is not None and source not in self.numpy_values:
-                return self._state_array_input(value, source)
-            guards.equals_numpy_scalar(source, value)
-            return value
-        if isinstance(value, np.ndarray):
+        if isinstance(value, np.ndarray) or type(value) in FED_SCALAR_TYPES:
             if source in self.arg_inputs:
                 return self._array_input(value, source)
             if self.numpy_values is not None and source not in self.numpy_values and is_fed_array(value):
                 return self._state_array_input(value, source)
+            if not isinstance(value, np.ndarray):  # a NumPy scalar kept a value
+                guards.equals_numpy_scalar(source, value)
+                return value
             # The trace sees a read-only copy: a write into the array (eager changes the
             # caller's) raises, and the function runs eagerly.
             frozen = value.copy()
