@@ -163,7 +163,7 @@ class Conversion:
         if attempt != self._last_failed:
             self._last_failed = attempt
             return
-        reason, location = self.failure
+        reason, location = attempt[0]
         self.permanent_location = location
         self.note("the conversion failed twice the same way; running eagerly")
         self.policy.give_up(f"its conversion failed twice the same way: {reason}",
