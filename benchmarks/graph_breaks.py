@@ -8,7 +8,8 @@ authors would (issue #28):
 * ``gradient_ascent``: gradient ascent on an input image (DeepDream's loop), a loss helper
   appending to a list, the loss logged as a Python float at every step;
 * ``shift_reduce``: a shift-reduce tree network (SPINN's parser) with a Python stack driven
-  by the transitions' values;
+  by the transitions' values, over sentences parsed as one of two trees;
+* ``shift_reduce_new_trees``: the same parser, each sentence parsed as its own random tree;
 * ``numpy_minibatch``: a training step fed NumPy minibatches ``x[i:i + 32]``;
 * ``text_generation``: the text-generation tutorial's loop, a character model called one
   character at a time, each drawn by ``tf.random.categorical`` (eager's numbers, seeded);
@@ -17,9 +18,10 @@ authors would (issue #28):
 * ``wgan_gp``: a Keras WGAN-GP whose ``train_step`` calls its ``gradient_penalty`` method
   on ``self`` (both decorated), two critic steps per generator step, seeded noise.
 
-Janus splits ``numpy_statistic``, ``environment``, ``gradient_ascent``, ``shift_reduce`` and
-``text_generation`` at their graph breaks and runs the rest as graph segments; the other
-three convert whole.  Each program is first run in each mode alone, ``--warmup`` calls
+Janus splits ``numpy_statistic``, ``environment``, ``gradient_ascent``,
+``shift_reduce_new_trees`` and ``text_generation`` at their graph breaks and runs the rest
+as graph segments; the other four convert whole (``shift_reduce`` one graph per tree, its
+transitions specialized by value).  Each program is first run in each mode alone, ``--warmup`` calls
 (profiling, conversion, the split, the segments' conversions and their eager-or-graph
 trial) then ``--calls`` more, to compare its results and final state with eager's (Janus
 must match; tf.function may not — it traces Python once) and to time Janus's warm-up.
@@ -228,7 +230,8 @@ def gradient_ascent(jit):
 SHIFT, REDUCE = 0, 1
 
 
-def shift_reduce(jit):
+def _parser(jit, examples):
+    """SPINN's shift-reduce parser over ``examples`` (words, transitions, target)."""
     init = tf.keras.initializers.GlorotUniform(seed=6)
     compose = tf.Variable(init([64, 32]))
     out = tf.Variable(init([32, 1]))
@@ -252,14 +255,35 @@ def shift_reduce(jit):
         out.assign_sub(0.01 * grads[1])
         return loss
 
+    return jit(step), lambda i: examples[i % len(examples)], lambda: (compose, out)
+
+
+def _random_tree(r: np.random.RandomState, n: int) -> list[int]:
+    """The transitions of a random binary tree over ``n`` words."""
+    seq, depth, shifted = [], 0, 0
+    while shifted < n or depth > 1:
+        if shifted < n and (depth < 2 or r.rand() < 0.5):
+            seq, shifted, depth = seq + [SHIFT], shifted + 1, depth + 1
+        else:
+            seq, depth = seq + [REDUCE], depth - 1
+    return seq
+
+
+def shift_reduce(jit):
+    """The parser over sentences of 6 words parsed as one of two trees (left- and
+    right-leaning): Janus specializes on each tree's transitions."""
     r = np.random.RandomState(7)
+    trees = [[SHIFT, SHIFT] + [REDUCE, SHIFT] * 4 + [REDUCE], [SHIFT] * 6 + [REDUCE] * 5]
+    return _parser(jit, [(tf.constant(r.normal(size=(6, 32)).astype(np.float32)), tf.constant(trees[i % 2]),
+                          tf.constant([[0.5]])) for i in range(4)])
 
-    def tree(n):  # the transitions of a left-leaning binary tree over n words
-        return tf.constant([SHIFT, SHIFT] + [REDUCE, SHIFT] * (n - 2) + [REDUCE])
 
-    data = [(tf.constant(r.normal(size=(n, 32)).astype(np.float32)), tree(n), tf.constant([[0.5]]))
-            for n in (6, 6, 6, 6)]
-    return jit(step), lambda i: data[i % 4], lambda: (compose, out)
+def shift_reduce_new_trees(jit):
+    """The parser over sentences of 8 words, each parsed as its own random tree (as in a
+    treebank): the transitions differ at every call."""
+    r = np.random.RandomState(8)
+    return _parser(jit, [(tf.constant(r.normal(size=(8, 32)).astype(np.float32)), tf.constant(_random_tree(r, 8)),
+                          tf.constant([[0.5]])) for _ in range(400)])
 
 
 def numpy_minibatch(jit):
@@ -406,8 +430,9 @@ def wgan_gp(jit):
     return model.train_step, lambda i: (data[i % 4],), lambda: [w.numpy() for w in model.weights]
 
 
-PROGRAMS = {f.__name__: f for f in (numpy_statistic, environment, gradient_ascent, shift_reduce, numpy_minibatch,
-                                    text_generation, library_helper, wgan_gp)}
+PROGRAMS = {f.__name__: f for f in (numpy_statistic, environment, gradient_ascent, shift_reduce,
+                                     shift_reduce_new_trees, numpy_minibatch,
+                                     text_generation, library_helper, wgan_gp)}
 MODES = {"eager": lambda f: f, "janus": janus.function, "tf.function": tf.function}
 # Programs also written by hand as graphs holding their Python (the "hand-written" modes).
 HANDWRITTEN = {"environment": {"one graph": environment_in_one_graph, "loop in a graph": environment_loop_in_a_graph}}

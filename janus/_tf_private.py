@@ -311,3 +311,35 @@ def mark_for_xla(op: Any) -> None:
     from tensorflow.core.framework import attr_value_pb2
     op._set_attr("_XlaCompile", attr_value_pb2.AttrValue(b=True))  # noqa: SLF001
     op._set_attr("_XlaScope", attr_value_pb2.AttrValue(s=b"janus"))  # noqa: SLF001
+
+
+def run_op_eagerly(op: Any, inputs: Sequence[Any]) -> list | None:
+    """The values of graph op ``op``'s outputs, computed eagerly by its own kernel on
+    ``inputs`` (NumPy values of its inputs); None if its attributes are not plain values.
+
+    Why: ``janus.trace.known_values`` gives converted code the Python number of a tensor
+    the trace knows (``int(transitions[i])`` of a tensor specialized by value); eager
+    computes that number with the op's kernel.  ``tf.get_static_value`` folds only a fixed
+    handful of op types (not ``StridedSlice``), and no public API runs a graph op eagerly;
+    ``execute.execute`` runs an op by type and attributes, as TensorFlow's generated op
+    wrappers do.
+    """
+    attrs: list = []
+    for name in op.node_def.attr:
+        if name.startswith("_"):
+            continue
+        value = op.get_attr(name)
+        if isinstance(value, tf.DType):
+            value = value.as_datatype_enum
+        elif isinstance(value, list) and all(isinstance(v, tf.DType) for v in value):
+            value = [v.as_datatype_enum for v in value]
+        elif not isinstance(value, (bool, int, float, bytes, list)):
+            return None  # a shape, a function, a tensor: not folded
+        attrs += [name, value]
+    try:
+        with tf.init_scope():
+            tensors = [tf.constant(v) for v in inputs]
+            outputs = _execute.execute(op.type, len(op.outputs), tensors, tuple(attrs), _eager_context.context())
+            return [o.numpy() for o in outputs]
+    except (tf.errors.OpError, TypeError, ValueError):
+        return None

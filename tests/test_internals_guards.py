@@ -182,6 +182,19 @@ def test_relaxed_tensor_guard_admits_any_size_of_a_none_dimension():
     assert not holds(b, g, tf.zeros((7, 4), tf.int32)) and not holds(b, g, tf.zeros((7, 3, 1), tf.int32))
 
 
+def test_tensor_value_guard_pins_dtype_shape_and_elements():
+    b = GuardBuilder()
+    g = b.equals_tensor(Arg(1, "transitions"), tf.constant([0, 0, 1]))
+    assert g.expr == "type(a[1]) is _EagerTensor and a[1].dtype == _dt5 and _eq7(a[1], _arr6)"
+    assert (g.description, g.kind) == ("argument transitions equals the tensor seen (int32[3])", GuardKind.VALUE)
+    assert holds(b, g, None, tf.constant([0, 0, 1]))
+    for other in (tf.constant([0, 1, 1]), tf.constant([0, 0, 1], tf.int64), tf.constant([[0, 0, 1]]),
+                  tf.constant([0, 0]), np.array([0, 0, 1], np.int32), tf.Variable([0, 0, 1])):
+        assert not holds(b, g, None, other), other
+    scalar = b.equals_tensor(Arg(0, "n"), tf.constant(True))
+    assert holds(b, scalar, tf.constant(True)) and not holds(b, scalar, tf.constant(False))
+
+
 def test_composite_guard_fits_the_type_spec():
     b = GuardBuilder()
     rt = tf.ragged.constant([[1.0], [2.0, 3.0]])

@@ -32,6 +32,7 @@ from janus.errors import ConversionError, NotYet, Restart, UndefinedValueError
 from janus.runtime.recursion import Regroup
 from janus.trace.aborts import summary
 from janus.trace.arrays import StateArraysKept
+from janus.trace.known_values import TensorValuesKept
 
 if TYPE_CHECKING:
     from janus.driver.cache import GraphCache
@@ -208,6 +209,12 @@ class Conversion:
             self.permanent_location = None
             return False
         if policy.reuse_unlikely(entries):
+            stopped = policy.stop_specializing_values()
+            if stopped:
+                self.note(f"the last graphs were never reused: {', '.join(sorted(s.label for s in stopped))} "
+                          "no longer specialized by value")
+                entries.drop(lambda e: e.counters.hits <= 1)
+                return True
             self.note("the last graphs were never reused; running eagerly")
             policy.give_up(f"its last {len(entries[:3])} graphs were never reused "
                            f"({policy.misses.most_common(1)[0][0] if policy.misses else 'new guards every call'})",
@@ -256,6 +263,9 @@ class Conversion:
             return plan
         if isinstance(error, StateArraysKept):
             self.note(f"kept as NumPy values (read as NumPy): {error.reason}")
+            return plan
+        if isinstance(error, TensorValuesKept):
+            self.note(f"specialized by value (Python needs values made of them): {error.reason}")
             return plan
         if isinstance(error, Regroup):
             regrouped = plan.regrouped(error)

@@ -28,7 +28,7 @@ from janus.convert.pipeline import converted_function
 from janus.errors import ConversionError, Restart
 from janus.runtime import ops
 from janus.runtime.recursion import Regroup, TreeRecursion
-from janus.trace import guards, output, xla as xla_marks
+from janus.trace import guards, known_values, output, xla as xla_marks
 from janus.trace.active import CALL
 from janus.trace.arrays import ReadAsNumPy, StateArraysKept, is_fed_array
 from janus.trace.context import TraceContext
@@ -298,7 +298,9 @@ def _trace(python_fn: types.FunctionType, converted: Callable, args: tuple, kwar
            speculator: Speculator, on_collective: Callable[[Any], None] | None,
            arrays: frozenset[Source]) -> CacheEntry:
     """One trace of ``converted`` into a cache entry, feeding the NumPy arrays at ``arrays``."""
-    leaves = [(p, v) for p, v in input_leaves(args, kwargs) if is_eager_tensor(v) or p in arrays]
+    leaves = [(p, v) for p, v in input_leaves(args, kwargs)
+              if is_eager_tensor(v) and not (p in speculator.tensor_values and known_values.may_specialize(v))
+              or p in arrays]
     relaxed_shapes = plan.relaxed
     composite_specs = {p: s for p, s in relaxed_shapes.items() if isinstance(s, tf.TypeSpec)}
     relaxed_shapes = {p: s for p, s in relaxed_shapes.items() if p not in composite_specs}
@@ -353,6 +355,7 @@ def _trace(python_fn: types.FunctionType, converted: Callable, args: tuple, kwar
         except Exception as e:
             if ctx.heap.arrays_read:  # the reason, whatever library code made of it
                 raise ReadAsNumPy(ctx.heap.arrays_read) from None
+            _specialize_wanted_values(ctx, speculator, e, arrays)
             if not isinstance(e, (ConversionError, Restart)):  # the user's exception: under which guards
                 with contextlib.suppress(AttributeError, TypeError):
                     setattr(e, RAISED_UNDER, guards.compile_guard(ctx.guard_set.guards, len(args), tuple(kwargs),
@@ -386,6 +389,20 @@ def _trace(python_fn: types.FunctionType, converted: Callable, args: tuple, kwar
         late_failure=ctx.checks.late_failures[0] if ctx.checks.late_failures else None,
         iterators=[s.label for s in ctx.heap.fed_iterators])
     return CacheEntry(graph, report)
+
+
+def _specialize_wanted_values(ctx: TraceContext, speculator: Speculator, error: Exception,
+                              arrays: frozenset[Source]) -> None:
+    """A trace that failed where Python needed tensor values made of small integer tensor
+    inputs: trace again with those specialized by value (``janus.trace.known_values``)."""
+    if not isinstance(error, ConversionError) or error.permanent:
+        return
+    wanted = {s: why for s, why in ctx.heap.values_wanted.items()
+              if s not in speculator.tensor_values and s not in speculator.never_values
+              and s not in arrays and s not in ctx.heap.state_arrays}
+    if wanted:
+        speculator.tensor_values.update(wanted)
+        raise known_values.TensorValuesKept(wanted) from None
 
 
 def _undo(ctx: TraceContext, concrete: Any, args: tuple, kwargs: dict) -> undoing.Undo:

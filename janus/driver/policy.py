@@ -7,7 +7,9 @@ to stop assuming, and when to give up.
   specific common shape (its changed dimensions become symbolic); a Python number whose
   value guard failed is fed to the next graph instead of being specialized again.
 * **What not to feed**: a NumPy array argument a trace found read as NumPy stays a
-  Python value, guarded by value, in every later trace (``numpy_values``).
+  Python value, guarded by value, in every later trace (``numpy_values``); so does a
+  small integer tensor whose values Python needed (``tensor_values``), until the graphs
+  made for its values go unreused (``janus.trace.known_values``).
 * **What to stop assuming**: a speculation whose assertion failed is banned at its site.
 * **When to give up**: at once for a construct that can never convert; after the
   conversion budget; or when the last graphs built were never reused (the profile of
@@ -58,6 +60,11 @@ class ConversionPolicy:
         self.varying: dict[Source, type] = {}
         self.banned_sites: set = set()
         self.numpy_values: set[Source] = set()  # NumPy array arguments kept as values (janus.trace.arrays)
+        # tensors specialized by value, those whose value guard failed, and those no longer
+        # specialized (their values changed at every call: janus.trace.known_values)
+        self.tensor_values: set[Source] = set()
+        self.tensor_value_misses: set[Source] = set()
+        self.never_values: set[Source] = set()
         self.assumptions: dict = {}
         self.misses: Counter[str] = Counter()
         self._warned = False
@@ -114,7 +121,17 @@ class ConversionPolicy:
         the NumPy arguments not to feed through one set (a trace adds what it learns).  No
         trip count is assumed in a conversion made at once after a miss."""
         return Speculator(profile, self.banned_sites, self.assumptions, self.numpy_values,
-                          trips=not (self.explained_miss and self.eager_since_attempt == 0))
+                          trips=not (self.explained_miss and self.eager_since_attempt == 0),
+                          tensor_values=self.tensor_values, never_values=self.never_values)
+
+    def stop_specializing_values(self) -> set[Source]:
+        """Stop specializing by value the tensors whose value guards failed (the newest graphs,
+        one per value, were never reused); what Python needs of them becomes a graph break."""
+        stopped = self.tensor_value_misses & self.tensor_values
+        self.tensor_values -= stopped
+        self.never_values |= stopped
+        self.tensor_value_misses.clear()
+        return stopped
 
     # -- giving up ------------------------------------------------------------------
     def give_up(self, reason: str, advice: str) -> None:
@@ -181,6 +198,9 @@ class ConversionPolicy:
                 state_number = state_number or not source.is_argument
                 # an argument may take its old value again (its graph still serves it)
                 explained = explained and not source.is_argument
+            elif guard.kind is GuardKind.VALUE and is_eager_tensor(value):
+                self.tensor_value_misses.add(source)
+                explained = False
             elif guard.kind is GuardKind.TENSOR and tf.is_tensor(value) and not source.is_argument:
                 self.observe_shape(source, value.shape, report.value_shape(source))
             elif guard.kind is GuardKind.SPEC and is_eager_composite(value):

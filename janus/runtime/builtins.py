@@ -20,6 +20,7 @@ from janus.runtime import state
 from janus.runtime.loops import EnumeratedDataset, TensorRange
 from janus.runtime.truth import to_bool
 from janus.trace.active import current
+from janus.trace import known_values
 from janus.trace.forest import NodeView
 from janus.trace.scalars import PyOrTensor, PyScalar, is_symbolic
 from janus.trace.values import SymbolicShape
@@ -85,6 +86,11 @@ def _scalar(kind: type):
             return PyScalar.of(to_bool(x), bool) if kind is bool else PyScalar.of(x, kind)
         if not is_symbolic(x):
             return kind(x, *rest)
+        if x.shape.rank == 0:
+            value = known_values.known_value(x)
+            if value is not None:  # the number itself, as eager computes it
+                return kind(value)
+            current().heap.want_value(x, f"{kind.__name__}() of it")
         if kind is bool:
             return PyScalar(to_bool(x), bool)
         if x.shape.num_elements() != 1:

@@ -127,7 +127,8 @@ class TraceContext:
         self.guard_set = GuardBuilder()
         self.heap = HeapModel(self.guard_set, relaxed=relaxed, fed_scalars=dict(fed_scalars or {}),
                               heap_shapes=dict(heap_shapes or {}), composite_specs=dict(composite_specs or {}),
-                              numpy_values=speculator.numpy_values if speculator is not None else None)
+                              numpy_values=speculator.numpy_values if speculator is not None else None,
+                              tensor_values=set(speculator.tensor_values) if speculator is not None else set())
         self.checks = Checks(speculator)
         self.log = EffectLog()
         self.seeds = SeedStream()

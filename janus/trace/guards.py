@@ -160,6 +160,15 @@ class GuardBuilder:
         return self.add(f"type({path}) is _EagerTensor and {path}.dtype == {dname} and {shape_check}",
                         f"{source.what} is a {dtype.name} tensor of shape {dims}", GuardKind.TENSOR, source)
 
+    def equals_tensor(self, source: Source, value: tf.Tensor) -> Guard:
+        """An eager tensor of ``value``'s dtype, shape and elements (a small integer or
+        boolean tensor specialized by value: ``janus.trace.known_values``)."""
+        path, dname, name = source.expr, self.const(value.dtype, "dt"), self.const(np.asarray(value.numpy()), "arr")
+        equal = self.const(_tensor_equal, "eq")
+        return self.add(f"type({path}) is _EagerTensor and {path}.dtype == {dname} and {equal}({path}, {name})",
+                        f"{source.what} equals the tensor seen ({value.dtype.name}{value.shape.as_list()})",
+                        GuardKind.VALUE, source)
+
     def array(self, source: Source, value: np.ndarray | np.generic, dims: tuple) -> Guard:
         """A NumPy array of ``value``'s dtype and shape ``dims`` (a None dimension: any size),
         or a NumPy scalar of ``value``'s type, fed to the graph."""
@@ -303,6 +312,11 @@ def fits_spec(value: Any, spec: tf.TypeSpec) -> bool:
 
 def _np_equal(a, b) -> bool:
     return isinstance(a, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+
+
+def _tensor_equal(t, b) -> bool:
+    a = np.asarray(t.numpy())
+    return a.shape == b.shape and np.array_equal(a, b)
 
 
 def _frozen_copy(value):

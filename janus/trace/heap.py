@@ -41,6 +41,7 @@ import tensorflow as tf
 from janus import _tf_private
 from janus.errors import ConversionError
 from janus.trace.active import CALL
+from janus.trace import known_values
 from janus.trace.arrays import FED_SCALAR_TYPES, FedArray, is_fed_array
 from janus.trace.guards import GuardBuilder, fits_spec
 from janus.trace.scalars import DTYPES, PyScalar, fed_scalar
@@ -91,6 +92,10 @@ class HeapModel:
     # policy's set), None: none is fed; and those this trace feeds
     numpy_values: set[Source] | None = None
     state_arrays: set[Source] = field(default_factory=set)
+    # tensors specialized by value (janus.trace.known_values: the policy's set); and the
+    # fed tensor inputs whose values this trace needed, with what needed them
+    tensor_values: set[Source] = field(default_factory=set)
+    values_wanted: dict[Source, str] = field(default_factory=dict)
     _keep: list[Any] = field(default_factory=list)
     _pinned: set[int] = field(default_factory=set)
 
@@ -263,11 +268,28 @@ class HeapModel:
         return out
 
     def _tensor_input(self, value: tf.Tensor, source: Source) -> tf.Tensor:
+        if source in self.tensor_values and known_values.may_specialize(value):
+            # a constant of the graph, which the trace knows (janus.trace.known_values)
+            self.guard_set.equals_tensor(source, value)
+            with self.outer_graph.as_default():
+                return tf.constant(value.numpy(), value.dtype)
         spec = self.arg_specs.get(source) or tf.TensorSpec(self.heap_shapes.get(source, value.shape), value.dtype)
         self.guard_set.tensor(source, value.dtype, tuple(spec.shape.as_list()))
         if source in self.arg_inputs:
             return self.arg_inputs[source]
         return self._call_time_input(source, spec)
+
+    def want_value(self, t: tf.Tensor, what: str) -> None:
+        """The trace needs graph tensor ``t``'s value (``what``: for what): note the small
+        integer tensor inputs it is made of, which a next trace may specialize by value."""
+        placeholders = {ph.name: self._read_from.get(id(ph), s) for s, ph in self.arg_inputs.items()}  # named
+        placeholders.update((h.placeholder.name, s) for s, h in self.heap_inputs.items() if h.placeholder is not None)
+        sources = known_values.fed_sources(t, placeholders) or set()
+        specs = self.arg_specs | {s: h.spec for s, h in self.heap_inputs.items()}
+        for source in sources:
+            spec = specs.get(source)
+            if isinstance(spec, tf.TensorSpec) and source not in self.fed_scalars and known_values.may_specialize(spec):
+                self.values_wanted.setdefault(source, what)
 
     def _array_input(self, value: np.ndarray | np.generic, source: Source) -> FedArray:
         """A NumPy array argument fed to the graph: guarded on dtype and shape, seen as a

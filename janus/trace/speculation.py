@@ -88,7 +88,8 @@ class Speculator:
     """Answers, per site, what the profile allows a trace to assume."""
 
     def __init__(self, profile: Any, banned: Iterable[Any] = (), registry: dict | None = None,
-                 numpy_values: set | None = None, trips: bool = True):
+                 numpy_values: set | None = None, trips: bool = True, tensor_values: set | None = None,
+                 never_values: set | None = None):
         self.profile = profile
         # False: assume no loop's trip count (a trace made at once after a miss, whose new
         # shapes or numbers may change counts the profile has not seen change yet)
@@ -99,6 +100,10 @@ class Speculator:
         # Python values, guarded by value (janus.trace.arrays); the policy's own set, which
         # a trace that finds another such argument adds to
         self.numpy_values = numpy_values if numpy_values is not None else set()
+        # tensor inputs specialized by value (Python needs values made of them:
+        # janus.trace.known_values), the policy's own set; and those it no longer specializes
+        self.tensor_values = tensor_values if tensor_values is not None else set()
+        self.never_values = never_values if never_values is not None else set()
 
     def _allowed(self, site: SiteInfo | None) -> bool:
         return site is not None and self.profile is not None and site.key not in self.banned

@@ -1,0 +1,98 @@
+"""Tensor values Python needs while tracing: folded when the trace knows them, and the
+inputs they come from specialized by value when it does not.
+
+Eager code turns tensors into Python numbers to drive Python logic: SPINN's parser pushes
+or pops its stack on ``int(transition)``, a loop runs ``int(n)`` times.  In a graph such
+a number is only a tensor (a :class:`~janus.trace.scalars.PyScalar`), and logic that
+needs its value (a list popped on one branch, ``range`` of it) fails the trace.
+
+* A tensor whose value the trace can compute is *known*: it is made only of constants
+  and of stateless ops on them (a tensor specialized by value, a shape the guards fix).
+  ``int(t)``, ``float(t)`` and ``bool(t)`` of it are the Python number itself, computed
+  by the op's own kernel as eager computes it.
+* A tensor computed from fed tensor inputs (integer or boolean, at most
+  :data:`MAX_ELEMENTS` elements) through stateless ops only is *wanted*: if the trace
+  then fails, :class:`TensorValuesKept` makes the next trace specialize those inputs by
+  value (a constant in the graph, guarded by dtype, shape and elements), so that the
+  number is known.  The policy stops specializing an input whose value keeps changing
+  (``janus.driver.policy``): then the statement that needs the number is a graph break.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from janus import _tf_private
+from janus.errors import Restart
+from janus.trace.sources import Source
+
+MAX_ELEMENTS = 1024  # a tensor input larger than this is never specialized by value
+_MAX_OPS = 256  # ops a fold or a search for inputs visits before giving up
+
+
+class TensorValuesKept(Restart):
+    """A failed trace needed the values of tensors computed from these tensor inputs: the
+    next trace specializes them by value (``speculator.tensor_values``)."""
+
+    def __init__(self, wanted: dict[Source, str]):
+        super().__init__(", ".join(f"{s.label} ({why})" for s, why in wanted.items()))
+        self.sources = set(wanted)
+
+
+def may_specialize(value: Any) -> bool:
+    """A tensor input small and discrete enough to be specialized by value."""
+    return (value.dtype.is_integer or value.dtype == tf.bool) and value.shape.num_elements() is not None \
+        and value.shape.num_elements() <= MAX_ELEMENTS
+
+
+def known_value(t: tf.Tensor) -> np.ndarray | None:
+    """The value of graph tensor ``t`` if the trace can compute it (see the module), else None."""
+    memo: dict[str, Any] = {}
+    return _fold(t, memo)
+
+
+def _fold(t: tf.Tensor, memo: dict[str, Any]) -> np.ndarray | None:
+    if t.name in memo:
+        return memo[t.name]
+    if len(memo) > _MAX_OPS:
+        return None
+    memo[t.name] = None  # a cycle (none in a graph) or an unfinished visit folds nothing
+    value = tf.get_static_value(t)
+    op = t.op
+    if value is None and op.inputs and not op.op_def.is_stateful:
+        inputs = [_fold(i, memo) for i in op.inputs]
+        if all(v is not None for v in inputs):
+            outputs = _tf_private.run_op_eagerly(op, inputs)
+            if outputs is not None:
+                for out, v in zip(op.outputs, outputs):
+                    memo[out.name] = v
+                return memo[t.name]
+    memo[t.name] = value
+    return value
+
+
+def fed_sources(t: tf.Tensor, placeholders: dict[str, Source]) -> set[Source] | None:
+    """The inputs (by ``placeholders``: graph tensor name to source) whose values alone
+    make ``t``'s, through stateless ops; None if anything else goes into it (a variable, a
+    random op, a loop variable, a fed number)."""
+    found: set[Source] = set()
+    seen: set[str] = set()
+    stack = [t]
+    while stack:
+        t = stack.pop()
+        if t.name in seen:
+            continue
+        seen.add(t.name)
+        if len(seen) > _MAX_OPS:
+            return None
+        source = placeholders.get(t.name)
+        if source is not None:
+            found.add(source)
+            continue
+        op = t.op
+        if op.type == "Placeholder" or op.op_def.is_stateful:
+            return None
+        stack += op.inputs
+    return found or None
