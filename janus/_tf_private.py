@@ -343,3 +343,15 @@ def run_op_eagerly(op: Any, inputs: Sequence[Any]) -> list | None:
             return [o.numpy() for o in outputs]
     except (tf.errors.OpError, TypeError, ValueError):
         return None
+
+
+def tape_recording() -> bool:
+    """Is a ``tf.GradientTape`` (or another tape) recording on this thread now?
+
+    Why: a graph segment called under a recording tape costs more than its own run — the
+    tape's gradient later runs the graph's backward function — so the driver confirms such
+    a segment's graph on whole calls (``janus.driver.segments``); one never called under a
+    tape is judged by its own timing.  TensorFlow's ``record.could_possibly_record`` asks
+    the tape set this; it has no public name.
+    """
+    return not _pywrap_tfe.TFE_Py_TapeSetIsEmpty()

@@ -726,29 +726,67 @@ def test_a_segment_that_gives_up_is_put_back_in_the_driver(caplog):
     assert "y = tf.tanh(((x * self.w) + self.offset))" in source and "_jn_segs[0](" not in source, source
 
 
+def _numpy_statistic_under_a_tape(jit):
+    """``_numpy_statistic`` called inside the caller's recording tape: its segments' graph
+    calls are recorded, their backward functions run by the caller's ``tape.gradient``."""
+    prog = _numpy_statistic(jit)
+    grads = []
+
+    def fn(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = prog.fn(x)
+        grads.append(tape.gradient(loss, x))
+        return loss
+
+    return types.SimpleNamespace(fn=fn, step=prog.fn, janus_fns=[prog.fn],
+                                 state=lambda: {**prog.state(), "grads": list(grads)})
+
+
 @pytest.mark.parametrize("whole_calls_faster", [True, False], ids=["kept", "dropped"])
-def test_segments_kept_as_graphs_are_confirmed_on_whole_calls(monkeypatch, whole_calls_faster):
+def test_segments_kept_as_graphs_under_a_tape_are_confirmed_on_whole_calls(monkeypatch, whole_calls_faster):
     """A segment's trial cannot time its graph's backward (run later by tape.gradient): the
-    root confirms kept graphs on whole calls, as graphs then as written, and keeps the
-    faster; every call through the confirmation gives eager's results and state."""
+    root confirms graphs kept under a recording tape on whole calls, as graphs then as
+    written, and keeps the faster; every call through the confirmation gives eager's
+    results and state."""
     from janus.driver import segments
 
     monkeypatch.setattr(segments, "graphs_faster", lambda graphs, written: True)  # every trial keeps its graph
     monkeypatch.setattr(segments, "whole_calls_faster_with_graphs", lambda graphs, written: whole_calls_faster)
     calls = [(tf.constant(np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4) * (i % 5 + 1)),) for i in range(30)]
-    total = check(_numpy_statistic, calls, graph_calls=0)
+    total = check(_numpy_statistic_under_a_tape, calls, graph_calls=0)
     assert total["breaks"] == 1 and total["segment_graph_calls"] >= 10, total
+    prog = _numpy_statistic_under_a_tape(janus.function)
+    for args in calls:
+        prog.fn(*args)
+    split = janus_function_of(prog.step).split
+    verdict = "kept as graphs" if whole_calls_faster else "run as written"
+    assert split.confirmation is not None and split.confirmation.endswith(verdict), split.confirmation
+    assert verdict in str(janus.explain(prog.step))
+    graphs = sum(janus.stats(s)["graph_calls"] for s in _segments(prog.step))
+    prog.fn(*calls[0])
+    assert sum(janus.stats(s)["graph_calls"] for s in _segments(prog.step)) == graphs + (2 if whole_calls_faster else 0)
+    assert ("_jn_segs[" in split.source) == whole_calls_faster, split.source
+
+
+def test_segments_kept_as_graphs_no_tape_records_stay_on_their_trial(monkeypatch):
+    """With no tape recording its calls, a segment's trial times all its graph costs: the
+    graphs it keeps are not confirmed on whole calls (which would lose a segment's gain
+    in a whole call's noise)."""
+    from janus.driver import segments
+
+    monkeypatch.setattr(segments, "graphs_faster", lambda graphs, written: True)  # every trial keeps its graph
+    monkeypatch.setattr(segments, "whole_calls_faster_with_graphs", lambda graphs, written: False)
+    calls = [(tf.constant(np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4) * (i % 5 + 1)),) for i in range(30)]
+    check(_numpy_statistic, calls, graph_calls=0)
     prog = _numpy_statistic(janus.function)
     for args in calls:
         prog.fn(*args)
     split = janus_function_of(prog.fn).split
-    verdict = "kept as graphs" if whole_calls_faster else "run as written"
-    assert split.confirmation is not None and split.confirmation.endswith(verdict), split.confirmation
-    assert verdict in str(janus.explain(prog.fn))
+    assert split.confirmation is None and "_jn_segs[" in split.source, split.confirmation
     graphs = sum(janus.stats(s)["graph_calls"] for s in _segments(prog.fn))
     prog.fn(*calls[0])
-    assert sum(janus.stats(s)["graph_calls"] for s in _segments(prog.fn)) == graphs + (2 if whole_calls_faster else 0)
-    assert ("_jn_segs[" in split.source) == whole_calls_faster, split.source
+    assert sum(janus.stats(s)["graph_calls"] for s in _segments(prog.fn)) == graphs + 2
 
 
 def test_a_segment_split_in_turn_whose_segments_run_as_written_is_put_back_whole(monkeypatch):

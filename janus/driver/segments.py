@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import gast
 
+from janus import _tf_private
 from janus.convert import parse, registry
 from janus.convert.segments import RUNTIME, SEGMENTS, BreakSite, Segment, split
 from janus.convert.pipeline import with_user_lines
@@ -60,7 +61,8 @@ class SegmentCall:
     as written from then on.  Both kinds of call are timed where the program calls them,
     under the same tape."""
 
-    __slots__ = ("function", "segment", "seconds", "graph_times", "eager_times", "as_written", "forced", "_settled")
+    __slots__ = ("function", "segment", "seconds", "graph_times", "eager_times", "as_written", "forced", "taped",
+                 "_settled")
 
     def __init__(self, function: "JanusFunction", segment: Segment, settled: Callable[[int], None]):
         self.function = function
@@ -71,6 +73,7 @@ class SegmentCall:
         self.eager_times: list[float] = []
         self.as_written = False  # the trial found eager faster
         self.forced = False  # run as written while whole calls are timed (SplitFunction's confirmation)
+        self.taped = False  # its graph ran under a recording tape (its backward function runs later)
 
     @property
     def in_trial(self) -> bool:
@@ -107,6 +110,8 @@ class SegmentCall:
                 if trial:
                     self._eager_ran(elapsed)
         graphs = jf.counts["graph_calls"]
+        if len(self.graph_times) < TRIAL and not self.taped:
+            self.taped = _tf_private.tape_recording()
         try:
             return jf(*args)
         finally:
@@ -144,9 +149,10 @@ class SplitFunction:
 
     A segment's trial times its own calls; what a graph call under a recording tape costs
     later (its backward function, run by ``tape.gradient``) falls outside them.  So once
-    the trials have settled with segments kept as graphs, the function the user called
-    (the root of the split) confirms them on whole calls: ``TRIAL`` calls with them as
-    graphs, ``TRIAL`` with them as written; if those were faster, they run as written."""
+    the trials have settled with segments kept as graphs that ran under a recording tape,
+    the function the user called (the root of the split) confirms those on whole calls:
+    ``TRIAL`` calls with them as graphs, ``TRIAL`` with them as written; if those were
+    faster, they run as written.  A graph no tape recorded stays on its trial's verdict."""
 
     def __init__(self, fn: types.FunctionType, breaks: dict[int, BreakSite], options: "Options",
                  make: Callable[[types.FunctionType, "Options"], "JanusFunction"]):
@@ -247,7 +253,8 @@ class SplitFunction:
             calls = self._all_calls()
             if any(c.in_trial for c in calls):
                 return
-            self._keepers = [c for c in calls if c.keeps_graph]
+            # a graph never run under a tape costs what its trial timed: no need to confirm it
+            self._keepers = [c for c in calls if c.keeps_graph and c.taped]
             return  # time from the next call on (this one may have run part of a trial)
         if len(as_graphs) < TRIAL:
             as_graphs.append(elapsed)
