@@ -4,7 +4,8 @@ Each program is generated from a seed: closures over variables the body rebinds,
 over Python lists, ranges, tensors and datasets, ``while`` loops, asymmetric branches on Python
 and tensor conditions, ``break``/``continue``, early ``return`` and a ``raise`` on some calls;
 a NumPy scalar argument that changes at every call meets tensors (fed) and Python numbers
-(a value) in them.  The harness runs
+(a value) in them; a small integer tensor drives Python logic through ``int()`` (its value
+specialized: ``janus.trace.known_values``).  The harness runs
 the same changing call sequence eagerly and through Janus and compares results,
 exceptions, printed output and state after every call.  A program Janus does not
 convert is a gap and allowed here; a different answer is not.
@@ -30,14 +31,14 @@ class _Gen:
 
     def cond(self, loop_var: str | None) -> str:
         options = ["tf.reduce_sum(x) > 1.0", "n % 2 == 0", "k > 2", "tf.reduce_max(x) < 0.5",
-                   "len(xs) > 2", "tf.reduce_sum(acc) > 3.0"]
+                   "len(xs) > 2", "tf.reduce_sum(acc) > 3.0", "int(t[0]) > 1", "int(t[1]) % 2 == 0"]
         if loop_var:
             options += [f"{loop_var} > 1", f"{loop_var} % 2 == 0"]
         return self.r.choice(options)
 
     def expr(self, loop_var: str | None) -> str:
         options = [f"x * {self.const()}", "tf.reduce_sum(x)", "g()", f"float(k) * {self.const()}", "x + acc * 0.5",
-                   "x * w", "w * acc", f"w * {self.const()}"]
+                   "x * w", "w * acc", f"w * {self.const()}", "x * float(int(t[2]) + 1)"]
         if loop_var:
             options += [f"x * float({loop_var})", f"{loop_var} * {self.const()}"]
         return self.r.choice(options)
@@ -79,7 +80,7 @@ class _Gen:
         self.loops += 1
         var = f"v{self.loops}"
         if kind == "for":
-            source = self.r.choice(["xs", "range(n)", "x", "range(len(xs))", "ds"])
+            source = self.r.choice(["xs", "range(n)", "x", "range(len(xs))", "ds", "range(int(t[0]))", "t"])
             return [f"{indent}for {var} in {source}:"] + self.block(depth + 1, var, True, inner)
         counter = f"c{self.loops}"
         return ([f"{indent}{counter} = 0", f"{indent}while {counter} < n:", f"{inner}{counter} = {counter} + 1"]
@@ -93,20 +94,23 @@ class _Gen:
             body += ["    def g():", f"        return float(k) + {self.const()}"]
         body += self.block(0, None, False, "    ")
         body.append("    return acc, k")
-        return "import tensorflow as tf\n\n\ndef f(x, xs, n, ds, w):\n" + "\n".join(body) + "\n"
+        return "import tensorflow as tf\n\n\ndef f(x, xs, n, ds, w, t):\n" + "\n".join(body) + "\n"
 
 
 def _calls(seed: int) -> list[tuple]:
-    """Eight calls: a fresh tensor, dataset and NumPy float32 every call; the list and the
-    count from a pool of two, so that graphs are reused and also missed."""
+    """Eight calls: a fresh tensor, dataset and NumPy float32 every call; the list, the
+    count and the integer tensor from a pool of two, so that graphs are reused and also
+    missed (the last call's integer tensor is new)."""
     r = np.random.RandomState(seed)
     pool = [([int(v) for v in r.randint(0, 4, size=2 + i)], int(r.randint(0, 4))) for i in range(2)]
+    ints = [r.randint(0, 4, size=3).astype(np.int32) for _ in range(3)]
     calls = []
     for i in range(8):
         x = tf.constant(r.uniform(-1.0, 1.0, size=3).astype(np.float32))
         xs, n = pool[0] if i < 5 else pool[i % 2]
         ds = tf.data.Dataset.from_tensor_slices(tf.constant(r.uniform(-1.0, 2.0, size=1 + i % 4).astype(np.float32)))
-        calls.append((x, list(xs), n, ds, np.float32(r.uniform(0.5, 1.5))))
+        t = tf.constant(ints[2] if i == 7 else ints[0] if i < 5 else ints[i % 2])
+        calls.append((x, list(xs), n, ds, np.float32(r.uniform(0.5, 1.5)), t))
     return calls
 
 
