@@ -325,18 +325,18 @@ def run_op_eagerly(op: Any, inputs: Sequence[Any]) -> list | None:
     wrappers do.
     """
     attrs: list = []
-    for name in op.node_def.attr:
-        if name.startswith("_"):
-            continue
-        value = op.get_attr(name)
-        if isinstance(value, tf.DType):
-            value = value.as_datatype_enum
-        elif isinstance(value, list) and all(isinstance(v, tf.DType) for v in value):
-            value = [v.as_datatype_enum for v in value]
-        elif not isinstance(value, (bool, int, float, bytes, list)):
-            return None  # a shape, a function, a tensor: not folded
-        attrs += [name, value]
     try:
+        for name in op.node_def.attr:
+            if name.startswith("_"):
+                continue
+            value = op.get_attr(name)
+            if isinstance(value, tf.DType):
+                value = value.as_datatype_enum
+            elif isinstance(value, list) and all(isinstance(v, tf.DType) for v in value):
+                value = [v.as_datatype_enum for v in value]
+            elif not isinstance(value, (bool, int, float, bytes, list)):
+                return None  # a shape, a function, a tensor: not folded
+            attrs += [name, value]
         with tf.init_scope():
             tensors = [tf.constant(v) for v in inputs]
             outputs = _execute.execute(op.type, len(op.outputs), tensors, tuple(attrs), _eager_context.context())

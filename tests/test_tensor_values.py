@@ -194,3 +194,28 @@ def test_a_tensor_held_in_python_state_is_specialized_and_rechecked_after_it_cha
     calls = [(x,), (x * 2,), (x,), reorder([1, 2, 0]), (x,), (x * 3,), reorder([2, 0, 1]), (x,)]
     stats = check(make, calls, min_graph_calls=4)
     assert stats["breaks"] == 0, stats
+
+
+def test_known_value_folds_stateless_ops_on_constants_only():
+    from janus.trace.known_values import fed_sources, known_value
+    from janus.trace.sources import Arg
+
+    seen = {}
+
+    @tf.function(autograph=False)
+    def graph(x):
+        c = tf.constant([3, 1, 4, 1, 5])
+        seen["slice"] = c[2] * 2 + tf.size(c)  # StridedSlice, Mul, Size, AddV2: all folded
+        seen["cast"] = tf.cast(tf.reduce_max(c), tf.float32) / 2.0
+        seen["input"] = c[0] + x[0]
+        seen["variable"] = tf.cast(v.read_value(), tf.int32) + c[1]
+        seen["x"] = x
+        return x
+
+    v = tf.Variable(2.0)
+    graph.get_concrete_function(tf.TensorSpec([3], tf.int32))
+    assert known_value(seen["slice"]) == 13 and known_value(seen["cast"]) == np.float32(2.5)
+    assert known_value(seen["input"]) is None and known_value(seen["variable"]) is None
+    placeholders = {seen["x"].name: Arg(0, "x")}
+    assert fed_sources(seen["input"], placeholders) == {Arg(0, "x")}
+    assert fed_sources(seen["variable"], placeholders) is None  # a variable read: not made of inputs alone

@@ -30,6 +30,7 @@ from janus.trace.sources import Source
 
 MAX_ELEMENTS = 1024  # a tensor input larger than this is never specialized by value
 _MAX_OPS = 256  # ops a fold or a search for inputs visits before giving up
+_MAX_FOLDED_ELEMENTS = 1 << 16  # a larger tensor is not computed while tracing
 
 
 class TensorValuesKept(Restart):
@@ -56,7 +57,8 @@ def known_value(t: tf.Tensor) -> np.ndarray | None:
 def _fold(t: tf.Tensor, memo: dict[str, Any]) -> np.ndarray | None:
     if t.name in memo:
         return memo[t.name]
-    if len(memo) > _MAX_OPS:
+    size = t.shape.num_elements()
+    if len(memo) > _MAX_OPS or size is None or size > _MAX_FOLDED_ELEMENTS:
         return None
     memo[t.name] = None  # a cycle (none in a graph) or an unfinished visit folds nothing
     value = tf.get_static_value(t)
