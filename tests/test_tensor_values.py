@@ -111,6 +111,25 @@ def test_a_loop_bound_read_from_a_tensor_and_a_list_it_fills():
     assert stats["conversions"] == 3 and stats["breaks"] == 0, stats
 
 
+def test_a_dataset_argument_beside_a_tensor_whose_value_python_needs():
+    def make(jit):
+        @jit
+        def f(ds, t):
+            total = tf.zeros([])
+            for v in ds:
+                total = total + v
+            parts = []
+            for _ in range(int(t[0])):
+                parts.append(total)
+            return tf.add_n(parts) if parts else tf.zeros([]), len(parts)
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(tf.data.Dataset.from_tensor_slices(tf.range(2.0) + k), tf.constant([1 + k % 2, 0])) for k in range(10)]
+    stats = check(make, calls, min_graph_calls=5)
+    assert stats["breaks"] == 0, stats
+
+
 def test_a_number_a_guarded_shape_fixes_is_the_python_number():
     def make(jit):
         sizes = []

@@ -282,8 +282,10 @@ class HeapModel:
     def want_value(self, t: tf.Tensor, what: str) -> None:
         """The trace needs graph tensor ``t``'s value (``what``: for what): note the small
         integer tensor inputs it is made of, which a next trace may specialize by value."""
-        placeholders = {ph.name: self._read_from.get(id(ph), s) for s, ph in self.arg_inputs.items()}  # named
-        placeholders.update((h.placeholder.name, s) for s, h in self.heap_inputs.items() if h.placeholder is not None)
+        placeholders = {ph.name: self._read_from.get(id(ph), s)  # the source as the trace named it
+                        for s, ph in self.arg_inputs.items() if isinstance(ph, tf.Tensor)}
+        placeholders.update((h.placeholder.name, s) for s, h in self.heap_inputs.items()
+                            if isinstance(h.placeholder, tf.Tensor))  # not a dataset's or an iterator's
         sources = known_values.fed_sources(t, placeholders) or set()
         specs = self.arg_specs | {s: h.spec for s, h in self.heap_inputs.items()}
         for source in sources:
