@@ -804,3 +804,6 @@ def test_a_segment_split_in_turn_whose_segments_run_as_written_is_put_back_whole
     split = janus_function_of(prog.fn).split
     assert any(c.function.split is not None for c in split.calls)  # one segment was split in turn
     assert split.settled and "_jn_segs[" not in split.source, split.source
+    runs = split.runs
+    prog.fn(*calls[0])
+    assert split.runs == runs  # settled: the user's function runs, not the driver

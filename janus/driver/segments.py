@@ -223,6 +223,10 @@ class SplitFunction:
         return len(self.inlined) == len(self.calls)
 
     def __call__(self, args: tuple, kwargs: dict) -> Any:
+        if self.settled and not self._confirming:
+            # the driver is the user's statements as written: the user's own function runs
+            # them (the regenerated driver measured about 1% slower than it)
+            return self._fn(*args, **kwargs)
         self.runs += 1
         start = time.perf_counter()
         try:
