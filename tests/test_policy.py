@@ -181,6 +181,52 @@ def test_a_function_that_raises_now_and_then_keeps_its_graph_for_the_other_calls
     assert "raises Skip on such calls, as eager does" in text and "runs eagerly from now on" not in text, text
 
 
+def test_a_graph_segment_inside_a_tape_that_raises_now_and_then_is_not_given_up():
+    """A segment inside a ``with`` run in Python returns what it raised (its eager version
+    catches); eager's outcome is read from that, so a segment whose trace raises what eager
+    raises is raising on such calls, not failing to convert."""
+    import numpy as np
+    from janus.driver import segments
+
+    def make(jit):
+        w = tf.Variable([1.0, 2.0])
+        log = []
+
+        @jit
+        def step(x, skip):
+            with tf.GradientTape() as tape:
+                y = tf.reduce_sum(x * w)
+                log.append(float(np.abs(y.numpy())))  # NumPy reads a tensor: a graph break
+                z = tf.tanh(y) * 2.0
+                if skip:
+                    raise Skip("batch skipped")
+                loss = z * z
+            w.assign_sub(0.01 * tape.gradient(loss, w))
+            return loss
+
+        return SimpleNamespace(fn=step, state=lambda: {"w": w, "log": list(log)})
+
+    calls = [(tf.constant([0.1 * i, 1.0]), i % 4 == 3) for i in range(40)]
+    original = segments.graphs_faster
+    segments.graphs_faster = lambda graphs, written: True  # keep the segments' graphs (what is tested)
+    try:
+        check(make, calls, min_graph_calls=0)
+        prog = make(janus.function)
+        for c in calls:
+            try:
+                prog.fn(*c)
+            except Skip:
+                pass
+    finally:
+        segments.graphs_faster = original
+    raising = [c.function for c in janus_function_of(prog.fn).split.calls if c.function.conversion.raising]
+    assert len(raising) == 1, [str(janus.explain(c.function)) for c in janus_function_of(prog.fn).split.calls]
+    segment = raising[0]
+    stats = janus.stats(segment)
+    assert not segment.policy.gave_up and stats["graph_calls"] >= 15 and stats["conversions"] == 1, stats
+    assert "raises Skip on such calls, as eager does" in str(janus.explain(segment))
+
+
 def test_two_threads_raising_now_and_then_through_one_function():
     """Each thread's trace and eager run are paired by thread: two threads stepping their own
     model through one Janus method end with eager's states."""

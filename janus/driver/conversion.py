@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import tensorflow as tf
 
 from janus.commit.atomicity import StateBeforeAssertion
-from janus.convert import support
+from janus.convert import registry, support
 from janus.convert.parse import function_ast
 from janus.convert.pipeline import convert_source, own_codes
 from janus.convert.analysis.breaks import unsplittable_reason
@@ -187,16 +187,22 @@ class Conversion:
         try:
             result = call()
         except Exception as e:
-            if type(e) is raised.kind and str(e) == raised.message:
-                if len(self.raising) < MAX_RAISING:
-                    self.raising.append(raised.check)
-                self.note(f"raises {raised.kind.__name__} on such calls, as eager does: they run eagerly")
-            elif raised.attempt is not None:
-                self._count_failed(raised.attempt)
+            self._eager_outcome(raised, e)
             raise
-        if raised.attempt is not None:
-            self._count_failed(raised.attempt)
+        segment = registry.segment_of(self.fn.__code__)
+        # a segment that catches returns what it raised: (2, exception, outputs)
+        caught = result[1] if segment is not None and segment.catch and result[0] == 2 else None
+        self._eager_outcome(raised, caught if isinstance(caught, Exception) else None)
         return result
+
+    def _eager_outcome(self, raised: Raised, error: Exception | None) -> None:
+        """Eager raised ``error`` (None: nothing) on a call whose trace raised ``raised``."""
+        if error is not None and type(error) is raised.kind and str(error) == raised.message:
+            if len(self.raising) < MAX_RAISING:
+                self.raising.append(raised.check)
+            self.note(f"raises {raised.kind.__name__} on such calls, as eager does: they run eagerly")
+        elif raised.attempt is not None:
+            self._count_failed(raised.attempt)
 
     def _due(self, entries: "GraphCache", profile_calls: int) -> bool:
         """The policy's go-ahead; giving up here when the budget is spent or graphs go unused."""
