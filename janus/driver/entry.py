@@ -355,7 +355,7 @@ def _trace(python_fn: types.FunctionType, converted: Callable, args: tuple, kwar
         except Exception as e:
             if ctx.heap.arrays_read:  # the reason, whatever library code made of it
                 raise ReadAsNumPy(ctx.heap.arrays_read) from None
-            _specialize_wanted_values(ctx, speculator, e, arrays)
+            known_values.specialize_wanted(ctx.heap, speculator, e, arrays)
             if not isinstance(e, (ConversionError, Restart)):  # the user's exception: under which guards
                 with contextlib.suppress(AttributeError, TypeError):
                     setattr(e, RAISED_UNDER, guards.compile_guard(ctx.guard_set.guards, len(args), tuple(kwargs),
@@ -389,20 +389,6 @@ def _trace(python_fn: types.FunctionType, converted: Callable, args: tuple, kwar
         late_failure=ctx.checks.late_failures[0] if ctx.checks.late_failures else None,
         iterators=[s.label for s in ctx.heap.fed_iterators])
     return CacheEntry(graph, report)
-
-
-def _specialize_wanted_values(ctx: TraceContext, speculator: Speculator, error: Exception,
-                              arrays: frozenset[Source]) -> None:
-    """A trace that failed where Python needed tensor values made of small integer tensor
-    inputs: trace again with those specialized by value (``janus.trace.known_values``)."""
-    if not isinstance(error, ConversionError) or error.permanent:
-        return
-    wanted = {s: why for s, why in ctx.heap.values_wanted.items()
-              if s not in speculator.tensor_values and s not in speculator.never_values
-              and s not in arrays and s not in ctx.heap.state_arrays}
-    if wanted:
-        speculator.tensor_values.update(wanted)
-        raise known_values.TensorValuesKept(wanted) from None
 
 
 def _undo(ctx: TraceContext, concrete: Any, args: tuple, kwargs: dict) -> undoing.Undo:

@@ -19,14 +19,18 @@ needs its value (a list popped on one branch, ``range`` of it) fails the trace.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import tensorflow as tf
 
 from janus import _tf_private
-from janus.errors import Restart
+from janus.errors import ConversionError, Restart
 from janus.trace.sources import Source
+
+if TYPE_CHECKING:
+    from janus.trace.heap import HeapModel
+    from janus.trace.speculation import Speculator
 
 MAX_ELEMENTS = 1024  # a tensor input larger than this is never specialized by value
 _MAX_OPS = 256  # ops a fold or a search for inputs visits before giving up
@@ -40,6 +44,22 @@ class TensorValuesKept(Restart):
     def __init__(self, wanted: dict[Source, str]):
         super().__init__(", ".join(f"{s.label} ({why})" for s, why in wanted.items()))
         self.sources = set(wanted)
+
+
+def specialize_wanted(heap: "HeapModel", speculator: "Speculator", error: Exception,
+                      arrays: frozenset[Source]) -> None:
+    """After a trace failed with ``error``: if Python needed values made of small integer
+    tensor inputs (``heap.values_wanted``) that are not specialized yet, raise
+    :class:`TensorValuesKept` with them added to ``speculator.tensor_values`` (``arrays``:
+    the NumPy arrays the trace fed, never specialized here)."""
+    if not isinstance(error, ConversionError) or error.permanent:
+        return
+    wanted = {s: why for s, why in heap.values_wanted.items()
+              if s not in speculator.tensor_values and s not in speculator.never_values
+              and s not in arrays and s not in heap.state_arrays}
+    if wanted:
+        speculator.tensor_values.update(wanted)
+        raise TensorValuesKept(wanted) from None
 
 
 def may_specialize(value: Any) -> bool:
