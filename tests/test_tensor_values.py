@@ -238,3 +238,30 @@ def test_known_value_folds_stateless_ops_on_constants_only():
     placeholders = {seen["x"].name: Arg(0, "x")}
     assert fed_sources(seen["input"], placeholders) == {Arg(0, "x")}
     assert fed_sources(seen["variable"], placeholders) is None  # a variable read: not made of inputs alone
+
+
+def test_numpy_of_a_transition_drives_the_stack_like_int_does():
+    def make(jit):
+        w = tf.Variable([[0.5, -0.25], [0.75, 1.0]])
+        kept = []
+
+        @jit
+        def f(words, transitions):
+            stack = []
+            for k, t in enumerate(transitions):
+                code = t.numpy()
+                if code == SHIFT:
+                    stack.append(words[k])
+                else:
+                    right, left = stack.pop(), stack.pop()
+                    stack.append(tf.tanh(left @ w + right))
+            kept.append(transitions.numpy())
+            return stack[-1], code
+
+        return SimpleNamespace(fn=f, state=lambda: {"kept": list(kept)})
+
+    trees = [tf.constant([SHIFT, SHIFT, REDUCE, SHIFT, REDUCE]), tf.constant([SHIFT, SHIFT, SHIFT, REDUCE, REDUCE])]
+    words = tf.constant(np.random.RandomState(0).normal(size=(5, 1, 2)).astype(np.float32))
+    calls = [(words * (i + 1), trees[i % 2]) for i in range(12)]
+    stats = check(make, calls, min_graph_calls=6)
+    assert stats["conversions"] == 2 and stats["breaks"] == 0, stats

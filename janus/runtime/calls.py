@@ -33,6 +33,7 @@ from janus.errors import ConversionError
 from janus.runtime import builtins, callbacks, containers, random, recursion, state
 from janus.trace.active import current
 from janus.trace.forest import NodeView
+from janus.trace.known_values import KnownValue
 from janus.trace.scalars import PyScalar
 from janus.trace.values import SymbolicShape, is_symbolic, is_user_class
 
@@ -83,7 +84,7 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
     if f in random.REPLACEMENTS:  # stateful random ops draw from fed seeds (janus.trace.seeds)
         return random.REPLACEMENTS[f](*_shapes(args), **callbacks.builtin_keywords(_shapes(kwargs), call))
     if isinstance(f, types.MethodType):
-        if isinstance(f.__self__, SymbolicShape):
+        if isinstance(f.__self__, (SymbolicShape, KnownValue)):
             return f(*args, **kwargs)
         if is_user_function(f.__func__):
             return inline(f.__func__, (f.__self__, *args), kwargs)

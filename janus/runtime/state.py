@@ -19,6 +19,7 @@ from typing import Any
 from janus.commit.effects import SetAttr, SetCell, SetGlobal, SetItem
 from janus.errors import ConversionError
 from janus.runtime import branch_stores
+from janus.trace import known_values
 from janus.trace.active import current
 from janus.trace.forest import NodeView, is_tree_part
 from janus.trace.sources import Cell, ClassAttr, Global
@@ -66,13 +67,25 @@ def ld_cell(cells: tuple, index: int, name: str) -> Any:
     return ctx.read(value, Cell(ctx.const(cell, "c"), name))
 
 
+def _numpy_of(t: Any) -> Any:
+    """``t.numpy`` of a graph tensor: for a value the trace knows, a method returning what
+    eager's returns; else the trace fails, noting the inputs the value is made of
+    (``janus.trace.known_values``)."""
+    value = known_values.known_value(t) if is_symbolic(t) else None
+    if value is None:
+        if is_symbolic(t):
+            current().heap.want_value(t, ".numpy() of it")
+        raise ConversionError(".numpy() of a tensor the graph computes")
+    return known_values.KnownValue(value).numpy
+
+
 def ld_attr(obj: Any, name: str) -> Any:
     """``obj.name`` as converted code sees it."""
     if isinstance(obj, NodeView):
         return obj.read(name)  # a node of a recursion run over whole trees (janus.runtime.recursion)
     if is_symbolic(obj) or is_graph_composite(obj):
         if name == "numpy":
-            raise ConversionError(".numpy() of a tensor the graph computes")
+            return _numpy_of(obj)
         value = getattr(obj, name)
         if name == "shape" and not value.is_fully_defined():
             return SymbolicShape.of(obj)

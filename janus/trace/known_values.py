@@ -9,7 +9,7 @@ needs its value (a list popped on one branch, ``range`` of it) fails the trace.
 * A tensor whose value the trace can compute is *known*: it is made only of constants
   and of stateless ops on them (a tensor specialized by value, a shape the guards fix).
   ``int(t)``, ``float(t)`` and ``bool(t)`` of it are the Python number itself, computed
-  by the op's own kernel as eager computes it.
+  by the op's own kernel as eager computes it, and ``t.numpy()`` is eager's array.
 * A tensor computed from fed tensor inputs (integer or boolean, at most
   :data:`MAX_ELEMENTS` elements) through stateless ops only is *wanted*: if the trace
   then fails, :class:`TensorValuesKept` makes the next trace specialize those inputs by
@@ -44,6 +44,19 @@ class TensorValuesKept(Restart):
     def __init__(self, wanted: dict[Source, str]):
         super().__init__(", ".join(f"{s.label} ({why})" for s, why in wanted.items()))
         self.sources = set(wanted)
+
+
+class KnownValue:
+    """A tensor's value the trace knows; ``numpy()`` is what eager's ``t.numpy()`` returns:
+    a fresh array, or a NumPy scalar for rank 0."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value = np.asarray(value)
+
+    def numpy(self) -> Any:
+        return self.value[()] if self.value.ndim == 0 else self.value.copy()
 
 
 def specialize_wanted(heap: "HeapModel", speculator: "Speculator", error: Exception,
