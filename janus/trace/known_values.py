@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 MAX_ELEMENTS = 1024  # a tensor input larger than this is never specialized by value
 _MAX_OPS = 256  # ops a fold or a search for inputs visits before giving up
 _MAX_FOLDED_ELEMENTS = 1 << 16  # a larger tensor is not computed while tracing
+# stateless by TensorFlow's account, but running Python: never run while tracing
+_PYTHON_OPS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
 
 
 class TensorValuesKept(Restart):
@@ -96,7 +98,7 @@ def _fold(t: tf.Tensor, memo: dict[str, Any]) -> np.ndarray | None:
     memo[t.name] = None  # a cycle (none in a graph) or an unfinished visit folds nothing
     value = tf.get_static_value(t)
     op = t.op
-    if value is None and op.inputs and not op.op_def.is_stateful:
+    if value is None and op.inputs and not op.op_def.is_stateful and op.type not in _PYTHON_OPS:
         inputs = [_fold(i, memo) for i in op.inputs]
         if all(v is not None for v in inputs):
             outputs = _tf_private.run_op_eagerly(op, inputs)
