@@ -29,7 +29,7 @@ from janus.runtime import branch_stores, escapes
 from janus.runtime.checks import assertion, speculate_branch
 from janus.runtime.constructs import body_writes_state, no_cells, op_of, same_position
 from janus.runtime.reconcile import apply_fixes, fixes, join, same_python, split
-from janus.runtime.truth import is_tensor, to_bool, truth
+from janus.runtime.truth import is_tensor, known_truth, to_bool, truth
 from janus.trace.aborts import first_line
 from janus.trace.active import current
 from janus.trace.scalars import PyOrTensor
@@ -44,7 +44,9 @@ def if_stmt(cond: Any, body: Callable, orelse: Callable, args: tuple, names: Seq
     """
     if not is_tensor(cond):
         return body(*args) if cond else orelse(*args)
-    taken = speculate_branch(cond, site)
+    taken = known_truth(cond)
+    if taken is None:
+        taken = speculate_branch(cond, site)
     if taken is not None:
         return body(*args) if taken else orelse(*args)
     no_cells(cells, "if")
@@ -55,7 +57,9 @@ def ifexp(cond: Any, if_true: Callable[[], Any], if_false: Callable[[], Any], si
     """``if_true() if cond else if_false()``."""
     if not is_tensor(cond):
         return if_true() if cond else if_false()
-    taken = speculate_branch(cond, site)
+    taken = known_truth(cond)
+    if taken is None:
+        taken = speculate_branch(cond, site)
     if taken is not None:
         return if_true() if taken else if_false()
     return _cond(to_bool(cond), lambda: (if_true(),), lambda: (if_false(),), ("<expr>",), "conditional expression",

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
 from janus.errors import ConversionError
+from janus.trace import known_values
+from janus.trace.active import current
 from janus.trace.values import PyScalar, is_symbolic
 from janus.trace.scalars import PyOrTensor
 
@@ -38,3 +41,18 @@ def to_bool(cond: Any) -> tf.Tensor:
 def truth(value: Any) -> tf.Tensor:
     """The truth of any value as a boolean tensor (a constant for a Python value)."""
     return to_bool(value) if is_tensor(value) else tf.constant(bool(value))
+
+
+def known_truth(cond: Any) -> bool | None:
+    """The truth of a condition the graph computes, when the trace knows its value
+    (``janus.trace.known_values``): then the branch is Python's, right for every run the
+    guards admit.  None otherwise, noting the tensor inputs the value is made of (a trace
+    that fails may specialize them)."""
+    t = cond.tensor if isinstance(cond, PyScalar) else cond
+    if not is_symbolic(t) or t.shape.num_elements() != 1:
+        return None
+    value = known_values.known_value(t)
+    if value is None:
+        current().heap.want_value(t, "a condition on it")
+        return None
+    return bool(np.asarray(value).reshape(()))

@@ -9,9 +9,12 @@ needs its value (a list popped on one branch, ``range`` of it) fails the trace.
 * A tensor whose value the trace can compute is *known*: it is made only of constants
   and of stateless ops on them (a tensor specialized by value, a shape the guards fix).
   ``int(t)``, ``float(t)`` and ``bool(t)`` of it are the Python number itself, computed
-  by the op's own kernel as eager computes it, and ``t.numpy()`` is eager's array.
+  by the op's own kernel as eager computes it, ``t.numpy()`` is eager's array, and an
+  ``if`` on it is a Python branch (``janus.runtime.truth.known_truth``).  A ``while`` test
+  is not folded: a loop bounded by a large constant would unroll in Python.
 * A tensor computed from fed tensor inputs (integer or boolean, at most
-  :data:`MAX_ELEMENTS` elements) through stateless ops only is *wanted*: if the trace
+  :data:`MAX_ELEMENTS` elements) through stateless ops only, whose value Python needed or
+  an ``if`` tested, is *wanted*: if the trace
   then fails, :class:`TensorValuesKept` makes the next trace specialize those inputs by
   value (a constant in the graph, guarded by dtype, shape and elements), so that the
   number is known.  The policy stops specializing an input whose value keeps changing
