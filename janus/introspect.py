@@ -255,9 +255,9 @@ def _describe_split(jf: JanusFunction, indent: str) -> list[str]:
     lines.append(f"{indent}in Python: line{'s' if len(python) > 1 else ''} {', '.join(map(str, python))}")
     if split.runs:
         total, in_segments = split.seconds / split.runs, split.seconds_in_segments() / split.runs
+        settled = ", then every segment ran as written: the function as the user wrote it" if split.settled else ""
         lines.append(f"{indent}per call: {total * 1e3:.3f} ms, {in_segments * 1e3:.3f} ms in segments, "
-                     f"{(total - in_segments) * 1e3:.3f} ms in Python between them ({split.runs} calls"
-                     f"{', then every segment ran as written: the function as the user wrote it' if split.settled else ''})")
+                     f"{(total - in_segments) * 1e3:.3f} ms in Python between them ({split.runs} calls{settled})")
     if split.confirmation is not None:
         lines.append(f"{indent}{split.confirmation}")
     for call in split.calls:

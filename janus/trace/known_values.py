@@ -14,11 +14,11 @@ needs its value (a list popped on one branch, ``range`` of it) fails the trace.
   is not folded: a loop bounded by a large constant would unroll in Python.
 * A tensor computed from fed tensor inputs (integer or boolean, at most
   :data:`MAX_ELEMENTS` elements) through stateless ops only, whose value Python needed or
-  an ``if`` tested, is *wanted*: if the trace
-  then fails, :class:`TensorValuesKept` makes the next trace specialize those inputs by
-  value (a constant in the graph, guarded by dtype, shape and elements), so that the
-  number is known.  The policy stops specializing an input whose value keeps changing
-  (``janus.driver.policy``): then the statement that needs the number is a graph break.
+  an ``if`` tested, is *wanted*: if the trace then fails, :class:`TensorValuesKept` makes
+  the next trace specialize those inputs by value (a constant in the graph, guarded by
+  dtype, shape and elements), so that the number is known.  The policy stops specializing
+  an input whose value keeps changing (``janus.driver.policy``): then the statement that
+  needs the number is a graph break.
 """
 from __future__ import annotations
 
