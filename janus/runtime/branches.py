@@ -70,6 +70,9 @@ def and_(left: Any, right: Callable[[], Any]) -> Any:
     """``left and right()`` with Python's short circuit."""
     if not is_tensor(left):
         return right() if left else left
+    known = known_truth(left)
+    if known is not None:
+        return right() if known else left
     return _cond(to_bool(left), lambda: (right(),), lambda: (left,), ("<and>",), "and")[0]
 
 
@@ -77,6 +80,9 @@ def or_(left: Any, right: Callable[[], Any]) -> Any:
     """``left or right()`` with Python's short circuit."""
     if not is_tensor(left):
         return left if left else right()
+    known = known_truth(left)
+    if known is not None:
+        return left if known else right()
     return _cond(to_bool(left), lambda: (left,), lambda: (right(),), ("<or>",), "or")[0]
 
 
@@ -84,6 +90,9 @@ def test_and(left: Any, right: Callable[[], Any]) -> Any:
     """Truth of ``left and right()`` where only the truth is used (an ``if``/``while`` test)."""
     if not is_tensor(left):
         return right() if left else False
+    known = known_truth(left)
+    if known is not None:
+        return right() if known else False
     return _cond(to_bool(left), lambda: (truth(right()),), lambda: (tf.constant(False),), ("<and>",), "and")[0]
 
 
@@ -91,6 +100,9 @@ def test_or(left: Any, right: Callable[[], Any]) -> Any:
     """Truth of ``left or right()`` where only the truth is used."""
     if not is_tensor(left):
         return True if left else right()
+    known = known_truth(left)
+    if known is not None:
+        return True if known else right()
     return _cond(to_bool(left), lambda: (tf.constant(True),), lambda: (truth(right()),), ("<or>",), "or")[0]
 
 
@@ -98,6 +110,9 @@ def not_(value: Any) -> Any:
     """``not value``; on a tensor, a boolean tensor that eager would have as a Python bool."""
     if not is_tensor(value):
         return not value
+    known = known_truth(value)
+    if known is not None:
+        return not known
     return PyScalar(tf.logical_not(to_bool(value)), bool)
 
 

@@ -10,7 +10,7 @@ needs its value (a list popped on one branch, ``range`` of it) fails the trace.
   and of stateless ops on them (a tensor specialized by value, a shape the guards fix).
   ``int(t)``, ``float(t)`` and ``bool(t)`` of it are the Python number itself, computed
   by the op's own kernel as eager computes it, ``t.numpy()`` is eager's array, and an
-  ``if`` on it is a Python branch (``janus.runtime.truth.known_truth``).  A ``while`` test
+  ``if``, ``and``, ``or`` or ``not`` on it is Python's (``janus.runtime.truth.known_truth``).  A ``while`` test
   is not folded: a loop bounded by a large constant would unroll in Python.
 * A tensor computed from fed tensor inputs (integer or boolean, at most
   :data:`MAX_ELEMENTS` elements) through stateless ops only, whose value Python needed or
