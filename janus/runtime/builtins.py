@@ -87,10 +87,9 @@ def _scalar(kind: type):
         if not is_symbolic(x):
             return kind(x, *rest)
         if x.shape.rank == 0:
-            value = known_values.known_value(x)
+            value = known_values.needed_value(x, f"{kind.__name__}() of it")
             if value is not None:  # the number itself, as eager computes it
                 return kind(value)
-            current().heap.want_value(x, f"{kind.__name__}() of it")
         if kind is bool:
             return PyScalar(to_bool(x), bool)
         if x.shape.num_elements() != 1:

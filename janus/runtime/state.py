@@ -71,10 +71,8 @@ def _numpy_of(t: Any) -> Any:
     """``t.numpy`` of a graph tensor: for a value the trace knows, a method returning what
     eager's returns; else the trace fails, noting the inputs the value is made of
     (``janus.trace.known_values``)."""
-    value = known_values.known_value(t) if is_symbolic(t) else None
+    value = known_values.needed_value(t, ".numpy() of it") if is_symbolic(t) else None
     if value is None:
-        if is_symbolic(t):
-            current().heap.want_value(t, ".numpy() of it")
         raise ConversionError(".numpy() of a tensor the graph computes")
     return known_values.KnownValue(value).numpy
 

@@ -13,7 +13,6 @@ import tensorflow as tf
 
 from janus.errors import ConversionError
 from janus.trace import known_values
-from janus.trace.active import current
 from janus.trace.values import PyScalar, is_symbolic
 from janus.trace.scalars import PyOrTensor
 
@@ -51,8 +50,5 @@ def known_truth(cond: Any) -> bool | None:
     t = cond.tensor if isinstance(cond, PyScalar) else cond
     if not is_symbolic(t) or t.shape.num_elements() != 1:
         return None
-    value = known_values.known_value(t)
-    if value is None:
-        current().heap.want_value(t, "a condition on it")
-        return None
-    return bool(np.asarray(value).reshape(()))
+    value = known_values.needed_value(t, "a condition on it")
+    return None if value is None else bool(np.asarray(value).reshape(()))

@@ -10,8 +10,8 @@ needs its value (a list popped on one branch, ``range`` of it) fails the trace.
   and of stateless ops on them (a tensor specialized by value, a shape the guards fix).
   ``int(t)``, ``float(t)`` and ``bool(t)`` of it are the Python number itself, computed
   by the op's own kernel as eager computes it, ``t.numpy()`` is eager's array, and an
-  ``if``, ``and``, ``or`` or ``not`` on it is Python's (``janus.runtime.truth.known_truth``).  A ``while`` test
-  is not folded: a loop bounded by a large constant would unroll in Python.
+  ``if``, ``and``, ``or`` or ``not`` on it is Python's (``janus.runtime.truth.known_truth``).
+  A ``while`` test is not folded: a loop bounded by a large constant would unroll in Python.
 * A tensor computed from fed tensor inputs (integer or boolean, at most
   :data:`MAX_ELEMENTS` elements) through stateless ops only, whose value Python needed or
   an ``if`` tested, is *wanted*: if the trace then fails, :class:`TensorValuesKept` makes
@@ -29,6 +29,7 @@ import tensorflow as tf
 
 from janus import _tf_private
 from janus.errors import ConversionError, Restart
+from janus.trace.active import current
 from janus.trace.sources import Source
 
 if TYPE_CHECKING:
@@ -90,6 +91,15 @@ def known_value(t: tf.Tensor) -> np.ndarray | None:
     """The value of graph tensor ``t`` if the trace can compute it (see the module), else None."""
     memo: dict[str, Any] = {}
     return _fold(t, memo)
+
+
+def needed_value(t: tf.Tensor, what: str) -> np.ndarray | None:
+    """The value of graph tensor ``t``, which Python needs (``what``: for what), if the trace
+    knows it; else None, the inputs it is made of noted for a next trace to specialize."""
+    value = known_value(t)
+    if value is None:
+        current().heap.want_value(t, what)
+    return value
 
 
 def _fold(t: tf.Tensor, memo: dict[str, Any]) -> np.ndarray | None:
