@@ -119,35 +119,47 @@ def test_isinstance_and_type_see_the_python_number_a_fed_value_stands_for():
     assert stats["conversions"] <= 2, stats
 
 
+def _path_dependent(jit):
+    """``total`` is a Python int on one path and a tensor on another, then passed to
+    TensorFlow (``fn``) or asked its type (``g``)."""
+    @jit
+    def f(values):
+        total = 0
+        for v in values:
+            if v % 2 > 0:
+                break
+            total += v
+        return tf.cast(total, tf.float32) + 1.0
+
+    @jit
+    def g(values):
+        total = 0
+        for v in values:
+            if v % 2 > 0:
+                break
+            total += v
+        return 1 if isinstance(total, int) else 2
+
+    return SimpleNamespace(fn=f, g=g, janus_fns=[f, g])
+
+
 def test_uses_that_depend_on_the_path_run_eagerly_and_match():
-    """``total`` is then passed to TensorFlow, and asked its type: eager's behaviour differs
-    by path (a Python int or a tensor), so Janus does not convert it."""
-    def make(jit):
-        @jit
-        def f(values):
-            total = 0
-            for v in values:
-                if v % 2 > 0:
-                    break
-                total += v
-            return tf.cast(total, tf.float32) + 1.0
-
-        @jit
-        def g(values):
-            total = 0
-            for v in values:
-                if v % 2 > 0:
-                    break
-                total += v
-            return 1 if isinstance(total, int) else 2
-
-        return SimpleNamespace(fn=f, g=g, janus_fns=[f, g])
-
+    """Eager's behaviour differs by path (a Python int or a tensor), so Janus does not
+    convert it."""
     # floats: a small integer tensor would be specialized by value, its path then known
-    # (tests/test_tensor_values.py)
+    # (the test below)
     rows = [[2.0, 4.0, 5.0, 6.0], [1.0, 2.0, 3.0, 4.0], [2.0, 2.0, 2.0, 2.0], [3.0, 4.0, 4.0, 4.0]]
     calls = [(tf.constant(r),) for r in rows] + [lambda p, r=r: p.g(tf.constant(r)) for r in rows]
-    check(make, calls, eager_only=True)
+    check(_path_dependent, calls, eager_only=True)
+
+
+def test_a_number_or_a_tensor_by_path_is_known_once_small_integer_values_are():
+    """With ``values`` a small integer tensor, specialized by value (``janus.trace.known_values``),
+    the path is known while tracing: ``g`` converts, one graph per row, and answers as eager
+    does."""
+    rows = [[2, 4, 5, 6], [1, 2, 3, 4], [2, 2, 2, 2]]
+    stats = check(_path_dependent, [lambda p, i=i: p.g(ints(rows[i % 3])) for i in range(12)], min_graph_calls=5)
+    assert stats["breaks"] == 0, stats
 
 
 def test_arithmetic_on_the_number_or_the_tensor_follows_the_path():

@@ -293,24 +293,3 @@ def test_a_condition_on_a_transition_tensor_drives_the_stack():
     calls = [(words * (i + 1), trees[i % 2]) for i in range(12)]
     stats = check(make, calls, min_graph_calls=6)
     assert stats["conversions"] == 2 and stats["breaks"] == 0, stats
-
-
-def test_a_number_or_a_tensor_by_path_is_known_once_the_values_are():
-    """``total`` is a Python int on one path and a tensor on another, then asked its type:
-    with ``values`` specialized by value the path is known while tracing, so the function
-    converts (one graph per row) and answers as eager does."""
-    def make(jit):
-        @jit
-        def g(values):
-            total = 0
-            for v in values:
-                if v % 2 > 0:
-                    break
-                total += v
-            return 1 if isinstance(total, int) else 2
-
-        return SimpleNamespace(fn=g)
-
-    rows = [[2, 4, 5, 6], [1, 2, 3, 4], [2, 2, 2, 2]]
-    stats = check(make, [(tf.constant(rows[i % 3]),) for i in range(12)], min_graph_calls=5)
-    assert stats["breaks"] == 0, stats
