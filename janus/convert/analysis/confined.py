@@ -1,0 +1,110 @@
+"""Whether a method's effects are confined to its own object: the analysis behind Python
+islands (:mod:`janus.runtime.islands`).
+
+A method is *confined* when, as written, all it can change is the object it is called on,
+by rebinding that object's attributes (``self.x = ...``) and by drawing from random number
+generators the object holds (``self.rng.normal(...)``).  It prints nothing, writes no global
+or closure variable, stores into nothing (no ``x[i] = ...``, no augmented assignment that
+could change an array in place), deletes nothing, defines and imports nothing, and every
+call it makes is to a builtin, a NumPy or ``math`` function, a method of the values it
+computes, or a draw from ``self.<name>``; which of those are pure is decided at run time,
+on the objects the names stand for (``janus.runtime.islands``).  Every branch counts, taken
+or not.  This module only reads the tree.
+"""
+from __future__ import annotations
+
+import functools
+import types
+from dataclasses import dataclass
+
+import gast
+
+from janus.convert import parse
+from janus.errors import ConversionError
+
+_REFUSED = {
+    gast.Global: "writes a global", gast.Nonlocal: "writes a closure variable", gast.Delete: "deletes",
+    gast.Yield: "yields", gast.YieldFrom: "yields", gast.Await: "awaits", gast.With: "enters a context",
+    gast.AsyncWith: "enters a context", gast.AugAssign: "assigns in place (+=)", gast.Import: "imports",
+    gast.ImportFrom: "imports", gast.FunctionDef: "defines a function", gast.AsyncFunctionDef: "defines a function",
+    gast.Lambda: "defines a lambda", gast.ClassDef: "defines a class", gast.AsyncFor: "iterates asynchronously",
+    gast.Starred: "unpacks with *",
+}
+
+
+@dataclass(frozen=True)
+class Confined:
+    """What a confined method touches: ``writes``, the attributes of ``self`` it rebinds;
+    ``draws``, the ``(attribute, method)`` pairs it calls on attributes of ``self``
+    (``("rng", "normal")``: a draw when the attribute holds a random generator, else a method
+    of the value); ``calls``, the dotted names it calls (``("np", "sin")``, ``("float",)``);
+    ``methods``, the methods it calls on values it computed; ``globals``, the names it reads
+    that are neither ``self`` nor local."""
+
+    self_name: str
+    writes: frozenset[str]
+    draws: frozenset[tuple[str, str]]
+    calls: frozenset[tuple[str, ...]]
+    methods: frozenset[str]
+    globals: frozenset[str]
+
+
+def confinement(node: gast.FunctionDef) -> Confined | str:
+    """The :class:`Confined` summary of method ``node``, or why its effects may reach
+    beyond its object."""
+    params = node.args.posonlyargs + node.args.args
+    if not params:
+        return "is not a method"
+    me = params[0].id
+    nodes = list(gast.walk(gast.Module(body=node.body, type_ignores=[])))
+    local = {a.id for a in params[1:] + node.args.kwonlyargs} | {a.id for a in (node.args.vararg, node.args.kwarg) if a}
+    local |= {n.id for n in nodes if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+    if me in local:
+        return f"rebinds {me}"
+    writes, draws, calls, methods, reads = set(), set(), set(), set(), set()
+    for n in nodes:
+        refused = _REFUSED.get(type(n))
+        if refused:
+            return refused
+        if isinstance(n, (gast.Subscript, gast.Attribute)) and isinstance(n.ctx, (gast.Store, gast.Del)):
+            if not (isinstance(n, gast.Attribute) and isinstance(n.value, gast.Name) and n.value.id == me):
+                return "stores into an object other than its own"
+            writes.add(n.attr)
+        elif isinstance(n, gast.Call):
+            if any(k.arg is None or k.arg == "out" for k in n.keywords):
+                return "passes **keywords or out="
+            name = _dotted(n.func)
+            if name is None and not isinstance(n.func, gast.Attribute):
+                return "calls a computed callee"
+            if name is None or name[0] in local:
+                methods.add(n.func.attr)  # a method of a value it computed
+            elif name[0] == me:
+                if len(name) != 3:
+                    return f"calls {'.'.join(name)}"
+                draws.add(name[1:])
+            else:
+                calls.add(name)
+        elif isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id not in local and n.id != me:
+            reads.add(n.id)
+    return Confined(me, frozenset(writes), frozenset(draws), frozenset(calls), frozenset(methods), frozenset(reads))
+
+
+def _dotted(func: gast.AST) -> tuple[str, ...] | None:
+    """``a.b.c`` as ``("a", "b", "c")``; None for anything else (``f(x).m``, ``x[0].m``)."""
+    parts = []
+    while isinstance(func, gast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not isinstance(func, gast.Name):
+        return None
+    return (func.id, *reversed(parts))
+
+
+@functools.lru_cache(maxsize=256)
+def confinement_of(fn: types.FunctionType) -> Confined | str:
+    """:func:`confinement` of ``fn``'s source (cached per function)."""
+    try:
+        node, *_ = parse.function_ast(fn)
+    except ConversionError as e:
+        return str(e)
+    return confinement(node)
