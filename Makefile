@@ -15,10 +15,11 @@ python_for = $(or $(lastword $(sort $(wildcard $(PYENV_ROOT)/versions/$(1).*/bin
 # 3.12+, settrace on 3.11), the GradientTape hook and python -m janus, the package layout,
 # graph breaks (their functions are built from code objects and closure cells by hand), try
 # statements (a block's locals read from its frame as an exception leaves it: PEP 667 on 3.13),
-# tensor values specialized (a profile's branch outcomes decide how int(t) is traced first)
+# tensor values specialized (a profile's branch outcomes decide how int(t) is traced first),
+# Python islands (their result types come from the profile's return events)
 SUBSET ?= tests/test_conv_*.py tests/test_faults.py tests/test_fault_generator.py \
 	tests/test_profiler.py tests/test_profiler_cli.py tests/test_hook.py tests/test_layout.py \
-	tests/test_graph_breaks.py tests/test_try.py tests/test_tensor_values.py
+	tests/test_graph_breaks.py tests/test_try.py tests/test_tensor_values.py tests/test_islands.py
 
 .PHONY: demo test test-subset test-versions wheel-check bench bench-all clean
 

@@ -212,6 +212,9 @@ class Explanation:
             if entry.graph.undo is not None:
                 lines.append(f"    runs undoing ({entry.report.late_failure}): {_undone(entry)} put back "
                              f"if a run fails; with another thread running, calls run eagerly")
+            for c in entry.graph.islands:
+                lines.append(f"    Python island: {', '.join(c.methods)} runs in Python inside the graph on a copy of "
+                             f"{c.label}, committed after the run; with another thread running, calls run eagerly")
             if entry.xla is not None:
                 lines.append(f"    XLA: {entry.xla.describe(entry.graph.xla_ops)}")
             for title, group in (("assumptions", [a for a in entry.report.assumptions if a.speculative]),

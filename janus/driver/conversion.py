@@ -29,6 +29,7 @@ from janus.convert.registry import is_converted_code
 from janus.driver import xla_choice
 from janus.driver.entry import RAISED_UNDER, CacheEntry, TracePlan, build_entry, convert, input_leaves
 from janus.errors import ConversionError, NotYet, Restart, UndefinedValueError
+from janus.runtime.islands import IslandsRefused
 from janus.runtime.recursion import Regroup
 from janus.trace.aborts import summary
 from janus.trace.arrays import StateArraysKept
@@ -272,6 +273,9 @@ class Conversion:
             return plan
         if isinstance(error, TensorValuesKept):
             self.note(f"specialized by value (Python needs values made of them): {error.reason}")
+            return plan
+        if isinstance(error, IslandsRefused):
+            self.note(f"called as written, not as Python islands (their arrays are used as NumPy): {error.reason}")
             return plan
         if isinstance(error, Regroup):
             regrouped = plan.regrouped(error)

@@ -20,13 +20,14 @@ import numpy as np
 import tensorflow as tf
 
 from janus import _tf_private
-from janus.commit import atomicity, effects
+from janus.commit import atomicity, effects, island_copies
 from janus.commit import undo as undoing
+from janus.commit.island_copies import IslandCopy
 from janus.commit.packing import Packer, Recipe, Run
 from janus.convert import support
 from janus.convert.pipeline import converted_function
 from janus.errors import ConversionError, Restart
-from janus.runtime import ops
+from janus.runtime import islands, ops
 from janus.runtime.recursion import Regroup, TreeRecursion
 from janus.trace import guards, known_values, output, xla as xla_marks
 from janus.trace.active import CALL
@@ -56,6 +57,7 @@ class Graph:
     seeds: SeedReservation | None = None  # the random draws' seeds, fed and consumed at each call
     undo: undoing.Undo | None = None  # what is put back if a run fails (an op may fail after a write)
     xla_ops: int = 0  # ops marked for XLA clusters (janus.trace.xla)
+    islands: list[IslandCopy] = field(default_factory=list)  # objects its Python islands change, copied per run
 
     def holds(self, guard: Guard, a: tuple, k: dict) -> bool:
         """Evaluate one guard (to explain a miss; the hot path uses the compiled ``check``)."""
@@ -77,7 +79,12 @@ class Graph:
             def run() -> Any:
                 return _tf_private.call_flat(self.concrete, self.inputs(a, k), xla=self.xla_ops > 0)
 
-            outs = run() if self.undo is None else undoing.run_undoing(run, self.undo, a, k)
+            island_copies.take_all(self.islands, a, k)
+            try:
+                outs = run() if self.undo is None else undoing.run_undoing(run, self.undo, a, k)
+            except BaseException:
+                island_copies.abort_all(self.islands)
+                raise
         finally:
             CALL.args = None
         return list(outs) if isinstance(outs, (list, tuple)) else ([] if outs is None else [outs])
@@ -356,6 +363,7 @@ def _trace(python_fn: types.FunctionType, converted: Callable, args: tuple, kwar
             if ctx.heap.arrays_read:  # the reason, whatever library code made of it
                 raise ReadAsNumPy(ctx.heap.arrays_read) from None
             known_values.specialize_wanted(ctx.heap, speculator, e, arrays)
+            islands.refuse_misused(ctx.heap, speculator, e)
             if not isinstance(e, (ConversionError, Restart)):  # the user's exception: under which guards
                 with contextlib.suppress(AttributeError, TypeError):
                     setattr(e, RAISED_UNDER, guards.compile_guard(ctx.guard_set.guards, len(args), tuple(kwargs),
@@ -375,7 +383,7 @@ def _trace(python_fn: types.FunctionType, converted: Callable, args: tuple, kwar
     inputs = guards.compile_inputs([p for p, _ in specs], fed_scalars, ctx.guard_set.namespace, arrays)
     graph = Graph(concrete=concrete, check=check, inputs=inputs, output=state["output"], effects=state["effects"],
                   namespace=ctx.guard_set.namespace, seeds=ctx.seeds.reservation if ctx.seeds.used else None,
-                  undo=undo, xla_ops=state.get("xla_ops", 0))
+                  undo=undo, xla_ops=state.get("xla_ops", 0), islands=[i.copy for i in ctx.heap.islands.values()])
     report = Report(
         guards=list(ctx.guard_set.guards), guard_source=guard_source, input_specs=specs,
         input_names=[ctx.heap.label_of(ctx.heap.arg_inputs.get(p)) or p.label for p, _ in specs],

@@ -65,6 +65,7 @@ class ConversionPolicy:
         self.tensor_values: set[Source] = set()
         self.tensor_value_misses: set[Source] = set()
         self.never_values: set[Source] = set()
+        self.no_islands: set = set()  # methods not run as Python islands (janus.runtime.islands)
         self.assumptions: dict = {}
         self.misses: Counter[str] = Counter()
         self._warned = False
@@ -122,7 +123,8 @@ class ConversionPolicy:
         trip count is assumed in a conversion made at once after a miss."""
         return Speculator(profile, self.banned_sites, self.assumptions, self.numpy_values,
                           trips=not (self.explained_miss and self.eager_since_attempt == 0),
-                          tensor_values=self.tensor_values, never_values=self.never_values)
+                          tensor_values=self.tensor_values, never_values=self.never_values,
+                          no_islands=self.no_islands)
 
     def stop_specializing_values(self) -> set[Source]:
         """Stop specializing by value the tensors whose value guards failed (the newest graphs,

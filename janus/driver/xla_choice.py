@@ -88,6 +88,9 @@ def decide(mode: bool | None, entry: CacheEntry, collective: tf.distribute.Strat
     elif entry.report.iterators:
         give_up(decision, f"not tried: its runs advance {entry.report.iterators[0]}, a tf.data iterator it is fed "
                           "(a trial runs both graphs on the same call)")
+    elif entry.graph.islands:
+        give_up(decision, f"not tried: its Python islands change {entry.graph.islands[0].label} (a trial runs both "
+                          "graphs on the same call)")
     elif entry.report.xla_rounding:
         give_up(decision, f"not tried: XLA rounds {', '.join(entry.report.xla_rounding[:4])} differently "
                           f"from TensorFlow's kernels (eager's numbers come first)")

@@ -30,7 +30,7 @@ from janus.convert.libraries import (
 )
 from janus.convert.registry import is_converted_function
 from janus.errors import ConversionError
-from janus.runtime import builtins, callbacks, containers, random, recursion, state
+from janus.runtime import builtins, callbacks, containers, islands, random, recursion, state
 from janus.trace.active import current
 from janus.trace.forest import NodeView
 from janus.trace.known_values import KnownValue
@@ -87,7 +87,8 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(f.__self__, (SymbolicShape, KnownValue)):
             return f(*args, **kwargs)
         if is_user_function(f.__func__):
-            return inline(f.__func__, (f.__self__, *args), kwargs)
+            out = islands.island(f, args, kwargs)
+            return inline(f.__func__, (f.__self__, *args), kwargs) if out is islands.NOT_AN_ISLAND else out
         if f.__name__ == "numpy" and isinstance(f.__self__, tf.Variable):
             raise ConversionError(".numpy() of a variable the graph reads")
         if isinstance(f.__self__, tf.GradientTape) and f.__self__ not in current().tapes:

@@ -100,6 +100,10 @@ def ld_attr(obj: Any, name: str) -> Any:
     if overlay is not _MISSING:
         return branch_stores.readable(overlay)
     d = instance_dict(obj)
+    island = ctx.heap.islands.get(id(obj))
+    if island is not None and (d is not None and name in d or name in island.writes):
+        raise ConversionError(f"reads {source.label}.{name} after a Python island changed {source.label} "
+                              "(the graph has its value of before the run)")
     cls = type(obj)
     if d is not None and name in d and not is_data_descriptor(cls, name):
         return ctx.read(d[name], source.attr(name))
@@ -169,6 +173,8 @@ def st_attr(obj: Any, name: str, value: Any) -> None:
         no_mutation_in_dynamic_flow(ctx, f"attribute .{name} set")
         setattr(obj, name, value)
         return
+    if id(obj) in ctx.heap.islands:
+        raise ConversionError(f"writes {source.label}.{name}, which a Python island changes")
     cls = type(obj)
     if getattr(cls, "__setattr__", object.__setattr__) is not object.__setattr__ and not is_framework_object(obj):
         raise ConversionError(f"{cls.__qualname__} defines __setattr__")

@@ -89,7 +89,7 @@ class Speculator:
 
     def __init__(self, profile: Any, banned: Iterable[Any] = (), registry: dict | None = None,
                  numpy_values: set | None = None, trips: bool = True, tensor_values: set | None = None,
-                 never_values: set | None = None):
+                 never_values: set | None = None, no_islands: set | None = None):
         self.profile = profile
         # False: assume no loop's trip count (a trace made at once after a miss, whose new
         # shapes or numbers may change counts the profile has not seen change yet)
@@ -104,6 +104,9 @@ class Speculator:
         # janus.trace.known_values), the policy's own set; and those it no longer specializes
         self.tensor_values = tensor_values if tensor_values is not None else set()
         self.never_values = never_values if never_values is not None else set()
+        # methods not to run as Python islands (a trace used their arrays as NumPy:
+        # janus.runtime.islands), the policy's own set
+        self.no_islands = no_islands if no_islands is not None else set()
 
     def _allowed(self, site: SiteInfo | None) -> bool:
         return site is not None and self.profile is not None and site.key not in self.banned

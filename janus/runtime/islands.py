@@ -1,0 +1,324 @@
+"""Python islands: a method of Python state that draws from a NumPy random generator, run
+inside the graph, in Python, on a copy of its object.
+
+A Python environment stepped inside a tape (``s, reward = env.step(action)``) cannot become
+graph ops: it draws from NumPy's generators, whose numbers no TensorFlow op reproduces.
+As a graph break it costs a graph call per segment at every step.  As an *island*, the
+graph calls it through ``tf.numpy_function`` where the step stood, and the whole function
+stays one graph.  Three things keep that all-or-nothing:
+
+* **Confinement.**  The method may change nothing but its own object
+  (:mod:`janus.convert.analysis.confined`); here, on the objects its names stand for, its
+  callees are checked to be pure (builtins, NumPy's and ``math``'s functions, methods of
+  values), its object to hold only plain values and random generators, the names it reads
+  to be modules, functions or immutable values.
+* **A copy.**  It runs on a copy of its object made before each run and committed after
+  every assertion passed (:mod:`janus.commit.island_copies`); a run that aborts drops it.
+  The trace refuses to read the object's attributes after the island (the graph was fed
+  their values of before the run) and to write them at all (the island would not see it).
+* **Types from the profile.**  The graph must know what the island returns: the profile's
+  one return type of the method (``ProfileData.return_types``).  The island checks every
+  result against it and raises, aborting the run, when one differs; a NumPy array it returns
+  is a tensor that only TensorFlow may use (:class:`IslandArray`), since eager's array is
+  the object's own.
+
+Islands are made only where the function's own graph is traced (not inside tensor-dependent
+control flow, not during a recursion over trees), with Python numbers or plain constants
+as arguments.
+"""
+from __future__ import annotations
+
+import builtins
+import inspect
+import math
+import types
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from janus.commit.effects import SetGlobal
+from janus.commit.island_copies import RANDOM_GENERATORS, CommitIsland, IslandCopy, plain
+from janus.convert.analysis.confined import Confined, confinement_of
+from janus.convert.libraries import qualified_name
+from janus.errors import ConversionError, Restart
+from janus.runtime.state import instance_dict, is_data_descriptor
+from janus.trace.active import current
+from janus.trace.arrays import FED_DTYPES, FedArray
+from janus.trace.scalars import DTYPES, PyScalar
+from janus.trace.values import is_user_class
+
+NOT_AN_ISLAND = object()
+
+# Draws of NumPy's generators (RandomState and Generator): they change only the generator.
+_DRAWS = frozenset({
+    "normal", "uniform", "randint", "integers", "rand", "randn", "random", "random_sample", "standard_normal",
+    "choice", "binomial", "poisson", "exponential", "beta", "gamma", "permutation", "laplace", "logistic",
+})
+# Methods of values (NumPy arrays and scalars, numbers, strings, tuples) that change nothing.
+_VALUE_METHODS = frozenset({
+    "astype", "copy", "item", "tolist", "sum", "mean", "min", "max", "std", "var", "prod", "dot", "reshape",
+    "ravel", "flatten", "transpose", "squeeze", "any", "all", "argmax", "argmin", "clip", "round", "cumsum",
+    "conjugate", "is_integer", "bit_length", "count", "index", "format", "lower", "upper", "strip", "split",
+    "startswith", "endswith", "join", "replace",
+})
+_BUILTINS = frozenset({
+    abs, all, any, bool, complex, divmod, enumerate, float, int, isinstance, len, max, min, pow, range, reversed,
+    round, sorted, str, sum, tuple, zip, list, dict, set, frozenset,
+})
+# NumPy functions besides its ufuncs that only compute (np.empty is not: its values are garbage).
+_NUMPY = frozenset({
+    np.array, np.asarray, np.zeros, np.ones, np.full, np.zeros_like, np.ones_like, np.full_like, np.arange,
+    np.linspace, np.clip, np.concatenate, np.stack, np.hstack, np.vstack, np.sum, np.mean, np.std, np.var, np.min,
+    np.max, np.amin, np.amax, np.argmax, np.argmin, np.where, np.dot, np.round, np.around, np.isclose, np.allclose,
+    np.any, np.all, np.cumsum, np.prod, np.reshape, np.transpose, np.squeeze, np.expand_dims, np.outer,
+})
+
+
+class IslandArray(FedArray):
+    """A NumPy array a Python island returned: a tensor only TensorFlow may use (eager's
+    array is the object's own, which NumPy code, a return or a store would show).  Used
+    otherwise, it marks its island's method (``heap.islands_misused``, sticky like a fed
+    array's mark) and fails the trace; the next trace calls that method as written."""
+
+    __slots__ = ()
+
+    def read_as_numpy(self, what: str) -> None:
+        self._marks.setdefault(self._source, what)
+        raise ConversionError(f"uses as NumPy ({what}) an array a Python island returned")
+
+
+class IslandsRefused(Restart):
+    """A trace used an island's array as NumPy: the next trace does not make islands of
+    these methods (``speculator.no_islands``), so they are inlined or break as before."""
+
+    def __init__(self, misused: dict[types.FunctionType, str]):
+        super().__init__(", ".join(f"{qualified_name(fn)} ({what})" for fn, what in misused.items()))
+
+
+def refuse_misused(heap: Any, speculator: Any, error: Exception) -> None:
+    """After a trace failed with ``error``: if it used an island's array as NumPy, raise
+    :class:`IslandsRefused` with the island's methods added to ``speculator.no_islands``."""
+    misused = {fn: what for fn, what in heap.islands_misused.items() if fn not in speculator.no_islands}
+    if misused and isinstance(error, ConversionError) and not error.permanent:
+        speculator.no_islands.update(misused)
+        raise IslandsRefused(misused) from None
+
+
+def island(f: types.MethodType, args: tuple, kwargs: dict) -> Any:
+    """``f(*args, **kwargs)`` for a user method ``f``, as a Python island if it draws from a
+    NumPy generator its object holds; :data:`NOT_AN_ISLAND` if it does not (it is inlined)."""
+    fn, obj = f.__func__, f.__self__
+    summary = confinement_of(fn)
+    d = instance_dict(obj)
+    rng_draws = isinstance(summary, Confined) and d is not None and any(
+        isinstance(d.get(attr), RANDOM_GENERATORS) for attr, _ in summary.draws)
+    ctx = current()
+    if not rng_draws or ctx.checks.speculator is not None and fn in ctx.checks.speculator.no_islands:
+        return NOT_AN_ISLAND
+    why = _refusal(ctx, fn, obj, summary, args, kwargs)
+    if why is not None:
+        raise ConversionError(f"{qualified_name(fn)} draws from a NumPy generator and cannot run as a Python "
+                              f"island: {why}")
+    spec = _result_spec(ctx, fn)
+    if isinstance(spec, str):
+        raise ConversionError(f"{qualified_name(fn)} cannot run as a Python island: {spec}")
+    record = ctx.heap.islands.get(id(obj))
+    if record is None:
+        source = ctx.source_of(obj)
+        record = ctx.heap.islands[id(obj)] = Island(IslandCopy(source.label, ctx.getter(source)), summary.writes)
+        ctx.effect(CommitIsland(record.copy), f"the Python island {qualified_name(fn)}")
+    if fn.__qualname__ not in record.copy.methods:
+        record.copy.methods.append(fn.__qualname__)
+    previous = [i.last for i in ctx.heap.islands.values() if i.last is not None]
+    with tf.control_dependencies(previous):
+        return record.call(fn, args, kwargs, spec, ctx.heap.islands_misused)  # after every island before it
+
+
+@dataclass
+class Island:
+    """The islands of one object in a trace: its copy, the attributes they rebind, and its
+    last island op."""
+
+    copy: IslandCopy
+    writes: frozenset[str]
+    last: tf.Operation | None = None
+
+    def call(self, fn: types.FunctionType, args: tuple, kwargs: dict, spec: Any, misused: dict) -> Any:
+        """The island's op in the graph, and its results as converted code sees them
+        (``misused``: where its arrays mark ``fn`` when used as NumPy)."""
+        numbers = [v for v in (*args, *kwargs.values()) if isinstance(v, PyScalar)]
+        copy, names = self.copy, sorted(confinement_of(fn).globals)
+
+        def run(*values: np.ndarray) -> list:
+            given = iter(values)
+            as_python = lambda v: v.kind(next(given)) if isinstance(v, PyScalar) else v  # noqa: E731
+            if copy.copy is None:
+                raise IslandRunFailed(f"no copy of {copy.label} for this run")
+            changed = next((n for n in names if not _readable(_resolve(fn, (n,)))), None)
+            if changed is not None:  # checked while tracing; a global may have been rebound since
+                raise IslandRunFailed(f"{changed}, which a Python island reads, is no longer plain")
+            result = fn(copy.copy, *(as_python(v) for v in args), **{n: as_python(v) for n, v in kwargs.items()})
+            flat: list = []
+            _flatten(result, spec, flat)
+            return flat
+
+        outs = tf.numpy_function(run, [tf.stop_gradient(v.tensor) for v in numbers], _dtypes(spec),
+                                 stateful=True, name=f"janus_island_{fn.__name__}")
+        outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+        self.last = outs[0].op if outs else tf.compat.v1.get_default_graph().get_operations()[-1]
+        return _rebuild(spec, iter(outs), fn, misused)
+
+
+class IslandRunFailed(ConversionError):
+    """An island cannot run as traced — a name it reads is no longer plain, or it returned
+    what the profile did not show: raised inside the graph run, which aborts (the call
+    re-runs eagerly)."""
+
+
+def _result_spec(ctx: Any, fn: types.FunctionType) -> Any:
+    """What the profile says ``fn`` returns, as a spec: ``("scalar", kind)``, ``("array",
+    dtype, shape)``, ``("none",)``, ``(tuple or list, [specs])``; or why there is none."""
+    profile = ctx.checks.speculator.profile if ctx.checks.speculator is not None else None
+    seen = {_without_value(t) for t in profile.return_types(fn)} if profile is not None else set()
+    if len(seen) != 1:
+        return "the profile saw no result of it" if not seen else "the profile saw results of several types"
+    return _spec(next(iter(seen)))
+
+
+def _without_value(info: Any) -> Any:
+    items = tuple(_without_value(i) for i in info.items) if info.items is not None else None
+    return info._replace(value=None, has_value=info.type == "NoneType", items=items)
+
+
+def _spec(info: Any) -> Any:
+    if info.type in ("float", "int", "bool"):
+        return ("scalar", {"float": float, "int": int, "bool": bool}[info.type])
+    if info.type == "NoneType":
+        return ("none",)
+    if info.type == "np.ndarray" and info.shape is not None and None not in info.shape \
+            and np.dtype(info.dtype) in FED_DTYPES:
+        return ("array", np.dtype(info.dtype), tuple(info.shape))
+    if info.type in ("tuple", "list") and info.items is not None and len(info.items) == info.shape[0]:
+        parts = [_spec(i) for i in info.items]
+        bad = next((p for p in parts if isinstance(p, str)), None)
+        return bad if bad is not None else ({"tuple": tuple, "list": list}[info.type], parts)
+    return f"it returns a {info.type}, which the graph cannot carry"
+
+
+def _dtypes(spec: Any) -> list:
+    if spec[0] == "scalar":
+        return [DTYPES[spec[1]]]
+    if spec[0] == "array":
+        return [tf.as_dtype(spec[1])]
+    if spec[0] == "none":
+        return []
+    return [d for part in spec[1] for d in _dtypes(part)]
+
+
+def _flatten(result: Any, spec: Any, flat: list) -> None:
+    """``result``'s values into ``flat``, checked against ``spec`` (raises where they differ)."""
+    kind = spec[0]
+    if kind == "scalar" and type(result) is spec[1]:
+        flat.append(np.asarray(result, DTYPES[spec[1]].as_numpy_dtype))
+    elif kind == "array" and type(result) is np.ndarray and result.dtype == spec[1] and result.shape == spec[2]:
+        flat.append(np.array(result))  # a copy: the tensor must not share the object's array
+    elif kind == "none" and result is None:
+        pass
+    elif kind in (tuple, list) and type(result) is kind and len(result) == len(spec[1]):
+        for value, part in zip(result, spec[1]):
+            _flatten(value, part, flat)
+    else:
+        raise IslandRunFailed(f"a Python island returned a {type(result).__name__} where its profile showed {spec}")
+
+
+def _rebuild(spec: Any, outs: Any, fn: types.FunctionType, misused: dict) -> Any:
+    """The island's results as converted code sees them, from the op's outputs."""
+    kind = spec[0]
+    if kind == "scalar":
+        t = next(outs)
+        t.set_shape([])
+        return PyScalar(t, spec[1])
+    if kind == "array":
+        t = next(outs)
+        t.set_shape(spec[2])
+        return IslandArray(t, np.empty(0, spec[1]), spec[2], fn, misused)
+    if kind == "none":
+        return None
+    return kind(_rebuild(part, outs, fn, misused) for part in spec[1])
+
+
+def _refusal(ctx: Any, fn: types.FunctionType, obj: Any, summary: Confined, args: tuple, kwargs: dict) -> str | None:
+    """Why ``fn`` on ``obj`` cannot be an island in this trace (None: it can)."""
+    if ctx.recursion is not None and ctx.recursion.active is not None:
+        return "it is called during a recursion over trees"
+    if ctx.log.dynamic_depth or tf.compat.v1.get_default_graph() is not ctx.heap.outer_graph:
+        return "it is called inside tensor-dependent control flow"
+    if ctx.source_of(obj) is None:
+        return "its object is not Python state the function reads"
+    cls = type(obj)
+    user = [k for k in cls.__mro__ if k is not object]
+    if not all(is_user_class(k) for k in user) or any(
+            special in vars(k) for k in user for special in
+            ("__setattr__", "__getattr__", "__getattribute__", "__delattr__", "__slots__")):
+        return f"{cls.__qualname__} customizes its attributes"
+    if any(is_data_descriptor(cls, name) for k in user for name in vars(k) if not name.startswith("__")):
+        return f"{cls.__qualname__} has properties or descriptors"
+    attrs = instance_dict(obj)
+    generators = {n for n, v in attrs.items() if isinstance(v, RANDOM_GENERATORS)}
+    if not all(plain(v) for n, v in attrs.items() if n not in generators):
+        return f"{ctx.source_of(obj).label} holds more than plain values and random generators"
+    for attr, method in summary.draws:
+        allowed = _DRAWS if attr in generators else _VALUE_METHODS
+        if method not in allowed:
+            return f"it calls self.{attr}.{method}"
+    bad = next((m for m in summary.methods if m not in _VALUE_METHODS), None)
+    if bad is not None:
+        return f"it calls a method .{bad}"
+    for name in summary.calls:
+        value = _resolve(fn, name)
+        if not _pure_callee(value):
+            return f"it calls {'.'.join(name)}"
+    for name in summary.globals:
+        if not _readable(_resolve(fn, (name,))):
+            return f"it reads {name}, which is neither NumPy, math, a pure function nor a plain value"
+        if any(isinstance(e, SetGlobal) and e.name == name for e in ctx.log.effects):
+            return f"the function writes global {name} before it"
+    if any(key[0] == id(obj) for key in ctx.heap.overlay):
+        return f"the function writes {ctx.source_of(obj).label} before it"
+    if not all(isinstance(v, PyScalar) or plain(v) for v in (*args, *kwargs.values())):
+        return "an argument is neither a Python number nor a plain constant"
+    return None
+
+
+def _resolve(fn: types.FunctionType, name: tuple[str, ...]) -> Any:
+    """What dotted ``name`` stands for in ``fn`` now (its closure, globals, or builtins)."""
+    head = name[0]
+    free = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    if head in free:
+        value = free[head].cell_contents
+    elif head in fn.__globals__:
+        value = fn.__globals__[head]
+    else:
+        value = getattr(builtins, head, None)
+    for part in name[1:]:
+        if not isinstance(value, types.ModuleType) or value not in (np, math):
+            return None  # an attribute of anything else could be computed by a property
+        value = inspect.getattr_static(value, part, None)
+    return value
+
+
+def _readable(value: Any) -> bool:
+    """A value a global or closure name of an island may stand for."""
+    return isinstance(value, types.ModuleType) and value in (np, math) or _pure_callee(value) or plain(value)
+
+
+def _pure_callee(value: Any) -> bool:
+    if value is None:
+        return False
+    if isinstance(value, type):
+        return issubclass(value, (BaseException, np.generic)) or value in _BUILTINS
+    if isinstance(value, np.ufunc) or value in _NUMPY or value in _BUILTINS:
+        return True
+    return isinstance(value, types.BuiltinFunctionType) and getattr(value, "__module__", None) == "math"
