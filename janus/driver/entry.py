@@ -22,7 +22,6 @@ import tensorflow as tf
 from janus import _tf_private
 from janus.commit import atomicity, effects, island_copies
 from janus.commit import undo as undoing
-from janus.commit.island_copies import IslandCopy
 from janus.commit.packing import Packer, Recipe, Run
 from janus.convert import support
 from janus.convert.pipeline import converted_function
@@ -57,7 +56,7 @@ class Graph:
     seeds: SeedReservation | None = None  # the random draws' seeds, fed and consumed at each call
     undo: undoing.Undo | None = None  # what is put back if a run fails (an op may fail after a write)
     xla_ops: int = 0  # ops marked for XLA clusters (janus.trace.xla)
-    islands: list[IslandCopy] = field(default_factory=list)  # objects its Python islands change, copied per run
+    islands: list[island_copies.IslandCopy] = field(default_factory=list)  # what its Python islands change
 
     def holds(self, guard: Guard, a: tuple, k: dict) -> bool:
         """Evaluate one guard (to explain a miss; the hot path uses the compiled ``check``)."""
@@ -73,7 +72,8 @@ class Graph:
             return None
 
     def execute(self, a: tuple, k: dict) -> list:
-        """Run the graph (raises if it aborted; then nothing was changed)."""
+        """Run the graph (raises if it aborted; then nothing was changed): the objects of its
+        Python islands are copied first, the copies dropped if it aborts."""
         CALL.args = (a, k)
         try:
             def run() -> Any:

@@ -3,7 +3,9 @@
 Every call in converted code goes through :func:`call`.  A user-defined function or
 method is converted too and called in place, so its body becomes part of the same
 graph (inlining); its globals and closure are read through the state helpers, so they
-are guarded like the caller's.  TensorFlow, Keras, NumPy (not its random module), the
+are guarded like the caller's.  A user method that draws from a NumPy generator its
+object holds, and changes nothing else, runs in Python inside the graph instead, on a copy
+of its object (a Python island: ``janus.runtime.islands``).  TensorFlow, Keras, NumPy (not its random module), the
 ``math`` module and a fixed set of builtins are called as they are (the allow-list:
 ``janus.convert.libraries``; a library's Python that ``janus.allow`` allowed is inlined
 like the user's), builtins that need care on graph values through their
