@@ -18,10 +18,10 @@ authors would (issue #28):
 * ``wgan_gp``: a Keras WGAN-GP whose ``train_step`` calls its ``gradient_penalty`` method
   on ``self`` (both decorated), two critic steps per generator step, seeded noise.
 
-Janus splits ``numpy_statistic``, ``environment``, ``gradient_ascent``,
-``shift_reduce_new_trees`` and ``text_generation`` at their graph breaks and runs the rest
-as graph segments; the other four convert whole (``shift_reduce`` one graph per tree, its
-transitions specialized by value).  Each program is first run in each mode alone, ``--warmup`` calls
+Janus splits ``numpy_statistic``, ``gradient_ascent``, ``shift_reduce_new_trees`` and
+``text_generation`` at their graph breaks and runs the rest as graph segments; the other
+five convert whole (``environment`` with its step a Python island run inside the graph,
+``shift_reduce`` one graph per tree, its transitions specialized by value).  Each program is first run in each mode alone, ``--warmup`` calls
 (profiling, conversion, the split, the segments' conversions and their eager-or-graph
 trial) then ``--calls`` more, to compare its results and final state with eager's (Janus
 must match; tf.function may not — it traces Python once) and to time Janus's warm-up.
@@ -169,8 +169,8 @@ class _HandWrittenEpisode:
 
 def environment_in_one_graph(jit):
     """``environment`` written by hand as one graph: the whole episode, the tape, the gradient
-    and the update in a ``tf.function``.  The ceiling a graph can reach on this program;
-    Janus does not build this (docs/costs.md)."""
+    and the update in a ``tf.function``: what Janus builds, with its step a Python island
+    (docs/costs.md), written without the island's copy and checks."""
     p = _HandWrittenEpisode()
 
     @tf.function(autograph=False)
