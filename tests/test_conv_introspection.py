@@ -59,11 +59,11 @@ def test_stats_keys_and_counting_with_identical_calls():
 
 def test_stats_report_the_bytes_of_constants_the_cache_holds():
     janus.reset()
-    weights = np.linspace(0.0, 1.0, 500).astype(np.float32)  # read while tracing: a constant
+    weights = np.linspace(0.0, 1.0, 500).astype(np.float32)  # read by NumPy while tracing: a constant
 
     @janus.function
     def f(x):
-        return x * tf.reduce_sum(tf.constant(weights))
+        return x * tf.reduce_sum(tf.constant(weights.astype(np.float32)))
 
     assert janus.stats(f)["cache_constant_bytes"] == 0
     for i in range(5):

@@ -81,6 +81,29 @@ def test_float64_arrays_stay_float64():
     assert stats["conversions"] <= 1, stats
 
 
+@pytest.mark.parametrize("dtype, fed", [(None, True), (tf.float32, True), (tf.float64, False)])
+def test_tf_constant_of_a_fed_array_is_the_fed_tensor_unless_it_casts(dtype, fed):
+    def make(jit):
+        w = tf.Variable(tf.ones([4, 2], tf.float64 if dtype == tf.float64 else tf.float32))
+
+        @jit
+        def project(x):
+            return tf.reduce_sum(tf.matmul(tf.constant(x, dtype), w))  # a cast reads x as NumPy
+
+        return SimpleNamespace(fn=project)
+
+    r = np.random.RandomState(3)
+    calls = [(r.uniform(size=(3, 4)).astype(np.float32),) for _ in range(8)]
+    stats = check(make, calls, min_graph_calls=0 if not fed else 5, rtol=0, atol=0)
+    prog = make(janus.function)
+    for x, in calls[:4]:
+        prog.fn(x)
+    text = str(janus.explain(prog.fn))
+    assert ("argument x is a float32 NumPy array of shape (3, 4) (fed to the graph)" in text) == fed, text
+    if fed:
+        assert stats["conversions"] == 1, stats
+
+
 def test_float64_array_meeting_a_float32_variable_raises_as_eager_does():
     def make(jit):
         w = tf.Variable(tf.ones([4, 2]))

@@ -20,6 +20,7 @@ from janus.runtime import state
 from janus.runtime.loops import EnumeratedDataset, TensorRange
 from janus.runtime.truth import to_bool
 from janus.trace.active import current
+from janus.trace.arrays import FedArray
 from janus.trace import known_values
 from janus.trace.forest import NodeView
 from janus.trace.scalars import PyOrTensor, PyScalar, is_symbolic
@@ -104,7 +105,11 @@ def _scalar(kind: type):
 def _constant(value: Any, dtype: Any = None, shape: Any = None, name: str = "Const") -> Any:
     """``tf.constant`` of Python numbers some of which the graph computes (a fed number,
     a node's field), possibly in nested lists: the tensor eager would make of them, built
-    from the graph's values (a Python int is int32 and a float float32, as eager has them)."""
+    from the graph's values (a Python int is int32 and a float float32, as eager has them).
+    Of a NumPy array the graph is fed (or a Python island returned), the tensor it is fed
+    as, when no other dtype or shape is asked for: eager makes that same tensor of it."""
+    if isinstance(value, FedArray) and shape is None and (dtype is None or tf.as_dtype(dtype) == value.dtype):
+        return tf.convert_to_tensor(value)
     if not _has_py_scalar(value):
         return tf.constant(value, dtype, shape, name)
     dtype = tf.as_dtype(dtype) if dtype is not None else _inferred_dtype(value)
