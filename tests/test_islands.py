@@ -397,3 +397,79 @@ def test_a_global_the_island_reads_is_read_at_each_run_and_rebound_to_an_object_
         GAIN = 0.5
     stats = janus.stats(prog_j.fn)
     assert stats["graph_calls"] >= 6 and stats["conversions"] == 1, stats
+
+
+class CartEnv(Env):
+    def step(self, action):
+        noise = self.rng.normal(0, 0.02, 4).astype(np.float32)
+        self.state = (self.state + noise + np.float32(0.01 * (2 * action - 1))).astype(np.float32)
+        self.t = self.t + 1
+        return self.state, 1.0, bool(self.rng.uniform() < 0.3)  # episodes of 1 to 12 steps
+
+
+def _until_done(jit):
+    env, returns = CartEnv(), []
+    w = tf.Variable(tf.reshape(tf.range(8, dtype=tf.float32), [4, 2]) / 8.0 - 0.25)
+
+    @jit
+    def episode(scale):
+        state = tf.expand_dims(env.state, 0)
+        with tf.GradientTape() as tape:
+            total = tf.constant(0.0)
+            for _ in range(12):
+                logits = (state * scale) @ w
+                action = int(tf.argmax(logits[0]))
+                s, reward, done = env.step(action)
+                state = tf.expand_dims(s, 0)
+                total = total + tf.nn.log_softmax(logits)[0, action] * reward
+                if done:  # a Python bool the island computes: the loop becomes a tf.while_loop
+                    break
+            loss = -total
+        w.assign_sub(0.1 * tape.gradient(loss, w))
+        returns.append(float(total))
+        return total
+    return types.SimpleNamespace(fn=episode, state=lambda: _state(env, w, returns), env=env)
+
+
+def test_an_island_in_a_loop_that_breaks_on_its_done_runs_inside_the_tensor_loop():
+    # a tf.while_loop's gradient adds the steps' terms one by one, eager's tape all at once:
+    # the weights may differ by an ulp; the environment's state and draws are eager's exactly
+    total = check(_until_done, _scales(14), rtol=1e-6, atol=1e-7)
+    _one_graph(total)
+    assert total["graph_calls"] >= 8, total
+    prog = _until_done(janus.function)
+    lengths = []
+    for (scale,) in _scales(14):
+        before = prog.env.t
+        prog.fn(scale)
+        lengths.append(prog.env.t - before)
+    assert len(set(lengths[4:])) >= 3, lengths  # the graph's loop ran episodes of several lengths
+    assert "Python island: CartEnv.step" in str(janus.explain(prog.fn))
+
+
+class Noisy:
+    """Draws from a generator it may share with another object."""
+
+    def __init__(self, rng):
+        self.rng, self.last = rng, 0.0
+
+    def step(self):
+        self.last = self.rng.normal()
+        return self.last
+
+
+def _shared_generator(jit):
+    rng = np.random.RandomState(12)
+    a, b = Noisy(rng), Noisy(rng)
+
+    @jit
+    def run(x):
+        first = x * a.step()  # no data flows between the two islands: their order is program order
+        return first - 2.0 * x * b.step() + x * a.step()
+    return types.SimpleNamespace(fn=run, state=lambda: {"a": a.last, "b": b.last, "rng": rng.get_state()[1:]})
+
+
+def test_islands_of_two_objects_sharing_a_generator_draw_in_eagers_order():
+    total = check(_shared_generator, [(tf.constant(float(i + 1)),) for i in range(10)], rtol=0, atol=0)
+    _one_graph(total)
+    assert total["graph_calls"] >= 6, total

@@ -22,9 +22,10 @@ stays one graph.  Three things keep that all-or-nothing:
   is a tensor that only TensorFlow may use (:class:`IslandArray`), since eager's array is
   the object's own.
 
-Islands are made only where the function's own graph is traced (not inside tensor-dependent
-control flow, not during a recursion over trees), with Python numbers or plain constants
-as arguments.
+Islands run where the function's graph holds them, inside tensor conditionals and loops
+too (an episode that ends when the environment says ``done``): a copy a branch or loop did
+not use commits nothing new.  Not in a graph a library builds around the user's code, nor
+during a recursion over trees; their arguments are Python numbers or plain constants.
 """
 from __future__ import annotations
 
@@ -128,22 +129,20 @@ def island(f: types.MethodType, args: tuple, kwargs: dict) -> Any:
     if record is None:
         source = ctx.source_of(obj)
         record = ctx.heap.islands[id(obj)] = Island(IslandCopy(source.label, ctx.getter(source)), summary.writes)
-        ctx.effect(CommitIsland(record.copy), f"the Python island {qualified_name(fn)}")
+        # committed whether or not a branch or loop around it ran it (an unused copy changes
+        # nothing): the function's own effects, not a side's or a loop's
+        ctx.log.effects.append(CommitIsland(record.copy))
     if fn.__qualname__ not in record.copy.methods:
         record.copy.methods.append(fn.__qualname__)
-    previous = [i.last for i in ctx.heap.islands.values() if i.last is not None]
-    with tf.control_dependencies(previous):
-        return record.call(fn, args, kwargs, spec, ctx.heap.islands_misused)  # after every island before it
+    return record.call(fn, args, kwargs, spec, ctx.heap.islands_misused)
 
 
 @dataclass
 class Island:
-    """The islands of one object in a trace: its copy, the attributes they rebind, and its
-    last island op."""
+    """The islands of one object in a trace: its copy and the attributes they rebind."""
 
     copy: IslandCopy
     writes: frozenset[str]
-    last: tf.Operation | None = None
 
     def call(self, fn: types.FunctionType, args: tuple, kwargs: dict, spec: Any, misused: dict) -> Any:
         """The island's op in the graph, and its results as converted code sees them
@@ -164,10 +163,11 @@ class Island:
             _flatten(result, spec, flat)
             return flat
 
+        # a stateful op: TensorFlow's automatic control dependencies run it after the stateful
+        # ops before it (other islands, and the conditionals and loops holding them)
         outs = tf.numpy_function(run, [tf.stop_gradient(v.tensor) for v in numbers], _dtypes(spec),
                                  stateful=True, name=f"janus_island_{fn.__name__}")
         outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
-        self.last = outs[0].op if outs else tf.compat.v1.get_default_graph().get_operations()[-1]
         return _rebuild(spec, iter(outs), fn, misused)
 
 
@@ -253,8 +253,8 @@ def _refusal(ctx: Any, fn: types.FunctionType, obj: Any, summary: Confined, args
     """Why ``fn`` on ``obj`` cannot be an island in this trace (None: it can)."""
     if ctx.recursion is not None and ctx.recursion.active is not None:
         return "it is called during a recursion over trees"
-    if ctx.log.dynamic_depth or tf.compat.v1.get_default_graph() is not ctx.heap.outer_graph:
-        return "it is called inside tensor-dependent control flow"
+    if ctx.log.dynamic_depth and (not ctx.log.sinks or ctx.log.sinks[-1] is None):
+        return "it is called inside a graph a library builds around the user's function"
     if ctx.source_of(obj) is None:
         return "its object is not Python state the function reads"
     cls = type(obj)
