@@ -1,7 +1,8 @@
 """Random steps whose ops may fail at run time, eagerly and through Janus: they must agree.
 
 Each program is generated from a seed: variable writes, list appends, Python counters,
-prints, tensor branches and loops, Python loops, and ops that fail for some inputs, user asserts and random draws (then each run follows
+prints, steps of a Python environment drawing NumPy noise (a Python island, which raises
+when it diverges), tensor branches and loops, Python loops, and ops that fail for some inputs, user asserts and random draws (then each run follows
 ``tf.random.set_seed``) — a
 reshape to a size that does not divide (as a statement, or used), a gather out of range,
 ``check_numerics`` of a log of a negative, an integer division by zero, a user ``raise``
@@ -55,6 +56,7 @@ class _Gen:
             ["s = s + tf.reduce_max(y)"],
             ["assert s < 30.0, 'too large for the assert'"],
             ["s = s + tf.random.uniform([]) * 0.1"],
+            ["s = s + self.env.step(int(k))"],  # a Python island, which raises when it diverges
         ])
 
     def block(self, size: int) -> list[str]:
@@ -101,8 +103,23 @@ class _Gen:
         body = ["y = x * 1.0", "s = tf.reduce_sum(x)"] + self.block(self.r.randint(3, 6))
         ret = self.r.choice(["s", "y", "(s, self.n)", "tf.reduce_sum(y) + s"])
         lines = [
+            "import numpy as np",
+            "",
+            "",
+            "class Env:",
+            "    def __init__(self):",
+            "        self.rng, self.x = np.random.RandomState(5), 0.0",
+            "",
+            "    def step(self, a):",
+            "        self.x = self.x * 0.5 + self.rng.uniform() + a",
+            "        if self.x > 9.0:",
+            "            raise ValueError('the environment diverged')",
+            "        return self.x",
+            "",
+            "",
             "class Prog:",
             "    def __init__(self):",
+            "        self.env = Env()",
             "        self.v = tf.Variable(1.0)",
             "        self.w = tf.Variable(0.5)",
             "        self.log = []",
@@ -125,7 +142,8 @@ def _calls(seed: int) -> list:
 
 
 def _state(prog) -> dict:
-    return {"v": prog.v, "w": prog.w, "log": list(prog.log), "n": prog.n}
+    return {"v": prog.v, "w": prog.w, "log": list(prog.log), "n": prog.n, "env": prog.env.x,
+            "rng": prog.env.rng.get_state()[1:]}
 
 
 def _run(seed: int, mod, source: str) -> dict:

@@ -10,7 +10,8 @@ updates, attribute writes, appends and prints — with *break statements* placed
 random depth: NumPy on ``.numpy()`` of a tensor (a NumPy scalar statistic among them,
 which later statements combine with tensors and Python numbers), a Python number taken from a tensor, a
 call of a ``janus.do_not_convert`` helper that raises for some values, a print of a
-NumPy array, a step of a Python environment, the lock's ``with``; and locals bound under
+NumPy array, a step of a Python environment (which draws noise: a Python island where the
+graph holds it), the lock's ``with``; and locals bound under
 a condition before a break and read after it (so unbound locals cross the break).
 (``tf.random.categorical``, a break too, is left to tests/test_graph_breaks.py: the
 harness alternates eager and Janus calls, which would share TensorFlow's random state.)  The inputs change sign and size of
@@ -55,13 +56,16 @@ def audit(value):
 
 
 class Env:
-    """A Python environment the step drives (NumPy state)."""
+    """A Python environment the step drives (NumPy state and noise): a Python island where
+    the step's graph holds it (janus.runtime.islands), a break elsewhere."""
 
     def __init__(self):
         self.s = np.array([0.1, -0.2, 0.3], np.float32)
+        self.rng = np.random.RandomState(4)
 
     def step(self, action):
-        self.s = (0.9 * self.s + 0.1 * np.float32(action)).astype(np.float32)
+        noise = self.rng.normal(0, 0.01, 3).astype(np.float32)
+        self.s = (0.9 * self.s + 0.1 * np.float32(action) + noise).astype(np.float32)
         return self.s.copy(), float(self.s.sum())
 
 
@@ -237,7 +241,7 @@ def _run(seed: int, mod) -> dict:
         inline_at = 5 if seed % 2 and jit is janus.function else None
         return types.SimpleNamespace(fn=obj.f, obj=obj, inline_at=inline_at, state=lambda: {
             "v": obj.v, "n": obj.n, "k0": obj.k0, "rate": obj.rate, "log": list(obj.log),
-            "env": obj.env.s.copy(), "locked": obj.lock.locked()})
+            "env": obj.env.s.copy(), "rng": obj.env.rng.get_state()[1:], "locked": obj.lock.locked()})
 
     if seed % 4 != 2:
         return check(make, _calls(seed), min_graph_calls=0)
