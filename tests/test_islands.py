@@ -215,6 +215,30 @@ def test_an_island_returning_another_type_than_profiled_aborts_and_runs_as_eager
     assert total["graph_calls"] >= 1 and total["assertion_failures"] >= 1, total
 
 
+def _after_the_step(use, cls=Env):
+    """A step calling ``env.step`` and returning ``use(env, s, r, x)`` of its results."""
+    def factory(jit):
+        env = cls()
+
+        @jit
+        def run(x):
+            s, r = env.step(int(x > 0))
+            return use(env, s, r, x)
+        return types.SimpleNamespace(fn=run, state=lambda: {**_state(env, tf.constant(0), []),
+                                                             "log": list(getattr(env, "log", []))})
+    return factory
+
+
+def _split_and_explained(factory, segment_graph_calls):
+    """Compare ``factory``'s program with eager: split at one break; its explanation."""
+    total = check(factory, [(tf.constant(float(i - 3)),) for i in range(8)], graph_calls=0, rtol=0, atol=0)
+    assert total["breaks"] == 1 and total["segment_graph_calls"] >= segment_graph_calls, total
+    prog = factory(janus.function)
+    for i in range(5):
+        prog.fn(tf.constant(float(i - 2)))
+    return str(janus.explain(prog.fn))
+
+
 def _reads_after(jit):
     env = Env()
 
@@ -227,12 +251,8 @@ def _reads_after(jit):
 
 
 def test_a_read_of_the_object_after_its_island_is_refused_and_stays_eager_right():
-    total = check(_reads_after, [(tf.constant(float(i - 3)),) for i in range(8)], graph_calls=0, rtol=0, atol=0)
-    assert total["breaks"] == 1 and total["segment_graph_calls"] >= 3, total
-    prog = _reads_after(janus.function)
-    for i in range(5):
-        prog.fn(tf.constant(float(i - 2)))
-    assert "reads env.t after a Python island changed env" in str(janus.explain(prog.fn))
+    text = _split_and_explained(_reads_after, 3)
+    assert "reads env.t after a Python island changed env" in text, text
 
 
 class LoggingEnv(Env):
@@ -253,27 +273,10 @@ class PrintingEnv(Env):
         return self.state, float(action)
 
 
-def _beyond(cls):
-    def factory(jit):
-        env = cls()
-
-        @jit
-        def run(x):
-            s, r = env.step(int(x > 0))
-            return tf.reduce_sum(tf.expand_dims(s, 0)) * x + r
-        return types.SimpleNamespace(fn=run, state=lambda: {**_state(env, tf.constant(0), []), "log": list(getattr(env, "log", []))})
-    return factory
-
-
 @pytest.mark.parametrize("cls, why", [(LoggingEnv, "env holds more than plain values and random generators"),
                                       (PrintingEnv, "it calls print")])
 def test_a_method_whose_effects_reach_beyond_its_object_is_no_island(cls, why):
-    total = check(_beyond(cls), [(tf.constant(float(i - 3)),) for i in range(8)], graph_calls=0, rtol=0, atol=0)
-    assert total["breaks"] == 1 and total["segment_graph_calls"] >= 3, total
-    prog = _beyond(cls)(janus.function)
-    for i in range(5):
-        prog.fn(tf.constant(float(i)))
-    text = str(janus.explain(prog.fn))
+    text = _split_and_explained(_after_the_step(lambda env, s, r, x: tf.reduce_sum(s) * x + r, cls), 3)
     assert f"{cls.__name__}.step draws from a NumPy generator and cannot run as a Python island: {why}" in text, text
 
 
@@ -328,23 +331,9 @@ def test_a_copy_commits_rebinds_and_an_abort_puts_the_generator_back():
     assert env.state is stepped and env.t == 1 and copy.copy is None
 
 
-def _indexes_result(jit):
-    env = Env()
-
-    @jit
-    def run(x):
-        s, r = env.step(int(x > 0))
-        return tf.reduce_sum(tf.constant(s[None])) * x + r  # NumPy indexing of the island's array
-    return types.SimpleNamespace(fn=run, state=lambda: _state(env, tf.constant(0), []))
-
-
 def test_an_island_whose_array_is_used_as_numpy_is_called_as_written_instead():
-    total = check(_indexes_result, [(tf.constant(float(i - 3)),) for i in range(8)], graph_calls=0, rtol=0, atol=0)
-    assert total["breaks"] == 1 and total["segment_graph_calls"] >= 2, total
-    prog = _indexes_result(janus.function)
-    for i in range(5):
-        prog.fn(tf.constant(float(i)))
-    text = str(janus.explain(prog.fn))
+    # NumPy indexing of the island's array
+    text = _split_and_explained(_after_the_step(lambda env, s, r, x: tf.reduce_sum(tf.constant(s[None])) * x + r), 2)
     assert "called as written, not as Python islands (their arrays are used as NumPy): test_islands.Env.step" in text
     assert "break at test_islands.py" in text and "numpy.random.RandomState.normal" in text, text
 
