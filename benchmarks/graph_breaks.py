@@ -28,7 +28,9 @@ must match; tf.function may not — it traces Python once) and to time Janus's w
 Then each round builds it fresh in every mode, warms each up and times ``--calls`` calls
 taking turns between the modes (the shared machine's load falls on all alike).
 Reported: the median per call over rounds, Janus's and tf.function's speed over eager's
-(median of the rounds' ratios), and the seconds Janus's warm-up took beyond eager's.  The
+(median of the rounds' ratios), the seconds Janus's warm-up took beyond eager's, and the
+speed of a second eager build timed in the same turns (``eager again``): the noise that a
+program running as written shows.  The
 environment is also written by hand as graphs with its step inside through
 ``tf.numpy_function``: the whole episode as one graph (``environment_in_one_graph``), and
 only its loop (``environment_loop_in_a_graph``, the tape eager) — the ceilings for it.
@@ -434,6 +436,9 @@ PROGRAMS = {f.__name__: f for f in (numpy_statistic, environment, gradient_ascen
                                      shift_reduce_new_trees, numpy_minibatch,
                                      text_generation, library_helper, wgan_gp)}
 MODES = {"eager": lambda f: f, "janus": janus.function, "tf.function": tf.function}
+# A second eager build, timed in turn with the others: its speed over eager's is the noise a
+# program that runs as written shows (the "eager again" column).
+AGAIN = "eager again"
 # Programs also written by hand as graphs holding their Python (the "hand-written" modes).
 HANDWRITTEN = {"environment": {"one graph": environment_in_one_graph, "loop in a graph": environment_loop_in_a_graph}}
 
@@ -441,8 +446,8 @@ HANDWRITTEN = {"environment": {"one graph": environment_in_one_graph, "loop in a
 def builder(name: str, mode: str):
     """``(fn, args_of, state)`` of program ``name`` built fresh in ``mode`` (an entry of
     ``MODES``, or a hand-written version's name)."""
-    if mode in MODES:
-        return PROGRAMS[name](MODES[mode])
+    if mode in MODES or mode == AGAIN:
+        return PROGRAMS[name](MODES.get(mode, MODES["eager"]))
     return HANDWRITTEN[name][mode](None)
 
 
@@ -537,13 +542,14 @@ def main(argv=None) -> None:
         parser.error(f"unknown program {unknown[0]!r} (known: {', '.join(PROGRAMS)})")
     print("| program | eager ms/call | Janus ms/call | Janus speed-up | tf.function ms/call | tf.function speed-up "
           "| Janus = eager | tf.function = eager | hand-written graph | Janus: breaks, segment graph calls "
-          "| Janus warm-up beyond eager's |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| Janus warm-up beyond eager's | eager again (noise) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in names:
         modes = list(MODES) + list(HANDWRITTEN.get(name, ()))
         checked = {m: run(name, m, args.warmup, args.calls) for m in modes}
         working = [m for m in modes if checked[m].error is None]
-        rounds = [timed(name, working, args.warmup, args.calls) for _ in range(args.rounds)]
+        rounds = [timed(name, working + [AGAIN], args.warmup, args.calls) for _ in range(args.rounds)]
+        noise = statistics.median(r["eager"] / r[AGAIN] for r in rounds)
         eager = checked["eager"]
         cell = {}
         for mode in modes:
@@ -560,7 +566,7 @@ def main(argv=None) -> None:
                          for m in HANDWRITTEN.get(name, ())) or "-"
         print(f"| {name} | {cell['eager'][0]} | {cell['janus'][0]} | {cell['janus'][1]} | {cell['tf.function'][0]} "
               f"| {cell['tf.function'][1]} | {cell['janus'][2]} | {cell['tf.function'][2]} | {hand} "
-              f"| {s.get('breaks', 0)}, {s.get('segment_graph_calls', 0)} | {extra} |", flush=True)
+              f"| {s.get('breaks', 0)}, {s.get('segment_graph_calls', 0)} | {extra} | {noise:.2f}x |", flush=True)
 
 
 if __name__ == "__main__":
