@@ -8,13 +8,13 @@ the object's attributes to the copy's; a run that aborts drops the copy, and the
 never saw it.  The NumPy random generators the object holds are shared too (cloning a
 ``RandomState`` costs 0.18 ms, saving its state 0.02 ms): the island's draws advance them,
 and a run that aborts puts back the states saved before it.  No other Python thread runs
-meanwhile (:func:`take_all`), so nothing sees the draws of a run that aborts.  The island's analysis guarantees that the copy is all it changes
-(:mod:`janus.convert.analysis.confined`); the copy is checked again at every call, since
-the attributes may have changed since the trace.
+meanwhile (:func:`take_all`), so nothing sees the draws of a run that aborts.  The
+island's analysis guarantees that the copy is all it changes
+(:mod:`janus.convert.analysis.confined`); the object is checked again at every call, since
+its attributes may have changed since the trace.
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
