@@ -105,7 +105,7 @@ def test_the_analysis_confines_a_step_to_its_object_and_refuses_what_reaches_bey
 
     assert isinstance(confinement_of(prints), Confined)  # print is refused on what it stands for
     assert confinement_of(stores) == "stores into an object other than its own"
-    assert confinement_of(helps) == "calls self.helper"
+    assert confinement_of(helps).helpers == {"helper"}  # checked in turn while tracing
     assert confinement_of(shifts) == "assigns in place (+=)"
 
 
@@ -462,3 +462,74 @@ def test_islands_of_two_objects_sharing_a_generator_draw_in_eagers_order():
     total = check(_shared_generator, [(tf.constant(float(i + 1)),) for i in range(10)], rtol=0, atol=0)
     _one_graph(total)
     assert total["graph_calls"] >= 6, total
+
+
+class HelpedEnv:
+    """An environment whose step calls methods of its own, as real ones do (``_observe``)."""
+
+    def __init__(self):
+        self.rng, self.pos, self.t = np.random.RandomState(21), np.zeros(2, np.float32), 0
+
+    def step(self, action):
+        self._move(action)
+        self.t = self.t + 1
+        return self._observe(), self._reward()
+
+    def _move(self, action):
+        self.pos = (self.pos + np.float32(0.1 * (2 * action - 1)) + self._noise()).astype(np.float32)
+
+    def _noise(self):
+        return self.rng.normal(0, 0.05, 2).astype(np.float32)
+
+    def _observe(self):
+        return np.concatenate([self.pos, np.float32([self.t % 3])]).astype(np.float32)
+
+    def _reward(self):
+        return float(-np.sum(np.abs(self.pos)))
+
+
+class LeakyHelperEnv(HelpedEnv):
+    def _reward(self):
+        print("reward")  # a helper that prints: no island
+        return 0.0
+
+
+def _helped(cls):
+    def factory(jit):
+        env = cls()
+        w = tf.Variable([[0.5, -0.5], [0.25, 0.75], [-0.1, 0.2]])
+
+        @jit
+        def run(x):
+            total = tf.constant(0.0)
+            s = tf.zeros([3])
+            for _ in range(3):
+                action = int(tf.argmax(tf.expand_dims(s, 0) @ w * x, axis=1)[0])
+                s, r = env.step(action)
+                total = total + tf.reduce_sum(tf.constant(s)) * r
+            return total
+        return types.SimpleNamespace(fn=run, state=lambda: {"pos": env.pos, "t": env.t, "rng": env.rng.get_state()[1:]})
+    return factory
+
+
+def test_an_island_may_call_methods_of_its_own_that_are_confined_too():
+    total = check(_helped(HelpedEnv), [(tf.constant(float(i % 4) - 1.5),) for i in range(10)], rtol=0, atol=0)
+    _one_graph(total)
+    assert total["graph_calls"] >= 6, total
+    summary = confinement_of(HelpedEnv.step)
+    assert summary.helpers == {"_move", "_observe", "_reward"} and summary.draws == set()
+
+    def passes_self_on(self):
+        return len(self) + self.rng.normal()  # len() would call the class's __len__
+    assert confinement_of(passes_self_on) == "passes self on (a builtin or operator could call its methods)"
+
+
+def test_a_helper_whose_effects_reach_beyond_the_object_makes_no_island():
+    check(_helped(LeakyHelperEnv), [(tf.constant(float(i % 4) - 1.5),) for i in range(8)], min_graph_calls=0,
+          rtol=0, atol=0)
+    prog = _helped(LeakyHelperEnv)(janus.function)
+    for i in range(5):
+        prog.fn(tf.constant(float(i)))
+    text = str(janus.explain(prog.fn))
+    assert "HelpedEnv.step draws from a NumPy generator and cannot run as a Python island: in " \
+           "LeakyHelperEnv._reward, it calls print" in text, text

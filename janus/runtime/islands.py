@@ -42,7 +42,7 @@ import tensorflow as tf
 from janus.commit.effects import SetGlobal
 from janus.commit.island_copies import RANDOM_GENERATORS, CommitIsland, IslandCopy, plain
 from janus.convert.analysis.confined import Confined, confinement_of
-from janus.convert.libraries import qualified_name
+from janus.convert.libraries import is_user_function, qualified_name
 from janus.errors import ConversionError, Restart
 from janus.runtime.state import instance_dict, is_data_descriptor
 from janus.trace.active import current
@@ -111,14 +111,13 @@ def island(f: types.MethodType, args: tuple, kwargs: dict) -> Any:
     """``f(*args, **kwargs)`` for a user method ``f``, as a Python island if it draws from a
     NumPy generator its object holds; :data:`NOT_AN_ISLAND` if it does not (it is inlined)."""
     fn, obj = f.__func__, f.__self__
-    summary = confinement_of(fn)
     d = instance_dict(obj)
-    rng_draws = isinstance(summary, Confined) and d is not None and any(
-        isinstance(d.get(attr), RANDOM_GENERATORS) for attr, _ in summary.draws)
+    summaries, why = _with_helpers(fn, type(obj), d) if d is not None else ([], None)
+    rng_draws = any(isinstance(d.get(attr), RANDOM_GENERATORS) for _, s in summaries for attr, _ in s.draws)
     ctx = current()
     if not rng_draws or ctx.checks.speculator is not None and fn in ctx.checks.speculator.no_islands:
         return NOT_AN_ISLAND
-    why = _refusal(ctx, fn, obj, summary, args, kwargs)
+    why = why or _refusal(ctx, obj, summaries, args, kwargs)
     if why is not None:
         raise ConversionError(f"{qualified_name(fn)} draws from a NumPy generator and cannot run as a Python "
                               f"island: {why}")
@@ -128,13 +127,14 @@ def island(f: types.MethodType, args: tuple, kwargs: dict) -> Any:
     record = ctx.heap.islands.get(id(obj))
     if record is None:
         source = ctx.source_of(obj)
-        record = ctx.heap.islands[id(obj)] = Island(IslandCopy(source.label, ctx.getter(source)), summary.writes)
+        record = ctx.heap.islands[id(obj)] = Island(IslandCopy(source.label, ctx.getter(source)), frozenset())
         # committed whether or not a branch or loop around it ran it (an unused copy changes
         # nothing): the function's own effects, not a side's or a loop's
         ctx.log.effects.append(CommitIsland(record.copy))
     if fn.__qualname__ not in record.copy.methods:
         record.copy.methods.append(fn.__qualname__)
-    return record.call(fn, args, kwargs, spec, ctx.heap.islands_misused)
+    record.writes = record.writes.union(*(s.writes for _, s in summaries))
+    return record.call(fn, summaries, args, kwargs, spec, ctx.heap.islands_misused)
 
 
 @dataclass
@@ -144,18 +144,20 @@ class Island:
     copy: IslandCopy
     writes: frozenset[str]
 
-    def call(self, fn: types.FunctionType, args: tuple, kwargs: dict, spec: Any, misused: dict) -> Any:
+    def call(self, fn: types.FunctionType, summaries: list, args: tuple, kwargs: dict, spec: Any,
+             misused: dict) -> Any:
         """The island's op in the graph, and its results as converted code sees them
-        (``misused``: where its arrays mark ``fn`` when used as NumPy)."""
+        (``summaries``: ``fn``'s and its helpers' confinement; ``misused``: where its arrays
+        mark ``fn`` when used as NumPy)."""
         numbers = [v for v in (*args, *kwargs.values()) if isinstance(v, PyScalar)]
-        copy, names = self.copy, sorted(confinement_of(fn).globals)
+        copy, names = self.copy, [(f, n) for f, s in summaries for n in sorted(s.globals)]
 
         def run(*values: np.ndarray) -> list:
             given = iter(values)
             as_python = lambda v: v.kind(next(given)) if isinstance(v, PyScalar) else v  # noqa: E731
             if copy.copy is None:
                 raise IslandRunFailed(f"no copy of {copy.label} for this run")
-            changed = next((n for n in names if not _readable(_resolve(fn, (n,)))), None)
+            changed = next((n for f, n in names if not _readable(_resolve(f, (n,)))), None)
             if changed is not None:  # checked while tracing; a global may have been rebound since
                 raise IslandRunFailed(f"{changed}, which a Python island reads, is no longer plain")
             result = fn(copy.copy, *(as_python(v) for v in args), **{n: as_python(v) for n, v in kwargs.items()})
@@ -249,8 +251,30 @@ def _rebuild(spec: Any, outs: Any, fn: types.FunctionType, misused: dict) -> Any
     return kind(_rebuild(part, outs, fn, misused) for part in spec[1])
 
 
-def _refusal(ctx: Any, fn: types.FunctionType, obj: Any, summary: Confined, args: tuple, kwargs: dict) -> str | None:
-    """Why ``fn`` on ``obj`` cannot be an island in this trace (None: it can)."""
+def _with_helpers(fn: types.FunctionType, cls: type, attrs: dict) -> tuple[list[tuple[Any, Confined]], str | None]:
+    """``fn``'s confinement and those of the methods of its own it calls, transitively (as
+    many as were confined), and why one is not (None: all are)."""
+    found: list[tuple[Any, Confined]] = []
+    pending, seen = [fn], {fn}
+    while pending:
+        method = pending.pop(0)
+        summary = confinement_of(method)
+        if isinstance(summary, str):
+            return found, summary if method is fn else f"{method.__qualname__} {summary}"
+        found.append((method, summary))
+        for name in sorted(summary.helpers):
+            helper = inspect.getattr_static(cls, name, None)
+            if name in attrs or not isinstance(helper, types.FunctionType) or not is_user_function(helper):
+                return found, f"it calls self.{name}, which is not a plain method of {cls.__qualname__}"
+            if helper not in seen:
+                seen.add(helper)
+                pending.append(helper)
+    return found, None
+
+
+def _refusal(ctx: Any, obj: Any, summaries: list[tuple[Any, Confined]], args: tuple, kwargs: dict) -> str | None:
+    """Why the island of ``summaries`` (its method and their helpers) on ``obj`` cannot be
+    made in this trace (None: it can)."""
     if ctx.recursion is not None and ctx.recursion.active is not None:
         return "it is called during a recursion over trees"
     if ctx.log.dynamic_depth and (not ctx.log.sinks or ctx.log.sinks[-1] is None):
@@ -269,6 +293,19 @@ def _refusal(ctx: Any, fn: types.FunctionType, obj: Any, summary: Confined, args
     generators = {n for n, v in attrs.items() if isinstance(v, RANDOM_GENERATORS)}
     if not all(plain(v) for n, v in attrs.items() if n not in generators):
         return f"{ctx.source_of(obj).label} holds more than plain values and random generators"
+    for i, (fn, summary) in enumerate(summaries):
+        why = _callee_refusal(ctx, fn, summary, generators)
+        if why is not None:
+            return why if i == 0 else f"in {fn.__qualname__}, {why}"
+    if any(key[0] == id(obj) for key in ctx.heap.overlay):
+        return f"the function writes {ctx.source_of(obj).label} before it"
+    if not all(isinstance(v, PyScalar) or plain(v) for v in (*args, *kwargs.values())):
+        return "an argument is neither a Python number nor a plain constant"
+    return None
+
+
+def _callee_refusal(ctx: Any, fn: types.FunctionType, summary: Confined, generators: set[str]) -> str | None:
+    """Why what ``fn`` calls and reads, as its names stand now, is not pure (None: it is)."""
     for attr, method in summary.draws:
         allowed = _DRAWS if attr in generators else _VALUE_METHODS
         if method not in allowed:
@@ -277,18 +314,13 @@ def _refusal(ctx: Any, fn: types.FunctionType, obj: Any, summary: Confined, args
     if bad is not None:
         return f"it calls a method .{bad}"
     for name in summary.calls:
-        value = _resolve(fn, name)
-        if not _pure_callee(value):
+        if not _pure_callee(_resolve(fn, name)):
             return f"it calls {'.'.join(name)}"
     for name in summary.globals:
         if not _readable(_resolve(fn, (name,))):
             return f"it reads {name}, which is neither NumPy, math, a pure function nor a plain value"
         if any(isinstance(e, SetGlobal) and e.name == name for e in ctx.log.effects):
             return f"the function writes global {name} before it"
-    if any(key[0] == id(obj) for key in ctx.heap.overlay):
-        return f"the function writes {ctx.source_of(obj).label} before it"
-    if not all(isinstance(v, PyScalar) or plain(v) for v in (*args, *kwargs.values())):
-        return "an argument is neither a Python number nor a plain constant"
     return None
 
 

@@ -7,9 +7,11 @@ generators the object holds (``self.rng.normal(...)``).  It prints nothing, writ
 or closure variable, stores into nothing (no ``x[i] = ...``, no augmented assignment that
 could change an array in place), deletes nothing, defines and imports nothing, and every
 call it makes is to a builtin, a NumPy or ``math`` function, a method of the values it
-computes, or a draw from ``self.<name>``; which of those are pure is decided at run time,
-on the objects the names stand for (``janus.runtime.islands``).  Every branch counts, taken
-or not.  This module only reads the tree.
+computes, a draw from ``self.<name>``, or a method of its own (``self._observe()``, confined
+in turn); which of those are pure is decided at run time, on the objects the names stand
+for (``janus.runtime.islands``).  ``self`` is only ever the object of an attribute access:
+passed on (``len(self)``, ``self + 1``), a builtin or operator could call its class's
+methods.  Every branch counts, taken or not.  This module only reads the tree.
 """
 from __future__ import annotations
 
@@ -39,7 +41,8 @@ class Confined:
     (``("rng", "normal")``: a draw when the attribute holds a random generator, else a method
     of the value); ``calls``, the dotted names it calls (``("np", "sin")``, ``("float",)``);
     ``methods``, the methods it calls on values it computed; ``globals``, the names it reads
-    that are neither ``self`` nor local."""
+    that are neither ``self`` nor local; ``helpers``, the methods of its own it calls
+    (``self._observe()``), each of which must be confined in turn."""
 
     self_name: str
     writes: frozenset[str]
@@ -47,6 +50,7 @@ class Confined:
     calls: frozenset[tuple[str, ...]]
     methods: frozenset[str]
     globals: frozenset[str]
+    helpers: frozenset[str] = frozenset()
 
 
 def confinement(node: gast.FunctionDef) -> Confined | str:
@@ -61,7 +65,9 @@ def confinement(node: gast.FunctionDef) -> Confined | str:
     local |= {n.id for n in nodes if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
     if me in local:
         return f"rebinds {me}"
-    writes, draws, calls, methods, reads = set(), set(), set(), set(), set()
+    if any(isinstance(n, gast.Name) and n.id == me and not _attribute_base(n, nodes) for n in nodes):
+        return f"passes {me} on (a builtin or operator could call its methods)"
+    writes, draws, calls, methods, reads, helpers = set(), set(), set(), set(), set(), set()
     for n in nodes:
         refused = _REFUSED.get(type(n))
         if refused:
@@ -76,17 +82,28 @@ def confinement(node: gast.FunctionDef) -> Confined | str:
             name = _dotted(n.func)
             if name is None and not isinstance(n.func, gast.Attribute):
                 return "calls a computed callee"
+            if name is not None and len(name) == 1 and name[0] in local:
+                return f"calls {name[0]}, a local"
             if name is None or name[0] in local:
                 methods.add(n.func.attr)  # a method of a value it computed
             elif name[0] == me:
-                if len(name) != 3:
+                if len(name) == 2:
+                    helpers.add(name[1])
+                elif len(name) == 3:
+                    draws.add(name[1:])
+                else:
                     return f"calls {'.'.join(name)}"
-                draws.add(name[1:])
             else:
                 calls.add(name)
         elif isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id not in local and n.id != me:
             reads.add(n.id)
-    return Confined(me, frozenset(writes), frozenset(draws), frozenset(calls), frozenset(methods), frozenset(reads))
+    return Confined(me, frozenset(writes), frozenset(draws), frozenset(calls), frozenset(methods), frozenset(reads),
+                    frozenset(helpers))
+
+
+def _attribute_base(name: gast.Name, nodes: list) -> bool:
+    """``name`` is the object of an attribute access (``self.x``), not a value passed on."""
+    return any(isinstance(n, gast.Attribute) and n.value is name for n in nodes)
 
 
 def _dotted(func: gast.AST) -> tuple[str, ...] | None:
