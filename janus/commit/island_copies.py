@@ -43,6 +43,13 @@ def plain(value: Any) -> bool:
     return isinstance(value, _PLAIN)
 
 
+def generator_attributes(attrs: dict) -> dict[str, Any] | None:
+    """The attributes of an island's object that hold NumPy random generators; None when
+    another attribute holds more than a plain value."""
+    generators = {n: v for n, v in attrs.items() if isinstance(v, RANDOM_GENERATORS)}
+    return generators if all(plain(v) for n, v in attrs.items() if n not in generators) else None
+
+
 class IslandChanged(undoing.Disturbed):
     """An island's object no longer holds only plain values and random generators: this
     call runs eagerly."""
@@ -65,10 +72,10 @@ class IslandCopy:
         """Copy the object before a run, and save its generators' states."""
         obj = self.find(a, k)
         attrs = obj.__dict__
-        generators = {id(v): v for v in attrs.values() if isinstance(v, RANDOM_GENERATORS)}
-        if not all(plain(v) for v in attrs.values() if id(v) not in generators):
+        generators = generator_attributes(attrs)
+        if generators is None:
             raise IslandChanged(f"{self.label} holds more than plain values and random generators now")
-        self.saved = {i: (g, _state(g)) for i, g in generators.items()}
+        self.saved = {id(g): (g, _state(g)) for g in generators.values()}
         self.copy = object.__new__(type(obj))
         self.copy.__dict__.update(attrs)
         self.original = obj

@@ -40,7 +40,7 @@ import numpy as np
 import tensorflow as tf
 
 from janus.commit.effects import SetGlobal
-from janus.commit.island_copies import RANDOM_GENERATORS, CommitIsland, IslandCopy, plain
+from janus.commit.island_copies import RANDOM_GENERATORS, CommitIsland, IslandCopy, generator_attributes, plain
 from janus.convert.analysis.confined import Confined, confinement_of
 from janus.convert.libraries import is_user_function, qualified_name
 from janus.errors import ConversionError, Restart
@@ -112,7 +112,9 @@ def island(f: types.MethodType, args: tuple, kwargs: dict) -> Any:
     NumPy generator its object holds; :data:`NOT_AN_ISLAND` if it does not (it is inlined)."""
     fn, obj = f.__func__, f.__self__
     d = instance_dict(obj)
-    summaries, why = _with_helpers(fn, type(obj), d) if d is not None else ([], None)
+    if d is None or not any(isinstance(v, RANDOM_GENERATORS) for v in d.values()):
+        return NOT_AN_ISLAND  # no generator to draw from: nothing to parse
+    summaries, why = _with_helpers(fn, type(obj), d)
     rng_draws = any(isinstance(d.get(attr), RANDOM_GENERATORS) for _, s in summaries for attr, _ in s.draws)
     ctx = current()
     if not rng_draws or ctx.checks.speculator is not None and fn in ctx.checks.speculator.no_islands:
@@ -289,9 +291,8 @@ def _refusal(ctx: Any, obj: Any, summaries: list[tuple[Any, Confined]], args: tu
         return f"{cls.__qualname__} customizes its attributes"
     if any(is_data_descriptor(cls, name) for k in user for name in vars(k) if not name.startswith("__")):
         return f"{cls.__qualname__} has properties or descriptors"
-    attrs = instance_dict(obj)
-    generators = {n for n, v in attrs.items() if isinstance(v, RANDOM_GENERATORS)}
-    if not all(plain(v) for n, v in attrs.items() if n not in generators):
+    generators = generator_attributes(instance_dict(obj))
+    if generators is None:
         return f"{ctx.source_of(obj).label} holds more than plain values and random generators"
     for i, (fn, summary) in enumerate(summaries):
         why = _callee_refusal(ctx, fn, summary, generators)
@@ -304,7 +305,7 @@ def _refusal(ctx: Any, obj: Any, summaries: list[tuple[Any, Confined]], args: tu
     return None
 
 
-def _callee_refusal(ctx: Any, fn: types.FunctionType, summary: Confined, generators: set[str]) -> str | None:
+def _callee_refusal(ctx: Any, fn: types.FunctionType, summary: Confined, generators: dict[str, Any]) -> str | None:
     """Why what ``fn`` calls and reads, as its names stand now, is not pure (None: it is)."""
     for attr, method in summary.draws:
         allowed = _DRAWS if attr in generators else _VALUE_METHODS
