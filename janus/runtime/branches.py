@@ -44,22 +44,25 @@ def if_stmt(cond: Any, body: Callable, orelse: Callable, args: tuple, names: Seq
     """
     if not is_tensor(cond):
         return body(*args) if cond else orelse(*args)
-    taken = known_truth(cond)
-    if taken is None:
-        taken = speculate_branch(cond, site)
+    taken = _decided(cond, site)
     if taken is not None:
         return body(*args) if taken else orelse(*args)
     no_cells(cells, "if")
     return escapes.in_graph(_cond, to_bool(cond), lambda: body(*args), lambda: orelse(*args), names, "if", site)
 
 
+def _decided(cond: Any, site: SiteInfo | None) -> bool | None:
+    """The side of a tensor test the trace takes in Python: the test's known value, else the
+    profile's only outcome (checked by an assertion); None: a conditional in the graph."""
+    known = known_truth(cond)
+    return known if known is not None else speculate_branch(cond, site)
+
+
 def ifexp(cond: Any, if_true: Callable[[], Any], if_false: Callable[[], Any], site: SiteInfo | None = None) -> Any:
     """``if_true() if cond else if_false()``."""
     if not is_tensor(cond):
         return if_true() if cond else if_false()
-    taken = known_truth(cond)
-    if taken is None:
-        taken = speculate_branch(cond, site)
+    taken = _decided(cond, site)
     if taken is not None:
         return if_true() if taken else if_false()
     return _cond(to_bool(cond), lambda: (if_true(),), lambda: (if_false(),), ("<expr>",), "conditional expression",
