@@ -430,3 +430,22 @@ def test_raise_with_message_formatting_a_tensor():
     calls = [(pos((3,), i),) for i in range(4)] + [(neg((3,), 4),), (pos((3,), 5),),
                                                    (neg((2,), 6),), (pos((3,), 7),)]
     check(make, calls)
+
+
+def test_an_augmented_assignment_of_a_local_dead_after_a_tensor_branch_reads_it_there():
+    """``k += 1`` reads ``k``: the side takes it in even though nothing reads it afterwards
+    (the side used to raise ``UnboundLocalError`` while tracing and be assumed away)."""
+    def make(jit):
+        @jit
+        def f(x):
+            k = 0
+            if tf.reduce_sum(x) > 0:
+                k += 1
+                x = x * k
+            return x
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(tf.constant([float(i) - 1.5]),) for i in [0, 3, 1, 2, 0, 3, 2, 1]]
+    stats = check(make, calls, min_graph_calls=5)
+    assert stats["conversions"] == 1 and stats["assumptions_failed"] == 0, stats

@@ -77,7 +77,8 @@ def _stmt(node: gast.stmt, live: set[str]) -> set[str]:
         return _try(node, live)
     if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
         return (live - {node.name}) | used(node)
-    if isinstance(node, gast.AugAssign):
-        return live | used(node.target) | used(node.value)
+    if isinstance(node, gast.AugAssign):  # reads its target too (a Name there is a store)
+        read = {node.target.id} if isinstance(node.target, gast.Name) else used(node.target)
+        return live | read | used(node.value)
     defs = assigned([node])
     return (live - defs) | used(node)
