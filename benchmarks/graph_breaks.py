@@ -18,10 +18,11 @@ authors would (issue #28):
 * ``wgan_gp``: a Keras WGAN-GP whose ``train_step`` calls its ``gradient_penalty`` method
   on ``self`` (both decorated), two critic steps per generator step, seeded noise.
 
-Janus splits ``numpy_statistic``, ``gradient_ascent``, ``shift_reduce_new_trees`` and
-``text_generation`` at their graph breaks and runs the rest as graph segments; the other
-five convert whole (``environment`` with its step a Python island run inside the graph,
-``shift_reduce`` one graph per tree, its transitions specialized by value).  Each program is first run in each mode alone, ``--warmup`` calls
+Janus splits ``numpy_statistic``, ``gradient_ascent`` and ``text_generation`` at their
+graph breaks and runs the rest as graph segments; the other six convert whole
+(``environment`` with its step a Python island run inside the graph, ``shift_reduce`` one
+graph per tree, its transitions specialized by value, ``shift_reduce_new_trees`` one graph
+for every tree, its stack a list whose length the graph computes).  Each program is first run in each mode alone, ``--warmup`` calls
 (profiling, conversion, the split, the segments' conversions and their eager-or-graph
 trial) then ``--calls`` more, to compare its results and final state with eager's (Janus
 must match; tf.function may not — it traces Python once) and to time Janus's warm-up.

@@ -42,11 +42,13 @@ def tensor_dependent(log: EffectLog, sink: BranchSink | None = None) -> Iterator
     library builds) an effect fails the conversion."""
     log.dynamic_depth += 1
     log.sinks.append(sink)
+    log.bodies.append(object())
     try:
         yield sink
     finally:
         log.dynamic_depth -= 1
         log.sinks.pop()
+        log.bodies.pop()
 
 
 def map_graph_values(value: Any, fn: Callable[[tf.Tensor], Any]) -> Any:

@@ -21,6 +21,8 @@ class Anno(enum.Enum):
             "pipeline._TagSites", "templates.site_ref")
     CELLVARS = ("locals of a function that a closure of it reads (cells)",
                 "pipeline._TagSites (analysis.scopes.cell_vars)", "passes.control_flow")
+    OWN_LISTS = ("local lists of a function nothing else can see (analysis.own_lists)",
+                 "pipeline._TagSites", "passes.control_flow")
     LIVE_OUT = ("variables live after an if/while/for", "analysis.liveness", "passes.control_flow")
     LIVE_BODY = ("variables live on entry to its body", "analysis.liveness", "passes.control_flow")
     LIVE_ORELSE = ("variables live on entry to an if's else block", "analysis.liveness", "passes.control_flow")

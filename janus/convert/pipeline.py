@@ -107,6 +107,7 @@ class _TagSites(gast.NodeVisitor):
 
     def visit_FunctionDef(self, node):
         setanno(node, Anno.CELLVARS, analysis.cell_vars(node))
+        setanno(node, Anno.OWN_LISTS, analysis.own_lists(node))
         self.generic_visit(node)
 
 

@@ -17,11 +17,17 @@ if TYPE_CHECKING:
 # which the function gives up: the graph, not the input, is what fails.
 RETIRE_AFTER_FAILED_RUNS = 3
 
+# Run-time checks whose failure is a call eager raises on (taken as rare while they hold
+# more often than they fail): the graph stays, right for every other call.
+_EAGER_RAISES = {"not_raising": "a side that raises was taken",
+                 "list_index": "a list index was out of range"}
+
 
 def learn_from_abort(jf: "JanusFunction", entry: CacheEntry, error: BaseException) -> None:
     """A run of ``entry`` aborted with ``error``.  A failed assumption drops every graph that
     made it, and is never assumed again.  The user's ``assert`` failing is none: the graph
-    stays (right whenever the assert holds); nor, while it is rare, is a raising side taken."""
+    stays (right whenever the assert holds); nor, while it is rare, is a raising side taken
+    or a list index out of range."""
     note = jf._note  # noqa: SLF001 - the function's reasons, for janus.explain
     if isinstance(error, undoing.Disturbed):
         note(f"ran eagerly: {error.reason}")
@@ -41,8 +47,8 @@ def learn_from_abort(jf: "JanusFunction", entry: CacheEntry, error: BaseExceptio
                                   f"({failed.summary})", "See janus.explain(f).")
         case aborts.AssumptionFailed(assumption=failed):
             failed.failed += 1
-            if failed.kind == "not_raising" and failed.failed <= failed.held:
-                note(f"a side that raises was taken, re-ran eagerly (graph kept): {failed.description}")
+            if failed.kind in _EAGER_RAISES and failed.failed <= failed.held:
+                note(f"{_EAGER_RAISES[failed.kind]}, re-ran eagerly (graph kept): {failed.description}")
                 return
             jf.policy.ban(failed)
             jf.entries.drop(lambda e: any(a.ban == failed.ban for a in e.report.assumptions))

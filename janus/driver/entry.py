@@ -334,6 +334,7 @@ def _trace(python_fn: types.FunctionType, converted: Callable, args: tuple, kwar
             k = {n: ctx.read(v, KwArg(n)) for n, v in kwargs.items()}
             k.update(_defaults(ctx, python_fn, args, kwargs))
             result = converted(*a, **k)
+            known_values.prefer_values(ctx.heap, speculator, arrays)
             ctx.recursion.finish()
             if ctx.seeds.used:
                 draws = ctx.seeds.finish(ctx.checks.assert_that)

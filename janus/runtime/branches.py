@@ -28,6 +28,7 @@ from janus.errors import ConversionError, InternalSignal
 from janus.runtime import branch_stores, escapes
 from janus.runtime.checks import assertion, speculate_branch
 from janus.runtime.constructs import body_writes_state, no_cells, op_of, same_position
+from janus.runtime.graph_lists import GraphList
 from janus.runtime.reconcile import apply_fixes, fixes, join, same_python, split
 from janus.runtime.truth import is_tensor, known_truth, to_bool, truth
 from janus.trace.aborts import first_line
@@ -37,10 +38,11 @@ from janus.trace.values import PyScalar, is_symbolic
 
 
 def if_stmt(cond: Any, body: Callable, orelse: Callable, args: tuple, names: Sequence[str],
-            site: SiteInfo | None = None, cells: Sequence[str] = ()) -> tuple:
+            site: SiteInfo | None = None, cells: Sequence[str] = (), lists: Sequence[str] = ()) -> tuple:
     """``if cond: body else: orelse``; each side takes ``args`` and returns its outputs.
 
-    ``cells``: variables closures read that the sides rebind (as ``nonlocal``).
+    ``cells``: variables closures read that the sides rebind (as ``nonlocal``); ``lists``:
+    the outputs that are own lists (``janus.runtime.graph_lists``).
     """
     if not is_tensor(cond):
         return body(*args) if cond else orelse(*args)
@@ -48,7 +50,8 @@ def if_stmt(cond: Any, body: Callable, orelse: Callable, args: tuple, names: Seq
     if taken is not None:
         return body(*args) if taken else orelse(*args)
     no_cells(cells, "if")
-    return escapes.in_graph(_cond, to_bool(cond), lambda: body(*args), lambda: orelse(*args), names, "if", site)
+    return escapes.in_graph(_cond, to_bool(cond), lambda: body(*args), lambda: orelse(*args), names, "if", site,
+                            lists)
 
 
 def _decided(cond: Any, site: SiteInfo | None) -> bool | None:
@@ -139,7 +142,7 @@ class _Side:
 
 
 def _cond(pred: tf.Tensor, true_fn: Callable, false_fn: Callable, names: Sequence[str], what: str,
-          site: SiteInfo | None = None) -> tuple:
+          site: SiteInfo | None = None, lists: Sequence[str] = ()) -> tuple:
     """``tf.cond`` over two sides that return a tuple of values (one per name in ``names``).
 
     Each side is traced exactly once, into its own branch graph, from the same trace
@@ -176,9 +179,13 @@ def _cond(pred: tf.Tensor, true_fn: Callable, false_fn: Callable, names: Sequenc
         if t.raised or f.raised:
             out = _not_raising(pred, t, f, scope, what, site, start)
         else:
-            out = _both_sides(pred, t, f, scope, tuple(names) + joined.labels, what, start)
+            out = _both_sides(pred, t, f, scope, tuple(names) + joined.labels, what, start, lists)
         joined.settle(ctx, out[len(out) - len(joined.places):])
-        return out[:len(out) - len(joined.places)]
+        out = out[:len(out) - len(joined.places)]
+        for name, value in zip(names, out):
+            if name in lists:  # a new list the join made: the body around may change it
+                ctx.log.own(value)
+        return out
 
 
 def _trace_side(fn: Callable, side: bool, scope: str, what: str) -> _Side:
@@ -257,10 +264,11 @@ def _captured(graph: Any, x: Any) -> Any:
     return graph.capture(x) if outer is not None else x
 
 
-def _both_sides(pred, t: _Side, f: _Side, scope: str, names: Sequence[str], what: str, start: int) -> tuple:
+def _both_sides(pred, t: _Side, f: _Side, scope: str, names: Sequence[str], what: str, start: int,
+                lists: Sequence[str]) -> tuple:
     """Both sides traced: match their outputs and build the ``If`` op."""
     ctx = current()
-    side_fixes = fixes(t.out, f.out, names)
+    side_fixes = fixes(t.out, f.out, names, lists)
     carry = bool(t.effects or f.effects)
     specs = {s.side: [tf.TensorSpec(x.shape, x.dtype) for x in s.carried()] for s in (t, f)}
     draws_differ = not same_position(t.seed_position, f.seed_position)
@@ -313,7 +321,7 @@ def _not_raising(pred, t: _Side, f: _Side, scope: str, what: str, site: SiteInfo
     out, leaves, kinds = _finish_side(
         live, {}, lambda: ([_position_tensor(live.seed_position)] if moved else []) + live.carried())
     specs = [tf.TensorSpec(x.shape, x.dtype) for x in live.graph.outputs]
-    dead.graph = _tf_private.branch_graph(lambda: branch_effects.zeros_like_specs(specs), scope, dead.side)
+    dead.graph = _tf_private.branch_graph(lambda: _never_taken(specs, leaves), scope, dead.side)
     assertion(tf.logical_not(pred) if dead.side else pred, assumption.message, assumption)
     n = len(split(out)[2])
     outs = _build(pred, t, f, scope, what, start)
@@ -325,6 +333,14 @@ def _not_raising(pred, t: _Side, f: _Side, scope: str, what: str, site: SiteInfo
         ctx.effect(When(pred, live.side, branch_effects.rebind(live.effects, outs[n:])),
                    f"{what} side with effects")
     return join(out, leaves, kinds, iter(outs[:n]))
+
+
+def _never_taken(specs: list[tf.TensorSpec], leaves: list) -> list[tf.Tensor]:
+    """Outputs of a side asserted not taken: zeros of the live side's, and an empty list for
+    each list whose length the graph computes among its values (``leaves``)."""
+    lists = iter([leaf for leaf in leaves if isinstance(leaf, GraphList)])
+    return [GraphList.of([], *next(lists).spec()).handle if s.dtype == tf.variant
+            else branch_effects.zeros_like_specs([s])[0] for s in specs]
 
 
 def _build(pred, t: _Side, f: _Side, scope: str, what: str, start: int) -> list:

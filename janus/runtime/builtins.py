@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from janus.commit.effects import Print
 from janus.errors import ConversionError
-from janus.runtime import state
+from janus.runtime import graph_lists, state
 from janus.runtime.loops import EnumeratedDataset, TensorRange
 from janus.runtime.truth import to_bool
 from janus.trace.active import current
@@ -57,6 +57,8 @@ def _range(*bounds: Any):
 
 
 def _len(x: Any) -> Any:
+    if isinstance(x, graph_lists.GraphList):
+        return graph_lists.length(x)
     if is_symbolic(x):
         if x.shape.rank is None or x.shape.rank == 0:
             raise ConversionError("len() of a tensor whose rank the graph does not know")

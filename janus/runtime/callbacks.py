@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import tensorflow as tf
 
-from janus.commit import atomicity
+from janus.commit import atomicity, branch_effects
 from janus.convert.libraries import is_user_function, is_user_method, qualified_name
 from janus.convert.registry import is_converted_function
 from janus.errors import ConversionError
@@ -57,14 +57,8 @@ def _callback(fn: Any, site: Any, ctx: Any, library: Any, args: tuple, kwargs: d
     if graph is site:  # called while the library builds the caller's graph: as often as it runs
         return call(fn, *args, **kwargs)
     what = f"a function passed to {qualified_name(library)}"
-    ctx.log.dynamic_depth += 1
-    ctx.log.sinks.append(None)
-    try:
-        with ctx.seeds.forbidden(f"{what} draws random numbers"):
-            out = call(fn, *args, **kwargs)
-    finally:
-        ctx.log.dynamic_depth -= 1
-        ctx.log.sinks.pop()
+    with branch_effects.tensor_dependent(ctx.log), ctx.seeds.forbidden(f"{what} draws random numbers"):
+        out = call(fn, *args, **kwargs)
     if atomicity.graph_writes_state(graph, ctx.checks.writer_constructs):
         raise ConversionError(f"{what} changes a variable in a graph of its own")
     return out

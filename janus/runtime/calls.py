@@ -33,6 +33,7 @@ from janus.convert.libraries import (
 from janus.convert.registry import is_converted_function
 from janus.errors import ConversionError
 from janus.runtime import builtins, callbacks, containers, islands, random, recursion, state
+from janus.runtime.graph_lists import GraphList
 from janus.trace.active import current
 from janus.trace.forest import NodeView
 from janus.trace.known_values import KnownValue
@@ -86,7 +87,7 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
     if f in random.REPLACEMENTS:  # stateful random ops draw from fed seeds (janus.trace.seeds)
         return random.REPLACEMENTS[f](*_shapes(args), **callbacks.builtin_keywords(_shapes(kwargs), call))
     if isinstance(f, types.MethodType):
-        if isinstance(f.__self__, (SymbolicShape, KnownValue)):
+        if isinstance(f.__self__, (SymbolicShape, KnownValue, GraphList)):
             return f(*args, **kwargs)
         if is_user_function(f.__func__):
             out = islands.island(f, args, kwargs)

@@ -35,7 +35,7 @@ def container_method(obj: Any, name: str, args: tuple, kwargs: dict) -> Any:
     source = ctx.source_of(obj) if ctx is not None else None
     if source is None or name not in MUTATORS.get(type(obj), ()):
         if name in MUTATORS.get(type(obj), ()):
-            state.no_mutation_in_dynamic_flow(ctx, f"{type(obj).__name__}.{name}")
+            state.no_mutation_in_dynamic_flow(ctx, f"{type(obj).__name__}.{name}", obj)
         return method(*args, **kwargs)
     state.no_mutation_in_dynamic_flow(ctx, f"{source.label}.{name}(...)")
     if kwargs:

@@ -6,7 +6,8 @@ are tensors, Python scalars the graph computes (:class:`PyScalar`), plain Python
 (:class:`PyOrTensor`).  :func:`split` flattens values into the tensors to carry and the
 kinds to rebuild them with (:func:`join`); :func:`fixes` / :func:`apply_fixes` make the
 two sides of a conditional agree where ops added to a side can (a number becomes a
-PyScalar or a PyOrTensor, a missing result zeros).  A Python value that would change
+PyScalar or a PyOrTensor, a missing result zeros, an own list the sides leave at
+different lengths a :class:`GraphList`).  A Python value that would change
 kind where eager would not convert it fails the conversion.
 """
 from __future__ import annotations
@@ -16,11 +17,14 @@ from typing import Any, Sequence
 import tensorflow as tf
 
 from janus.errors import ConversionError
+from janus.runtime.graph_lists import GraphList, common_spec
 from janus.trace.values import UNDEF, PyScalar, is_symbolic
 from janus.trace.scalars import DTYPES, PY_SCALARS, PyOrTensor
 
 
 def _kind(leaf: Any) -> Any:
+    if isinstance(leaf, GraphList):
+        return ("graph list",) + leaf.spec()
     if isinstance(leaf, PyScalar):
         return leaf.kind
     if isinstance(leaf, PyOrTensor):
@@ -40,6 +44,8 @@ def split(values: Any) -> tuple[list, list, list]:
     for x, k in zip(leaves, kinds):
         if isinstance(x, PyOrTensor):
             tensors += x.parts()
+        elif isinstance(x, GraphList):
+            tensors.append(x.handle)
         elif k != "py":
             tensors.append(x.tensor if isinstance(x, PyScalar) else x)
     return leaves, kinds, tensors
@@ -53,6 +59,8 @@ def join(structure: Any, leaves: list, kinds: list, tensors) -> Any:
             out.append(leaf)
         elif kind == "tensor":
             out.append(next(tensors))
+        elif isinstance(kind, tuple) and kind[0] == "graph list":
+            out.append(GraphList(next(tensors), kind[1], kind[2]))
         elif isinstance(kind, tuple):
             number, tensor, is_number = next(tensors), next(tensors), next(tensors)
             out.append(PyOrTensor(number, kind[1], tensor, is_number))
@@ -61,13 +69,17 @@ def join(structure: Any, leaves: list, kinds: list, tensors) -> Any:
     return tf.nest.pack_sequence_as(structure, out, expand_composites=False)
 
 
-def fixes(t_out: tuple, f_out: tuple, names: Sequence[str]) -> dict[int, Any]:
-    """Differences between the sides that ops added to a side's graph can reconcile."""
+def fixes(t_out: tuple, f_out: tuple, names: Sequence[str], lists: Sequence[str] = ()) -> dict[int, Any]:
+    """Differences between the sides that ops added to a side's graph can reconcile;
+    ``lists``: the own lists among ``names``, which may become GraphLists."""
     found: dict[int, Any] = {}
     for i, name in enumerate(names):
         a, b = t_out[i], f_out[i]
         ka, kb = _scalar_kind(a), _scalar_kind(b)
-        if name == "_jn_ret" and (a is UNDEF) != (b is UNDEF):
+        if name in lists and _list_like(a) and _list_like(b) and not (type(a) is list and type(b) is list
+                                                                        and len(a) == len(b)):
+            found[i] = ("graph list",) + common_spec((a, b), name)
+        elif name == "_jn_ret" and (a is UNDEF) != (b is UNDEF):
             other = b if a is UNDEF else a
             found[i] = ("fill", tf.nest.map_structure(
                 lambda x: tf.TensorSpec(x.shape, x.dtype) if is_symbolic(x) else x, other))
@@ -152,11 +164,17 @@ def apply_fixes(out: tuple, fixes: dict[int, Any]) -> tuple:
             out[i] = PyScalar.of(out[i], fix[1])
         elif fix[0] == "union":
             out[i] = as_union(out[i], fix[1], fix[2])
+        elif fix[0] == "graph list" and type(out[i]) is list:
+            out[i] = GraphList.of(out[i], fix[1], fix[2])
         elif fix[0] == "fill" and out[i] is UNDEF:
             out[i] = tf.nest.map_structure(
                 lambda spec: tf.zeros([d or 0 for d in spec.shape.as_list()], spec.dtype)
                 if isinstance(spec, tf.TensorSpec) else spec, fix[1])
     return tuple(out)
+
+
+def _list_like(x: Any) -> bool:
+    return type(x) is list or isinstance(x, GraphList)
 
 
 def _scalar_kind(x: Any) -> type | None:

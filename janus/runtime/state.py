@@ -232,7 +232,7 @@ def st_subscr(obj: Any, key: Any, value: Any) -> None:
         raise ConversionError("changes a tree during the recursion over it")
     source = ctx.source_of(obj) if ctx is not None else None
     if source is None:
-        no_mutation_in_dynamic_flow(ctx, "item assignment")
+        no_mutation_in_dynamic_flow(ctx, "item assignment", obj)
         obj[key] = value
         return
     if type(obj) not in (list, dict):
@@ -246,10 +246,11 @@ def st_subscr(obj: Any, key: Any, value: Any) -> None:
     ctx.effect(SetItem(source, key, value), what)
 
 
-def no_mutation_in_dynamic_flow(ctx, what: str) -> None:
+def no_mutation_in_dynamic_flow(ctx, what: str, obj: Any = None) -> None:
     """Both sides of a tensor branch are traced: a mutation of an object the call built (or a
-    container method) there would happen twice."""
-    if ctx is not None and ctx.log.dynamic_depth:
+    container method) there would happen twice, unless the side made ``obj`` itself (a copy of
+    an own list, ``janus.runtime.graph_lists``)."""
+    if ctx is not None and not ctx.log.may_change(obj):
         raise ConversionError(f"{what} inside tensor-dependent control flow")
 
 

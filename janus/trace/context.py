@@ -86,6 +86,23 @@ class EffectLog:
     effects: list[Any] = field(default_factory=list)
     sinks: list = field(default_factory=list)
     dynamic_depth: int = 0
+    # one token per tensor-dependent body being traced, innermost last; and the lists a
+    # body made for itself (janus.runtime.graph_lists.own_lists), by id: (list, its body's token)
+    bodies: list = field(default_factory=list)
+    own_lists: dict[int, tuple[Any, Any]] = field(default_factory=dict)
+
+    def own(self, obj: Any) -> None:
+        """``obj`` is the innermost body's own (a copy it made, a list a conditional in it
+        joined): it may change it."""
+        self.own_lists[id(obj)] = (obj, self.bodies[-1] if self.bodies else None)
+
+    def may_change(self, obj: Any) -> bool:
+        """Whether the code being traced may change ``obj`` in place: outside tensor-dependent
+        bodies, or when the innermost body made it (a body traced twice changes its own copy)."""
+        if not self.dynamic_depth:
+            return True
+        entry = self.own_lists.get(id(obj))
+        return entry is not None and entry[0] is obj and entry[1] is self.bodies[-1]
 
     def record(self, effect: Any, where: str) -> None:
         """Record a Python side effect (a ``janus.commit.effects.Effect``) to commit after
@@ -192,6 +209,7 @@ class TraceContext:
         heap inputs."""
         self.heap.restore(cp.heap)
         del self.log.sinks[cp.effect_sinks:]
+        del self.log.bodies[cp.effect_sinks:]
         self.seeds.position = cp.seed_position
 
     def rollback(self, cp: Checkpoint) -> None:
@@ -221,6 +239,7 @@ class Checkpoint:
 _CHECK_FAILED = {
     "not_raising": "a side of a tensor-dependent branch raises, and it was taken",
     "int32": "a Python int the graph computes did not fit int32 where TensorFlow converts it",
+    "list_index": "an index of a list whose length the graph computes was out of range",
 }
 
 

@@ -96,6 +96,7 @@ class HeapModel:
     # fed tensor inputs whose values this trace needed, with what needed them
     tensor_values: set[Source] = field(default_factory=set)
     values_wanted: dict[Source, str] = field(default_factory=dict)
+    graph_lists: int = 0  # own lists the trace carried as lists whose length the graph computes
     # the objects of Python islands the trace made, by id (janus.runtime.islands)
     islands: dict[int, Any] = field(default_factory=dict)
     islands_misused: dict[Any, str] = field(default_factory=dict)  # their methods whose arrays were read as NumPy

@@ -71,8 +71,21 @@ def specialize_wanted(heap: "HeapModel", speculator: "Speculator", error: Except
     tensor inputs (``heap.values_wanted``) that are not specialized yet, raise
     :class:`TensorValuesKept` with them added to ``speculator.tensor_values`` (``arrays``:
     the NumPy arrays the trace fed, never specialized here)."""
-    if not isinstance(error, ConversionError) or error.permanent:
-        return
+    if isinstance(error, ConversionError) and not error.permanent:
+        _specialize(heap, speculator, arrays)
+
+
+def prefer_values(heap: "HeapModel", speculator: "Speculator", arrays: frozenset[Source]) -> None:
+    """After a trace that succeeded with lists whose length the graph computes
+    (``heap.graph_lists``, ``janus.runtime.graph_lists``): the values that drove them are
+    specialized first, as after a failed trace, for graphs without conditionals over
+    ``TensorList``s; once they change at every call (``speculator.never_values``) the
+    general graph is kept."""
+    if heap.graph_lists:
+        _specialize(heap, speculator, arrays)
+
+
+def _specialize(heap: "HeapModel", speculator: "Speculator", arrays: frozenset[Source]) -> None:
     wanted = {s: why for s, why in heap.values_wanted.items()
               if s not in speculator.tensor_values and s not in speculator.never_values
               and s not in arrays and s not in heap.state_arrays}

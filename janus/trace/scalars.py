@@ -223,7 +223,7 @@ class PyScalar:
         """
         if dtype is None and self.kind is int:
             ctx = current()
-            where, line, text = _converted_line()
+            where, line, text = converted_line()
             assumption = ctx.checks.check("int32", None, line, where=where, detail=text)
             in_range = tf.logical_and(self.tensor >= INT32[0], self.tensor <= INT32[1])
             ctx.assert_that(in_range, assumption.message, assumption)
@@ -331,7 +331,7 @@ def _python_defines(op: str, a: tf.Tensor, b: tf.Tensor) -> None:
     current().assert_that(ok, message)
 
 
-def _converted_line() -> tuple[str, int, str]:
+def converted_line() -> tuple[str, int, str]:
     """Where converted code makes TensorFlow convert a value: ``file.py:LINE`` of the user's
     line, that line number, and its text ("" when unknown).
 

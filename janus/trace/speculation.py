@@ -14,10 +14,12 @@ Each speculation is an :class:`Assumption` with an id and a readable description
 A failed assertion names its id; that site is then banned for the function and the
 next conversion keeps it dynamic (``tf.cond`` / ``tf.while_loop``).
 
-Two run-time checks are assumptions too, though no profile suggests them: that a
+Three run-time checks are assumptions too, though no profile suggests them: that a
 side of a tensor branch which raises while tracing is not taken (``not_raising``),
-and that a Python int the graph computes fits int32 where TensorFlow converts it
-(``int32``: eager would make an int64 tensor otherwise).  They get ids the same way;
+that a Python int the graph computes fits int32 where TensorFlow converts it
+(``int32``: eager would make an int64 tensor otherwise), and that an index of a list
+whose length the graph computes is in range (``list_index``: eager raises
+``IndexError``).  They get ids the same way;
 once one failed, :meth:`Speculator.check` refuses it and the conversion that would
 need it fails (the calls run eagerly).
 """
@@ -75,6 +77,9 @@ class Assumption:
         if self.kind == "not_raising":
             place = f"at {self.site.where} `{self.site.text}`" if self.site is not None else f"({self.where})"
             return f"branch {place} assumed not to take its {self.value} side, which raises {self.detail}"
+        if self.kind == "list_index":
+            return f"an index of a list whose length the graph computes in {self.where} is in range" \
+                + (f" (`{self.detail}`)" if self.detail else "")
         return f"a Python int the graph computes in {self.where} fits int32 where TensorFlow converts it" \
             + (f" (`{self.detail}`)" if self.detail else "")
 
@@ -141,7 +146,7 @@ class Speculator:
 
     def check(self, kind: str, site: SiteInfo | None, value: Any, where: str = "", detail: str = "") \
             -> Assumption | None:
-        """The assumption of a run-time check (``not_raising``, ``int32``), or None when it
+        """The assumption of a run-time check (``not_raising``, ``int32``, ``list_index``), or None when it
         failed before (its ban is recorded) and must not be assumed again."""
         key = (kind, site.key if site is not None else where, value)
         found = self.registry.get(key)
