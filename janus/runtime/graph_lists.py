@@ -31,20 +31,13 @@ _RAW = tf.raw_ops
 
 def own_lists(*values: Any) -> tuple:
     """The block's own copies of the own lists it changes (other values as they are)."""
+    copies = tuple(list(v) if type(v) is list else v.copy() if isinstance(v, GraphList) else v for v in values)
     ctx = current()
-    out = []
-    for value in values:
-        if type(value) is list:
-            value = list(value)
-        elif isinstance(value, GraphList):
-            value = GraphList(value.handle, value.dtype, value.shape)
-        else:
-            out.append(value)
-            continue
-        if ctx is not None:
-            ctx.log.own(value)
-        out.append(value)
-    return tuple(out)
+    if ctx is not None:
+        for copy, value in zip(copies, values):
+            if copy is not value:
+                ctx.log.own(copy)
+    return copies
 
 
 class GraphList:
@@ -64,6 +57,9 @@ class GraphList:
         else:
             handle = _RAW.EmptyTensorList(element_shape=_shape(shape), max_num_elements=-1, element_dtype=dtype)
         return cls(handle, dtype, shape)
+
+    def copy(self) -> "GraphList":
+        return GraphList(self.handle, self.dtype, self.shape)
 
     def spec(self) -> tuple:
         return self.dtype, self.shape
