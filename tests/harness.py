@@ -25,6 +25,7 @@ import importlib.util
 import io
 import itertools
 import os
+import random
 import sys
 import tempfile
 import textwrap
@@ -260,6 +261,38 @@ def fresh_module(source: str, **inject: Any) -> types.ModuleType:
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+class BlockGenerator:
+    """The base of the random program generators: a seeded ``random.Random`` (``r``), the
+    nesting ``depth`` and the number of ``loops`` so far; ``block(size)`` is theirs."""
+
+    def __init__(self, seed: int):
+        self.r = random.Random(seed)
+        self.depth = 0
+        self.loops = 0
+
+    def block(self, size: int) -> list[str]:
+        raise NotImplementedError
+
+    def nested(self, header: str, size: int) -> list[str]:
+        """``header`` and an indented block of ``size`` statements one level deeper."""
+        self.depth += 1
+        body = self.block(size)
+        self.depth -= 1
+        return [header] + ["    " + line for line in body]
+
+
+def generated_step(mod: types.ModuleType, state: Callable[[Any], dict]) -> Callable[[Callable], types.SimpleNamespace]:
+    """The harness factory of a generated module's ``Prog.step`` (through Janus, profiled on
+    one call), comparing ``state(prog)`` after every call."""
+    def make(jit):
+        cls = type("Prog", (mod.Prog,), {})
+        cls.step = janus.function(mod.Prog.step, profile_calls=1) if jit is janus.function else jit(mod.Prog.step)
+        prog = cls()
+        return types.SimpleNamespace(fn=prog.step, state=lambda: state(prog))
+
+    return make
 
 
 def check_generated(seeds: Iterable[int], source_of: Callable[[int], str],

@@ -11,24 +11,20 @@ results, exceptions, printed output and state (with the Python type of every num
 every call.  A program Janus runs eagerly is a gap and allowed here; a different answer is not.
 """
 import random
-import types
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import janus
-from harness import check, check_generated
+from harness import BlockGenerator, check, check_generated, generated_step
 
 PROGRAMS = 60
 PER_TEST = 20
 
 
-class _Gen:
+class _Gen(BlockGenerator):
     def __init__(self, seed: int):
-        self.r = random.Random(seed)
-        self.depth = 0
-        self.loops = 0
+        super().__init__(seed)
         self.in_loop = False
 
     def write(self) -> list[str]:
@@ -66,12 +62,6 @@ class _Gen:
             else:
                 lines += self.use()
         return lines
-
-    def nested(self, header: str, size: int) -> list[str]:
-        self.depth += 1
-        body = self.block(size)
-        self.depth -= 1
-        return [header] + ["    " + line for line in body]
 
     def branch(self) -> list[str]:
         cond = self.r.choice(["tf.reduce_sum(y) > 1.0", "s < 0.5", "tf.reduce_max(x) > 0.8", "self.t % 3 == 0"])
@@ -125,14 +115,7 @@ def _state(p) -> dict:
 
 
 def _run(seed: int, mod, source: str) -> dict:
-    def make(jit):
-        cls = type("Prog", (mod.Prog,), {})
-        cls.step = jit(mod.Prog.step) if jit is not janus.function else janus.function(mod.Prog.step,
-                                                                                          profile_calls=1)
-        p = cls()
-        return types.SimpleNamespace(fn=p.step, state=lambda: _state(p))
-
-    return check(make, _calls(seed), min_graph_calls=0)
+    return check(generated_step(mod, _state), _calls(seed), min_graph_calls=0)
 
 
 @pytest.mark.parametrize("first", range(0, PROGRAMS, PER_TEST))

@@ -13,24 +13,20 @@ allowed here; a different answer is not.  Conversions happen at the first calls
 (``profile_calls=1``) so that failing calls reach graphs.
 """
 import random
-import types
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import janus
-from harness import ATOL, RTOL, check, check_generated, check_seeded
+from harness import ATOL, RTOL, BlockGenerator, check, check_generated, check_seeded, generated_step
 
 PROGRAMS = 200
 PER_TEST = 25
 
 
-class _Gen:
+class _Gen(BlockGenerator):
     def __init__(self, seed: int):
-        self.r = random.Random(seed)
-        self.depth = 0
-        self.loops = 0
+        super().__init__(seed)
 
     def failing(self) -> list[str]:
         """A statement that may fail at run time (its value used or not)."""
@@ -72,12 +68,6 @@ class _Gen:
             else:
                 lines += self.effect()
         return lines
-
-    def nested(self, header: str, size: int) -> list[str]:
-        self.depth += 1
-        body = self.block(size)
-        self.depth -= 1
-        return [header] + ["    " + line for line in body]
 
     def branch(self) -> list[str]:
         cond = self.r.choice(["tf.reduce_sum(y) > 3.0", "s < 2.0", "k > 1", "self.n % 2 == 0"])
@@ -147,13 +137,7 @@ def _state(prog) -> dict:
 
 
 def _run(seed: int, mod, source: str) -> dict:
-    def make(jit):
-        cls = type("Prog", (mod.Prog,), {})
-        cls.step = jit(mod.Prog.step) if jit is not janus.function else janus.function(mod.Prog.step,
-                                                                                          profile_calls=1)
-        p = cls()
-        return types.SimpleNamespace(fn=p.step, state=lambda: _state(p))
-
+    make = generated_step(mod, _state)
     if "tf.random" in source:  # eager and Janus each run the sequence after tf.random.set_seed
         return check_seeded(make, _calls(seed), seed, min_graph_calls=0, rtol=RTOL, atol=ATOL)
     return check(make, _calls(seed), min_graph_calls=0)

@@ -12,24 +12,20 @@ exceptions, printed output and state after every call.  A program Janus runs eag
 gap and allowed here; a different answer is not.
 """
 import random
-import types
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import janus
-from harness import check, check_generated
+from harness import BlockGenerator, check, check_generated, generated_step
 
 PROGRAMS = 40
 PER_TEST = 20
 
 
-class _Gen:
+class _Gen(BlockGenerator):
     def __init__(self, seed: int):
-        self.r = random.Random(seed)
-        self.depth = 0
-        self.loops = 0
+        super().__init__(seed)
 
     def change(self) -> list[str]:
         return self.r.choice([
@@ -63,12 +59,6 @@ class _Gen:
             else:
                 lines += self.use()
         return lines
-
-    def nested(self, header: str, size: int) -> list[str]:
-        self.depth += 1
-        body = self.block(size)
-        self.depth -= 1
-        return [header] + ["    " + line for line in body]
 
     def branch(self) -> list[str]:
         cond = self.r.choice(["tf.reduce_sum(y) > 0.5", "tf.reduce_max(x) > 0.8", "s < 0.5", "len(stack) > 2",
@@ -111,14 +101,7 @@ def _calls(seed: int) -> list:
 
 
 def _run(seed: int, mod, source: str) -> dict:
-    def make(jit):
-        cls = type("Prog", (mod.Prog,), {})
-        cls.step = jit(mod.Prog.step) if jit is not janus.function else janus.function(mod.Prog.step,
-                                                                                          profile_calls=1)
-        p = cls()
-        return types.SimpleNamespace(fn=p.step, state=lambda: {"log": list(p.log)})
-
-    return check(make, _calls(seed), min_graph_calls=0)
+    return check(generated_step(mod, lambda p: {"log": list(p.log)}), _calls(seed), min_graph_calls=0)
 
 
 @pytest.mark.parametrize("first", range(0, PROGRAMS, PER_TEST))
