@@ -283,6 +283,17 @@ class BlockGenerator:
         return [header] + ["    " + line for line in body]
 
 
+def signed_vectors(r: random.Random, count: int) -> list[tuple]:
+    """``count`` argument tuples of one float32 vector of 3 or 4 values, negative 40% of the
+    time: inputs that take both sides of the generated programs' tensor conditions."""
+    out = []
+    for _ in range(count):
+        n = r.choice([3, 3, 3, 4])
+        sign = -1.0 if r.random() < 0.4 else 1.0
+        out.append((tf.constant(np.array([r.uniform(0.1, 1.5) * sign for _ in range(n)], np.float32)),))
+    return out
+
+
 def generated_step(mod: types.ModuleType, state: Callable[[Any], dict]) -> Callable[[Callable], types.SimpleNamespace]:
     """The harness factory of a generated module's ``Prog.step`` (through Janus, profiled on
     one call), comparing ``state(prog)`` after every call."""

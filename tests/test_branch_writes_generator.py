@@ -12,11 +12,10 @@ every call.  A program Janus runs eagerly is a gap and allowed here; a different
 """
 import random
 
-import numpy as np
 import pytest
 import tensorflow as tf
 
-from harness import BlockGenerator, check, check_generated, generated_step
+from harness import BlockGenerator, check, check_generated, generated_step, signed_vectors
 
 PROGRAMS = 60
 PER_TEST = 20
@@ -101,13 +100,7 @@ class _Gen(BlockGenerator):
 
 
 def _calls(seed: int) -> list:
-    r = random.Random(seed * 11 + 5)
-    out = []
-    for _ in range(10):
-        n = r.choice([3, 3, 3, 4])
-        sign = -1.0 if r.random() < 0.4 else 1.0
-        out.append((tf.constant(np.array([r.uniform(0.1, 1.5) * sign for _ in range(n)], np.float32)),))
-    return out
+    return signed_vectors(random.Random(seed * 11 + 5), 10)
 
 
 def _state(p) -> dict:

@@ -13,11 +13,10 @@ gap and allowed here; a different answer is not.
 """
 import random
 
-import numpy as np
 import pytest
 import tensorflow as tf
 
-from harness import BlockGenerator, check, check_generated, generated_step
+from harness import BlockGenerator, check, check_generated, generated_step, signed_vectors
 
 PROGRAMS = 40
 PER_TEST = 20
@@ -91,13 +90,7 @@ class _Gen(BlockGenerator):
 
 
 def _calls(seed: int) -> list:
-    r = random.Random(seed * 13 + 7)
-    out = []
-    for _ in range(12):
-        n = r.choice([3, 3, 3, 4])
-        sign = -1.0 if r.random() < 0.4 else 1.0
-        out.append((tf.constant(np.array([r.uniform(0.1, 1.5) * sign for _ in range(n)], np.float32)),))
-    return out
+    return signed_vectors(random.Random(seed * 13 + 7), 12)
 
 
 def _run(seed: int, mod, source: str) -> dict:
