@@ -265,7 +265,8 @@ def fresh_module(source: str, **inject: Any) -> types.ModuleType:
 
 class BlockGenerator:
     """The base of the random program generators: a seeded ``random.Random`` (``r``), the
-    nesting ``depth`` and the number of ``loops`` so far; ``block(size)`` is theirs."""
+    nesting ``depth`` and the number of ``loops`` so far.  A generator gives ``branch()``,
+    ``loop()`` and ``leaf(roll)`` (or a ``block`` of its own)."""
 
     def __init__(self, seed: int):
         self.r = random.Random(seed)
@@ -273,7 +274,18 @@ class BlockGenerator:
         self.loops = 0
 
     def block(self, size: int) -> list[str]:
-        raise NotImplementedError
+        """``size`` statements: a branch (30%) or the program's one loop (10%) while less than
+        two deep, else a leaf statement, given the roll."""
+        lines: list[str] = []
+        for _ in range(size):
+            roll = self.r.random()
+            if roll < 0.3 and self.depth < 2:
+                lines += self.branch()
+            elif roll < 0.4 and self.depth < 2 and not self.loops:
+                lines += self.loop()
+            else:
+                lines += self.leaf(roll)
+        return lines
 
     def nested(self, header: str, size: int) -> list[str]:
         """``header`` and an indented block of ``size`` statements one level deeper."""

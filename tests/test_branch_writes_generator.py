@@ -48,19 +48,8 @@ class _Gen(BlockGenerator):
             ["s = s + tf.reduce_sum(y)"],
         ] + effects)
 
-    def block(self, size: int) -> list[str]:
-        lines: list[str] = []
-        for _ in range(size):
-            roll = self.r.random()
-            if roll < 0.3 and self.depth < 2:
-                lines += self.branch()
-            elif roll < 0.4 and self.depth < 2 and not self.loops:
-                lines += self.loop()
-            elif roll < 0.75:
-                lines += self.write()
-            else:
-                lines += self.use()
-        return lines
+    def leaf(self, roll: float) -> list[str]:
+        return self.write() if roll < 0.75 else self.use()
 
     def branch(self) -> list[str]:
         cond = self.r.choice(["tf.reduce_sum(y) > 1.0", "s < 0.5", "tf.reduce_max(x) > 0.8", "self.t % 3 == 0"])

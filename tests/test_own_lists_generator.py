@@ -45,19 +45,8 @@ class _Gen(BlockGenerator):
             ["s = s + tf.reduce_sum(stack[-1])"],
         ])
 
-    def block(self, size: int) -> list[str]:
-        lines: list[str] = []
-        for _ in range(size):
-            roll = self.r.random()
-            if roll < 0.3 and self.depth < 2:
-                lines += self.branch()
-            elif roll < 0.4 and self.depth < 2 and not self.loops:
-                lines += self.loop()
-            elif roll < 0.8:
-                lines += self.change()
-            else:
-                lines += self.use()
-        return lines
+    def leaf(self, roll: float) -> list[str]:
+        return self.change() if roll < 0.8 else self.use()
 
     def branch(self) -> list[str]:
         cond = self.r.choice(["tf.reduce_sum(y) > 0.5", "tf.reduce_max(x) > 0.8", "s < 0.5", "len(stack) > 2",
