@@ -163,6 +163,31 @@ def test_a_side_that_raises_beside_one_that_grows_the_list_is_speculated_away():
     assert stats["breaks"] == 0, stats
 
 
+def test_a_tensor_while_loop_reduces_a_list_whose_length_the_graph_computes():
+    """``while len(stack) > 1`` on a list a condition grew: a ``tf.while_loop`` carrying it."""
+    def make(jit):
+        w = tf.Variable([[0.5, -0.25], [0.75, 1.0]])
+
+        @jit
+        def f(xs, flags):
+            stack = [xs[0]]
+            for i in range(1, 6):
+                if flags[i] > 0:
+                    stack.append(xs[i])
+            while len(stack) > 1:
+                right, left = stack.pop(), stack.pop()
+                stack.append(tf.tanh(left @ w + right))
+            return stack[-1], len(stack)
+
+        return SimpleNamespace(fn=f)
+
+    r = np.random.RandomState(0)
+    xs = tf.constant(r.normal(size=(6, 1, 2)).astype(np.float32))
+    calls = [(xs * (i + 1), tf.constant(np.where(r.rand(6) < 0.5, -1.0, 1.0).astype(np.float32))) for i in range(12)]
+    stats = check(make, calls, min_graph_calls=8)
+    assert stats["conversions"] == 1 and stats["breaks"] == 0, stats
+
+
 @pytest.mark.parametrize("source, expected", [
     ("def f(a):\n    s = []\n    t = a[1:]\n    s.append(a)\n    return s[-1], len(t)", {"s", "t"}),
     ("def f(a):\n    s = []\n    b = s\n    return b", set()),

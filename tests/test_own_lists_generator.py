@@ -1,15 +1,16 @@
 """Random steps that push, pop, index and measure a local stack under tensor conditions,
 eagerly and through Janus: they must agree.
 
-Each program is generated from a seed: a local list made from the input, ``if``s on tensor
+Each program is generated from a seed: a local list made from the input; ``if``s on tensor
 conditions (the input's values, the list's length) and on Python numbers, nested, inside
-and outside ``for`` loops over a ``range``; ``append``, ``pop()``, ``[-1]``, ``[0]``, item
-assignment and ``len`` of the list, a Python counter, an append to state of the list's
-length, sometimes an item of another shape (which a list of changing length cannot
-carry) or an ``else`` that raises.  The inputs change sign and size between calls, so both sides run and some calls
-pop an empty list (``IndexError``, in eager as in Janus).  The harness compares results,
-exceptions, printed output and state after every call.  A program Janus runs eagerly is a
-gap and allowed here; a different answer is not.
+and outside a ``for`` loop over a ``range`` or a ``while`` loop that pops the list down;
+``append``, ``pop()``, ``[-1]``, ``[0]``, item assignment and ``len`` of the list, a Python
+counter, an append to state of the list's length, sometimes an item of another shape
+(which a list of changing length cannot carry) or an ``else`` that raises.  The inputs
+change sign and size between calls, so both sides run and some calls pop an empty list
+(``IndexError``, in eager as in Janus).  The harness compares results, exceptions, printed
+output and state after every call.  A program Janus runs eagerly is a gap and allowed
+here; a different answer is not.
 """
 import random
 
@@ -61,6 +62,9 @@ class _Gen(BlockGenerator):
 
     def loop(self) -> list[str]:
         self.loops += 1
+        if self.r.random() < 0.3:  # a tf.while_loop where the list's length is the graph's
+            return ["while len(stack) > 2:", "    y = stack.pop() + y",
+                    "    stack[-1] = stack[-1] * 0.5" if self.r.random() < 0.5 else "    k += 1"]
         return self.nested(f"for j in range({self.r.randint(2, 4)}):", self.r.randint(1, 3))
 
     def program(self) -> str:

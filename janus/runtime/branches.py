@@ -339,8 +339,16 @@ def _never_taken(specs: list[tf.TensorSpec], leaves: list) -> list[tf.Tensor]:
     """Outputs of a side asserted not taken: zeros of the live side's, and an empty list for
     each list whose length the graph computes among its values (``leaves``)."""
     lists = iter([leaf for leaf in leaves if isinstance(leaf, GraphList)])
-    return [GraphList.of([], *next(lists).spec()).handle if s.dtype == tf.variant
-            else branch_effects.zeros_like_specs([s])[0] for s in specs]
+
+    def placeholder(spec: tf.TensorSpec) -> tf.Tensor:
+        if spec.dtype != tf.variant:
+            return branch_effects.zeros_like_specs([spec])[0]
+        graph_list = next(lists, None)
+        if graph_list is None:
+            raise ConversionError("a side that raises beside one that gives a variant value of its own")
+        return GraphList.of([], *graph_list.spec()).handle
+
+    return [placeholder(s) for s in specs]
 
 
 def _build(pred, t: _Side, f: _Side, scope: str, what: str, start: int) -> list:

@@ -19,6 +19,7 @@ from janus.errors import ConversionError, InternalSignal
 from janus.runtime import branch_stores
 from janus.runtime.branch_stores import LoopSink
 from janus.runtime.constructs import body_writes_state, op_of
+from janus.runtime.graph_lists import GraphList
 from janus.runtime.reconcile import as_union, join, number_or_tensor, split, union_kind
 from janus.runtime.truth import is_tensor, truth
 from janus.trace.aborts import first_line
@@ -33,8 +34,9 @@ DRAW_IN_TEST = "the condition of a tensor-dependent loop draws random numbers"
 def while_loop(test: Callable, body: Callable, state: tuple, names: Sequence[str], what: str) -> tuple:
     """Run the rest of a loop as ``tf.while_loop``.
 
-    Carried values must be tensors or Python scalars (which become PyScalars, so a
-    counter stays an ``int`` for Python); each keeps its kind across iterations.  A
+    Carried values must be tensors, Python scalars (which become PyScalars, so a
+    counter stays an ``int`` for Python) or lists whose length the graph computes
+    (``janus.runtime.graph_lists``); each keeps its kind across iterations.  A
     Python number that the body turns into a tensor (``s = 0`` then ``s += x`` on some
     iterations) is carried as a :class:`PyOrTensor` from the start: the loop is traced
     again with it widened.  So is a body that draws random numbers, carrying the seeds'
@@ -47,7 +49,7 @@ def while_loop(test: Callable, body: Callable, state: tuple, names: Sequence[str
         for leaf in tf.nest.flatten(value):
             if leaf is UNDEF:
                 raise ConversionError(f"{what}: {name} is first assigned inside a tensor-dependent loop")
-            if not is_tensor(leaf) and type(leaf) not in PY_SCALARS:
+            if not is_tensor(leaf) and type(leaf) not in PY_SCALARS and not isinstance(leaf, GraphList):
                 raise ConversionError(f"{what}: {name} holds a Python {type(leaf).__name__} across a tensor loop")
         init_values.append(tf.nest.map_structure(lambda v: PyScalar.of(v) if type(v) in PY_SCALARS else v, value))
     structure = tuple(init_values)
