@@ -215,7 +215,9 @@ def test_ctrl_c_at_random_times_never_tears_a_graph_call():
         timer = threading.Timer(rng.uniform(0.0005, 0.01), lambda: signal.raise_signal(signal.SIGINT))
         timer.start()
         try:
-            for _ in range(200):
+            # until the interrupt lands (a bound, not a time): a timer thread scheduled late
+            # must not find the test past its try, waiting in join()
+            for _ in range(200_000):
                 c.step(tf.ones([2]))
         except KeyboardInterrupt:
             interrupts += 1
