@@ -10,9 +10,11 @@ When the two sides leave an own list at different lengths (a shift-reduce parser
 under ``if transition == SHIFT``), the conditional cannot carry it as a Python list of
 tensors: it becomes a :class:`GraphList`, a ``TensorList`` of tensors of one dtype and
 shape whose length the graph computes (``janus.runtime.reconcile``).  Appending, popping the
-last item, indexing, assigning an item and ``len`` work on it in the graph; an index out of
-range, where eager raises ``IndexError``, is an assertion (the run aborts and eager runs
-the call).  Anything else a list can do fails the conversion.
+last item, indexing, assigning an item and ``len`` work on it in the graph, and a tensor
+``while`` loop carries it.  An index out of range, where eager raises ``IndexError``, is a
+``list_index`` check: the run aborts, eager runs the call, and the graph stays while such
+calls are rarer than the others (``janus.driver.aborted``).  Anything else a list can do
+fails the conversion.
 """
 from __future__ import annotations
 
