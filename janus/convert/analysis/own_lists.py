@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import gast
 
-from janus.convert.analysis.scopes import cell_vars, declared, params, scope_nodes
+from janus.convert.analysis.scopes import NESTED_SCOPES, cell_vars, declared, params, scope_nodes
 
 LIST_METHODS = frozenset({"append", "pop", "extend", "insert", "remove", "reverse", "sort", "clear",
                           "index", "count", "copy"})
 MUTATORS = frozenset({"append", "pop", "extend", "insert", "remove", "reverse", "sort", "clear"})
 _FRESH_CALLS = frozenset({"list", "sorted"})
-_NESTED = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ListComp, gast.SetComp, gast.DictComp,
-           gast.GeneratorExp, gast.ClassDef)
 
 
 def own_lists(fn: gast.FunctionDef) -> frozenset[str]:
@@ -34,7 +32,7 @@ def own_lists(fn: gast.FunctionDef) -> frozenset[str]:
     for node in scope_nodes(fn.body):
         for child in gast.iter_child_nodes(node):
             parents[id(child)] = node
-        if isinstance(node, _NESTED):
+        if isinstance(node, NESTED_SCOPES):
             refused |= {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
             refused.add(getattr(node, "name", ""))
         elif isinstance(node, (gast.Import, gast.ImportFrom)):

@@ -12,8 +12,9 @@ from typing import Iterable
 
 import gast
 
-_SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ListComp, gast.SetComp,
-           gast.DictComp, gast.GeneratorExp, gast.ClassDef)
+# nodes that open a scope of their own
+NESTED_SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ListComp, gast.SetComp,
+                 gast.DictComp, gast.GeneratorExp, gast.ClassDef)
 
 
 def _walk_scope(nodes: Iterable[gast.AST]):
@@ -22,7 +23,7 @@ def _walk_scope(nodes: Iterable[gast.AST]):
     while stack:
         node = stack.pop()
         yield node
-        if isinstance(node, _SCOPES):
+        if isinstance(node, NESTED_SCOPES):
             continue
         stack.extend(list(gast.iter_child_nodes(node))[::-1])
 

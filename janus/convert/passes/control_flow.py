@@ -70,7 +70,7 @@ def _changed_lists(stmts, own: frozenset[str]) -> set[str]:
     item assigned); a nested block copies and hands back what it changes itself."""
     found = set()
     for node in analysis.scope_nodes(stmts):
-        if not (T.is_jn_call(node) and node.args and isinstance(node.args[0], (gast.Name, gast.Call))):
+        if not (T.is_jn_call(node) and node.args):
             continue
         target = node.args[0]
         if node.func.attr == "call" and T.is_jn_call(target) and target.func.attr == "ld_attr" \
