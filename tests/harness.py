@@ -295,6 +295,14 @@ class BlockGenerator:
         return [header] + ["    " + line for line in body]
 
 
+def program_source(fields: list[str], params: str, body: list[str], ret: str) -> str:
+    """The source of a generated ``class Prog``: ``__init__`` sets ``fields`` (``"self.n = 0"``),
+    ``step(self, <params>)`` runs ``body`` and returns ``ret``."""
+    lines = ["class Prog:", "    def __init__(self):"] + ["        " + f for f in fields] \
+        + ["", f"    def step(self, {params}):"] + ["        " + line for line in body] + [f"        return {ret}"]
+    return "\n".join(lines) + "\n"
+
+
 def signed_vectors(r: random.Random, count: int) -> list[tuple]:
     """``count`` argument tuples of one float32 vector of 3 or 4 values, negative 40% of the
     time: inputs that take both sides of the generated programs' tensor conditions."""

@@ -15,7 +15,7 @@ import random
 import pytest
 import tensorflow as tf
 
-from harness import BlockGenerator, check, check_generated, generated_step, signed_vectors
+from harness import BlockGenerator, check, check_generated, generated_step, program_source, signed_vectors
 
 PROGRAMS = 60
 PER_TEST = 20
@@ -73,19 +73,9 @@ class _Gen(BlockGenerator):
         if self.r.random() < 0.3:
             body.append("assert tf.reduce_max(y) < 40.0, 'too large'")
         ret = self.r.choice(["y", "s + self.lr", "(y, self.n)", "tf.reduce_sum(y) * self.lr + self.hist['s']"])
-        lines = [
-            "class Prog:",
-            "    def __init__(self):",
-            "        self.t = 0",
-            "        self.lr = 1.0",
-            "        self.n = 0",
-            "        self.flag = False",
-            "        self.hist = {'n': 0, 's': 0.0}",
-            "        self.log = []",
-            "",
-            "    def step(self, x):",
-        ] + ["        " + line for line in body] + [f"        return {ret}"]
-        return "\n".join(lines) + "\n"
+        fields = ["self.t = 0", "self.lr = 1.0", "self.n = 0", "self.flag = False", "self.hist = {'n': 0, 's': 0.0}",
+                  "self.log = []"]
+        return program_source(fields, "x", body, ret)
 
 
 def _calls(seed: int) -> list:

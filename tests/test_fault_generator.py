@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from harness import ATOL, RTOL, BlockGenerator, check, check_generated, check_seeded, generated_step
+from harness import (ATOL, RTOL, BlockGenerator, check, check_generated, check_seeded, generated_step,
+                     program_source)
 
 PROGRAMS = 200
 PER_TEST = 25
@@ -92,7 +93,7 @@ class _Gen(BlockGenerator):
     def program(self) -> str:
         body = ["y = x * 1.0", "s = tf.reduce_sum(x)"] + self.block(self.r.randint(3, 6))
         ret = self.r.choice(["s", "y", "(s, self.n)", "tf.reduce_sum(y) + s"])
-        lines = [
+        env = [
             "import numpy as np",
             "",
             "",
@@ -107,17 +108,10 @@ class _Gen(BlockGenerator):
             "        return self.x",
             "",
             "",
-            "class Prog:",
-            "    def __init__(self):",
-            "        self.env = Env()",
-            "        self.v = tf.Variable(1.0)",
-            "        self.w = tf.Variable(0.5)",
-            "        self.log = []",
-            "        self.n = 0",
-            "",
-            "    def step(self, x, k):",
-        ] + ["        " + line for line in body] + [f"        return {ret}"]
-        return "\n".join(lines) + "\n"
+        ]
+        fields = ["self.env = Env()", "self.v = tf.Variable(1.0)", "self.w = tf.Variable(0.5)", "self.log = []",
+                  "self.n = 0"]
+        return "\n".join(env) + "\n" + program_source(fields, "x, k", body, ret)
 
 
 def _calls(seed: int) -> list:

@@ -17,7 +17,7 @@ import random
 import pytest
 import tensorflow as tf
 
-from harness import BlockGenerator, check, check_generated, generated_step, signed_vectors
+from harness import BlockGenerator, check, check_generated, generated_step, program_source, signed_vectors
 
 PROGRAMS = 40
 PER_TEST = 20
@@ -72,14 +72,7 @@ class _Gen(BlockGenerator):
         body = ["y = x * 1.0", "s = tf.reduce_sum(x)", "k = 0", first] + self.branch() \
             + self.block(self.r.randint(1, 4)) + ["self.log.append(len(stack))"]
         ret = self.r.choice(["stack[-1], k", "y + stack[0], len(stack)", "s + tf.reduce_sum(stack[-1]), k"])
-        lines = [
-            "class Prog:",
-            "    def __init__(self):",
-            "        self.log = []",
-            "",
-            "    def step(self, x):",
-        ] + ["        " + line for line in body] + [f"        return {ret}"]
-        return "\n".join(lines) + "\n"
+        return program_source(["self.log = []"], "x", body, ret)
 
 
 def _calls(seed: int) -> list:
