@@ -844,3 +844,22 @@ def test_a_step_in_another_thread_is_taken_over_while_the_main_thread_waits(user
         thread.start()
         thread.join()
         assert janus.stats(step.__wrapped__)["calls"] == 5
+
+
+def test_cli_step_reading_a_schedule_from_an_ordered_dict_follows_it():
+    """``python -m janus`` on a script whose scheduler writes the learning rate into an
+    OrderedDict between epochs: the weights are eager's after every epoch (the graph once
+    kept the first epoch's rate)."""
+    script = os.path.join(SCRIPTS, "train_schedule.py")
+    eager = _run([script])
+    jan = _run(["-m", "janus", script], JANUS_REPORT="1")
+    assert eager.returncode == 0, eager.stderr
+    assert jan.returncode == 0, jan.stderr
+    assert jan.stdout == eager.stdout or np.allclose(_losses(jan.stdout), _losses(eager.stdout), rtol=1e-5), \
+        (eager.stdout, jan.stdout)
+    weights = [re.findall(r"w \[(.*)\]", out) for out in (eager.stdout, jan.stdout)]
+    assert len(weights[0]) == 4
+    np.testing.assert_allclose(np.array([[float(v) for v in w.split(",")] for w in weights[1]]),
+                               np.array([[float(v) for v in w.split(",")] for w in weights[0]]), rtol=1e-5)
+    rep = _report(jan.stderr)
+    assert rep["train_step"]["graph_calls"] >= 8, jan.stderr

@@ -10,11 +10,13 @@ The passes run in this order, each needing what the earlier ones produced:
 5. ``LowerExpressions``   — and/or/not, conditional expressions, assert, formatting
 6. ``LowerCalls``         — every call through ``_jn.call``
 7. ``LowerStateAccess``   — globals, closure cells, attributes, stores
-8. ``CheckContextManagers`` — each ``with`` item is checked to be TensorFlow's own
-9. ``GuardHandlers``      — ``except`` handlers let Janus's errors (and library errors
+8. ``LowerProtocols``     — ``obj[k]`` and ``a in b`` through ``_jn`` (user dunders
+                             converted, unmodeled protocols refused)
+9. ``CheckContextManagers`` — each ``with`` item is checked to be TensorFlow's own
+10. ``GuardHandlers``     — ``except`` handlers let Janus's errors (and library errors
                              raised while building the graph) pass through
-10. ``LowerControlFlow``  — if/while/for become operations on block functions
-11. ``BindUndefined``     — possibly-unassigned variables start as ``UNDEF``
+11. ``LowerControlFlow``  — if/while/for become operations on block functions
+12. ``BindUndefined``     — possibly-unassigned variables start as ``UNDEF``
 
 The result is ordinary Python (``janus.explain`` shows it) that is traced into a
 graph with AutoGraph off.
@@ -40,6 +42,7 @@ from janus.convert.passes.exceptions import GuardHandlers
 from janus.convert.passes.desugar import Desugar
 from janus.convert.passes.expressions import LowerExpressions
 from janus.convert.passes.finally_exits import CatchForFinally
+from janus.convert.passes.protocols import LowerProtocols
 from janus.convert.passes.returns import LowerReturns
 from janus.convert.passes.state_access import LowerStateAccess
 from janus.convert.passes.undefined import BindUndefined
@@ -143,6 +146,7 @@ def _compiled(fn: types.FunctionType) -> tuple[str, types.CodeType, tuple]:
         LowerExpressions(sites),
         LowerCalls(),
         LowerStateAccess(code.co_freevars),
+        LowerProtocols(),
         CheckContextManagers(),
         GuardHandlers(),
         LowerControlFlow(sites),

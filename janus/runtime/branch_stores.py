@@ -132,12 +132,12 @@ def item(heap: Any, container: list | dict, index: Any, label: str, effect: Call
     if type(index) not in SCALARS:
         raise ConversionError(f"write of {label}[...] with an index the graph computes, inside tensor-dependent "
                               f"control flow")
-    if type(container) is dict and index not in container:
+    if isinstance(container, dict) and index not in container:
         raise ConversionError(f"{label}[{index!r}] is added inside tensor-dependent control flow (its keys would "
                               f"depend on the run)")
     container[index]  # noqa: B018 - a list index out of range raises as eager's assignment would
     heap.pin(container)
-    slot = index % len(container) if type(container) is list else index
+    slot = index % len(container) if not isinstance(container, dict) else index
     return Item(container, slot, ("item", id(container), slot), f"{label}[{index!r}]", effect)
 
 

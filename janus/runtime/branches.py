@@ -26,6 +26,7 @@ from janus.commit.effects import When
 from janus.convert.sites import SiteInfo
 from janus.errors import ConversionError, InternalSignal
 from janus.runtime import branch_stores, escapes
+from janus.runtime.dunders import truth_operand
 from janus.runtime.checks import assertion, speculate_branch
 from janus.runtime.constructs import body_writes_state, no_cells, op_of, same_position
 from janus.runtime.graph_lists import GraphList
@@ -44,6 +45,7 @@ def if_stmt(cond: Any, body: Callable, orelse: Callable, args: tuple, names: Seq
     ``cells``: variables closures read that the sides rebind (as ``nonlocal``); ``lists``:
     the outputs that are own lists (``janus.runtime.graph_lists``).
     """
+    cond = truth_operand(cond)
     if not is_tensor(cond):
         return body(*args) if cond else orelse(*args)
     taken = _decided(cond, site)
@@ -63,6 +65,7 @@ def _decided(cond: Any, site: SiteInfo | None) -> bool | None:
 
 def ifexp(cond: Any, if_true: Callable[[], Any], if_false: Callable[[], Any], site: SiteInfo | None = None) -> Any:
     """``if_true() if cond else if_false()``."""
+    cond = truth_operand(cond)
     if not is_tensor(cond):
         return if_true() if cond else if_false()
     taken = _decided(cond, site)
@@ -74,8 +77,11 @@ def ifexp(cond: Any, if_true: Callable[[], Any], if_false: Callable[[], Any], si
 
 def and_(left: Any, right: Callable[[], Any]) -> Any:
     """``left and right()`` with Python's short circuit."""
-    if not is_tensor(left):
-        return right() if left else left
+    test = truth_operand(left)
+    if not is_tensor(test):
+        return right() if test else left
+    if test is not left:
+        raise ConversionError("`and` of an object whose truth the graph computes")
     known = known_truth(left)
     if known is not None:
         return right() if known else left
@@ -84,8 +90,11 @@ def and_(left: Any, right: Callable[[], Any]) -> Any:
 
 def or_(left: Any, right: Callable[[], Any]) -> Any:
     """``left or right()`` with Python's short circuit."""
-    if not is_tensor(left):
-        return left if left else right()
+    test = truth_operand(left)
+    if not is_tensor(test):
+        return left if test else right()
+    if test is not left:
+        raise ConversionError("`or` of an object whose truth the graph computes")
     known = known_truth(left)
     if known is not None:
         return left if known else right()
@@ -94,6 +103,7 @@ def or_(left: Any, right: Callable[[], Any]) -> Any:
 
 def test_and(left: Any, right: Callable[[], Any]) -> Any:
     """Truth of ``left and right()`` where only the truth is used (an ``if``/``while`` test)."""
+    left = truth_operand(left)
     if not is_tensor(left):
         return right() if left else False
     known = known_truth(left)
@@ -104,6 +114,7 @@ def test_and(left: Any, right: Callable[[], Any]) -> Any:
 
 def test_or(left: Any, right: Callable[[], Any]) -> Any:
     """Truth of ``left or right()`` where only the truth is used."""
+    left = truth_operand(left)
     if not is_tensor(left):
         return True if left else right()
     known = known_truth(left)
@@ -114,6 +125,7 @@ def test_or(left: Any, right: Callable[[], Any]) -> Any:
 
 def not_(value: Any) -> Any:
     """``not value``; on a tensor, a boolean tensor that eager would have as a Python bool."""
+    value = truth_operand(value)
     if not is_tensor(value):
         return not value
     known = known_truth(value)

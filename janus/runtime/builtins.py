@@ -9,6 +9,7 @@ computed, ``type`` of a graph tensor) fails the conversion.
 """
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, Callable
 
@@ -16,7 +17,7 @@ import tensorflow as tf
 
 from janus.commit.effects import Print
 from janus.errors import ConversionError
-from janus.runtime import graph_lists, state
+from janus.runtime import dunders, graph_lists, state
 from janus.runtime.loops import EnumeratedDataset, TensorRange
 from janus.runtime.truth import to_bool
 from janus.trace.active import current
@@ -63,7 +64,7 @@ def _len(x: Any) -> Any:
         if x.shape.rank is None or x.shape.rank == 0:
             raise ConversionError("len() of a tensor whose rank the graph does not know")
         return x.shape[0] if x.shape[0] is not None else SymbolicShape.of(x)[0]
-    return len(x)
+    return dunders.length(x)
 
 
 def _enumerate(x: Any, start: int = 0) -> Any:
@@ -79,7 +80,7 @@ def _iterable(x: Any) -> Any:
         if x.shape.rank is None or x.shape.rank == 0 or x.shape[0] is None:
             raise ConversionError("iteration over a tensor whose length the graph does not know")
         return tf.unstack(x)
-    return x
+    return dunders.iterate(x)
 
 
 def _scalar(kind: type):
@@ -87,8 +88,12 @@ def _scalar(kind: type):
     def convert(x: Any = 0, *rest: Any) -> Any:
         if isinstance(x, PyScalar):
             return PyScalar.of(to_bool(x), bool) if kind is bool else PyScalar.of(x, kind)
+        if kind is bool and not is_symbolic(x):
+            x = dunders.truth_operand(x)
+            if isinstance(x, PyScalar):
+                return x
         if not is_symbolic(x):
-            return kind(x, *rest)
+            return dunders.number(x, kind) if not rest and kind is not bool else kind(x, *rest)
         if x.shape.rank == 0:
             value = known_values.needed_value(x, f"{kind.__name__}() of it")
             if value is not None:  # the number itself, as eager computes it
@@ -210,8 +215,9 @@ SPECIAL = {
     zip: lambda *xs, **k: zip(*(_iterable(x) for x in xs), **k),
     list: lambda *x: list(_iterable(x[0])) if x else [],
     tuple: lambda *x: tuple(_iterable(x[0])) if x else (),
-    iter: lambda x, *a: iter(x) if isinstance(x, (tf.data.Dataset, tf.data.Iterator)) and not a
-    else iter(_iterable(x), *a),
-    reversed: lambda x: reversed(_iterable(x)),
+    iter: lambda x, *a: iter(x, *a) if a or isinstance(x, (tf.data.Dataset, tf.data.Iterator)) else iter(_iterable(x)),
+    reversed: lambda x: reversed(dunders.library_argument(reversed, _iterable(x) if is_symbolic(x) else x)),
+    abs: lambda x: abs(x) if is_symbolic(x) or isinstance(x, (PyScalar, PyOrTensor)) else dunders.absolute(x),
+    os.getenv: lambda key, default=None: state.module_attribute(current(), os, "environ").get(key, default),
     id: no_symbolic(id),
 }

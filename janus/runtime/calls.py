@@ -32,11 +32,12 @@ from janus.convert.libraries import (
 )
 from janus.convert.registry import is_converted_function
 from janus.errors import ConversionError
-from janus.runtime import builtins, callbacks, containers, islands, random, recursion, state
+from janus.runtime import builtins, callbacks, containers, dunders, islands, random, recursion, state
 from janus.runtime.graph_lists import GraphList
 from janus.trace.active import current
 from janus.trace.forest import NodeView
 from janus.trace.known_values import KnownValue
+from janus.trace.mappings import EnvironView
 from janus.trace.scalars import PyScalar
 from janus.trace.values import SymbolicShape, is_symbolic, is_user_class
 
@@ -87,7 +88,7 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
     if f in random.REPLACEMENTS:  # stateful random ops draw from fed seeds (janus.trace.seeds)
         return random.REPLACEMENTS[f](*_shapes(args), **callbacks.builtin_keywords(_shapes(kwargs), call))
     if isinstance(f, types.MethodType):
-        if isinstance(f.__self__, (SymbolicShape, KnownValue, GraphList)):
+        if isinstance(f.__self__, (SymbolicShape, KnownValue, GraphList, EnvironView)):
             return f(*args, **kwargs)
         if is_user_function(f.__func__):
             out = islands.island(f, args, kwargs)
@@ -104,10 +105,10 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
             raise ConversionError("uses a ParameterServerStrategy, whose coordinator schedules tf.functions of "
                                   "its own", permanent=True)
         if is_allowed_library(f.__func__) or is_allowed_library(f.__self__) or _named_tuple_method(f):
-            return f(*callbacks.library_arguments(_shapes(args), f, call),
-                     **callbacks.library_arguments(_shapes(kwargs), f, call))
+            return f(*callbacks.library_arguments(_protocols(f, _shapes(args)), f, call),
+                     **callbacks.library_arguments(_protocols(f, _shapes(kwargs)), f, call))
         raise _not_allowed(f.__func__, qualified_name(f))
-    if isinstance(f, types.BuiltinMethodType) and type(f.__self__) in (list, dict, set):
+    if isinstance(f, types.BuiltinMethodType) and containers.is_container(f.__self__):
         return containers.container_method(f.__self__, f.__name__, args, kwargs)
     if isinstance(f, types.BuiltinMethodType) and type(f.__self__) in _IMMUTABLE:
         return builtins.no_symbolic(f)(*args, **kwargs)
@@ -117,7 +118,7 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
         return _namedtuple(*args, **kwargs)
     if isinstance(f, type):
         if issubclass(f, BaseException) or not is_user_class(f) and f in ALLOWED_BUILTINS:
-            return f(*callbacks.builtin_arguments(args, call), **callbacks.builtin_keywords(kwargs, call))
+            return f(*callbacks.builtin_arguments(_protocols(f, args), call), **callbacks.builtin_keywords(kwargs, call))
         if issubclass(f, tuple) and hasattr(f, "_fields"):
             return f(*args, **kwargs)
         if issubclass(f, tf.experimental.ExtensionType) \
@@ -136,7 +137,7 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
             return inline(method, (f, *args), kwargs)
         raise ConversionError(f"callee not allow-listed: {type(f).__qualname__} instance", permanent=True)
     if f in ALLOWED_BUILTINS:
-        return f(*callbacks.builtin_arguments(args, call), **callbacks.builtin_keywords(kwargs, call))
+        return f(*callbacks.builtin_arguments(_protocols(f, args), call), **callbacks.builtin_keywords(kwargs, call))
     if is_allowed_library(f):
         if f in callbacks.RUN_TIME_PYTHON:
             raise ConversionError(f"{qualified_name(f)} runs Python while the graph runs: an aborted run could "
@@ -147,11 +148,20 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
             # np.round(float(t), 4): NumPy would raise TypeError on the traced number (no
             # `rint` method), taken for an error eager raises; it needs the number's value
             raise ConversionError(f"{qualified_name(f)} reads a Python number the graph computes")
-        return f(*callbacks.library_arguments(_shapes(args), f, call),
-                 **callbacks.library_arguments(_shapes(kwargs), f, call))
+        return f(*callbacks.library_arguments(_protocols(f, _shapes(args)), f, call),
+                 **callbacks.library_arguments(_protocols(f, _shapes(kwargs)), f, call))
     if f in vars(operator).values() or f in vars(math).values():
-        return f(*args, **callbacks.builtin_keywords(kwargs, call))
+        return f(*_protocols(f, args), **callbacks.builtin_keywords(kwargs, call))
     raise _not_allowed(f, qualified_name(f))
+
+
+def _protocols(f: Any, args: tuple | dict) -> tuple | dict:
+    """Arguments of builtin or library ``f``: user iterables handed to a builtin that only
+    iterates them become their items; an object whose protocols ``f`` would call unseen
+    fails the trace (``janus.runtime.dunders``)."""
+    if isinstance(args, dict):
+        return {k: dunders.library_argument(f, v) for k, v in args.items()} if args else args
+    return tuple(dunders.library_argument(f, a) for a in args)
 
 
 def _holds_traced_number(v: Any) -> bool:

@@ -17,6 +17,7 @@ import tensorflow as tf
 from janus.convert.registry import is_converted_code
 from janus.convert.sites import SiteInfo
 from janus.errors import ConversionError, InternalSignal
+from janus.runtime.dunders import truth_operand
 from janus.runtime.truth import is_tensor, to_bool
 from janus.trace import aborts
 from janus.trace.active import current
@@ -41,6 +42,7 @@ def assert_(cond: Any, message: Callable[[], Any] | None = None) -> None:
     user's message.  Nothing was assumed, so the graph stays: it is right for every call
     whose assert holds.
     """
+    cond = truth_operand(cond)
     if not is_tensor(cond):
         if not cond:
             raise AssertionError(message()) if message is not None else AssertionError

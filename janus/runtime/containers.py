@@ -10,31 +10,51 @@ guarded.  The entry points that fall back to an ordinary call are in
 """
 from __future__ import annotations
 
+import collections
 from typing import Any
 
 from janus.commit.effects import CallMethod
 from janus.errors import ConversionError
 from janus.runtime import state
+from janus.trace import kinds
 from janus.trace.active import current
 from janus.trace.forest import NodeView, is_tree_part
 from janus.trace.sources import Cell, Global, Source
 
+_DICT = frozenset({"update", "pop", "popitem", "clear", "setdefault", "__setitem__", "__delitem__"})
+# Most derived first: an OrderedDict is a dict too.
 MUTATORS = {
-    list: {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "__setitem__", "__delitem__"},
-    dict: {"update", "pop", "popitem", "clear", "setdefault", "__setitem__", "__delitem__"},
-    set: {"add", "discard", "remove", "pop", "clear", "update"},
+    collections.deque: frozenset({"append", "appendleft", "extend", "extendleft", "insert", "pop", "popleft",
+                                  "remove", "clear", "rotate", "reverse", "__setitem__", "__delitem__"}),
+    collections.OrderedDict: _DICT | {"move_to_end"},
+    dict: _DICT,
+    list: frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "__setitem__",
+                     "__delitem__"}),
+    set: frozenset({"add", "discard", "remove", "pop", "clear", "update"}),
 }
+
+
+def is_container(obj: Any) -> bool:
+    """A list, set, deque or modeled mapping (``janus.trace.kinds``): its methods are
+    dispatched here."""
+    return type(obj) in (list, set, collections.deque) or kinds.is_modeled_mapping(obj)
+
+
+def mutators(obj: Any) -> frozenset:
+    """The methods of container ``obj`` that change it."""
+    return next((names for base, names in MUTATORS.items() if isinstance(obj, base)), frozenset())
 
 
 def container_method(obj: Any, name: str, args: tuple, kwargs: dict) -> Any:
     """Call a method of a builtin container; mutations of heap containers are deferred."""
     method = getattr(obj, name)
     ctx = current()
-    if name in MUTATORS.get(type(obj), ()) and is_tree_part(ctx, obj):
+    changes = name in mutators(obj)
+    if changes and is_tree_part(ctx, obj):
         raise ConversionError("changes a tree during the recursion over it")
     source = ctx.source_of(obj) if ctx is not None else None
-    if source is None or name not in MUTATORS.get(type(obj), ()):
-        if name in MUTATORS.get(type(obj), ()):
+    if source is None or not changes:
+        if changes:
             state.no_mutation_in_dynamic_flow(ctx, f"{type(obj).__name__}.{name}", obj)
         return method(*args, **kwargs)
     state.no_mutation_in_dynamic_flow(ctx, f"{source.label}.{name}(...)")
@@ -79,7 +99,7 @@ def defer_cell(cells: tuple, index: int, name: str, method: str, args: tuple) ->
 
 
 def _defer(ctx: Any, target: Any, source: Source, method: str, args: tuple) -> bool:
-    if type(target) not in MUTATORS or method not in MUTATORS[type(target)] or ctx.heap.was_read(target) \
+    if not is_container(target) or method not in mutators(target) or ctx.heap.was_read(target) \
             or method in ("pop", "popitem", "setdefault"):
         return False
     ctx.guard_set.type_is(source, type(target))

@@ -16,6 +16,7 @@ import tensorflow as tf
 from janus.convert.sites import SiteInfo
 from janus.errors import ConversionError
 from janus.runtime import escapes
+from janus.runtime.dunders import iterate, truth_operand
 from janus.runtime.branches import if_stmt
 from janus.runtime.checks import assertion, speculate_trips
 from janus.runtime.constructs import no_cells, same_position
@@ -47,7 +48,7 @@ def while_stmt(test: Callable, body: Callable, args: tuple, names: Sequence[str]
     seeds = current().seeds
     while True:
         before = seeds.position
-        cond = test(*state)
+        cond = truth_operand(test(*state))
         if is_tensor(cond):
             if assumed is None:
                 assumed = speculate_trips(site)
@@ -55,7 +56,8 @@ def while_stmt(test: Callable, body: Callable, args: tuple, names: Sequence[str]
                     no_cells(cells, "while loop")
                     if not same_position(before, seeds.position):
                         raise ConversionError(DRAW_IN_TEST)
-                    return escapes.in_graph(while_loop, test, body, state, names, "while loop")
+                    return escapes.in_graph(while_loop, lambda *s: truth_operand(test(*s)), body, state, names,
+                                            "while loop")
             pred = to_bool(cond)
             if count >= assumed.value:
                 assertion(tf.logical_not(pred), assumed.message, assumed)
@@ -146,7 +148,7 @@ def _items(iterable: Any, names: Sequence[str], state: Callable[[], tuple]):
     """The items of a Python iterable; an exception of the iteration itself (a generator
     raising) leaves the loop with its variables as the last block left them."""
     try:
-        it = iter(iterable)
+        it = iterate(iterable)
     except BaseException as e:
         escapes.loop_left(e, names, state())
         raise

@@ -8,6 +8,7 @@ from janus.runtime.builtins import mod
 from janus.runtime.calls import call, mutate_attr, mutate_cell, mutate_global
 from janus.runtime.checks import assert_, caught
 from janus.runtime.contexts import context_manager
+from janus.runtime.dunders import contains, proto, unpack
 from janus.runtime.escapes import block_left, escaped
 from janus.runtime.fstrings import field, fstring
 from janus.runtime.graph_lists import own_lists
@@ -21,5 +22,5 @@ __all__ = [
     "UNDEF", "and_", "assert_", "caught", "for_stmt", "if_stmt", "ifexp", "not_", "or_", "test_and", "test_or", "while_stmt",
     "ld_attr", "ld_cell", "ld_global", "mutate_attr", "mutate_cell", "mutate_global", "st_attr", "st_subscr",
     "aug_operand", "st_global", "st_cell", "context_manager", "import_name", "import_from", "block_left", "escaped",
-    "own_lists",
+    "own_lists", "proto", "contains", "unpack",
 ]

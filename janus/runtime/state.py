@@ -12,18 +12,21 @@ and becomes an output of the conditional (``janus.runtime.branch_stores``).
 from __future__ import annotations
 
 import builtins
+import collections
 import inspect
 import types
 from typing import Any
 
 from janus.commit.effects import SetAttr, SetCell, SetGlobal, SetItem
+from janus.convert import libraries
 from janus.errors import ConversionError
 from janus.runtime import branch_stores
-from janus.trace import known_values
+from janus.trace import kinds, known_values
 from janus.trace.active import current
 from janus.trace.forest import NodeView, is_tree_part
-from janus.trace.sources import Cell, ClassAttr, Global
+from janus.trace.sources import Cell, ClassAttr, Global, ModuleAttr
 from janus.trace.values import SymbolicShape, is_framework_object, is_graph_composite, is_symbolic, is_user_class
+from janus_profiler import usercode
 
 _MISSING = object()
 _CELL = "<cell contents>"  # the overlay key of a closure cell's rebound value
@@ -93,9 +96,16 @@ def ld_attr(obj: Any, name: str) -> Any:
         return getattr(obj, name)
     if isinstance(obj, type) and is_user_class(obj):
         return class_attribute(ctx, obj, obj, name)
+    if isinstance(obj, types.ModuleType):
+        return module_attribute(ctx, obj, name)
     source = ctx.source_of(obj)
     if source is None:
         return _created_attr(ctx, obj, name) if ctx.heap.is_created(obj) else getattr(obj, name)
+    return _state_attr(ctx, obj, source, name)
+
+
+def _state_attr(ctx, obj: Any, source: Any, name: str) -> Any:
+    """``obj.name`` of an object of Python state the trace tracks (read from ``source``)."""
     overlay = ctx.heap.overlay.get((id(obj), name), _MISSING)
     if overlay is not _MISSING:
         return branch_stores.readable(overlay)
@@ -108,7 +118,7 @@ def ld_attr(obj: Any, name: str) -> Any:
     if d is not None and name in d and not is_data_descriptor(cls, name):
         return ctx.read(d[name], source.attr(name))
     if not is_user_class(cls):
-        return getattr(obj, name)
+        return _library_attribute(obj, source, name)
     if d is not None:
         ctx.guard_set.not_on_instance(source, name)
     if is_data_descriptor(cls, name) and _defined_by_user(cls, name):
@@ -121,6 +131,45 @@ def ld_attr(obj: Any, name: str) -> Any:
             raise ConversionError(f"{cls.__qualname__}.{name}: attribute comes from __getattr__")
         return getattr(obj, name)
     return class_attribute(ctx, cls, obj, name)
+
+
+def _library_attribute(obj: Any, source: Any, name: str) -> Any:
+    """An attribute of a library object its instance dict does not hold: a method or a
+    constant of its class, as it is; for an object not TensorFlow's, a value its class's code
+    computes (a property, ``__getattr__``) fails the trace, which could not guard it."""
+    if is_framework_object(obj):
+        return getattr(obj, name)  # TensorFlow's and Keras's objects keep their state in variables
+    found = inspect.getattr_static(obj, name, _MISSING)
+    if found is _MISSING or is_data_descriptor(type(obj), name):
+        raise ConversionError(f"reads {source.label}.{name}, which {type(obj).__qualname__}'s own code computes "
+                              "(Janus could not guard it)")
+    return getattr(obj, name)
+
+
+def module_attribute(ctx, module: types.ModuleType, name: str) -> Any:
+    """``module.name``: read from the module's globals like a global of the user's, so it is
+    guarded by what it holds (``cfg.LR``, ``os.environ``); a library's functions, classes,
+    modules and framework objects are its API, read as they are."""
+    g = vars(module)
+    rebound = ctx.heap.overlay.get((id(g), name), _MISSING)
+    if rebound is not _MISSING:
+        return branch_stores.readable(rebound)
+    if name not in g:
+        if is_user_module(module):
+            raise ConversionError(f"{module.__name__}.{name}: attribute comes from the module's __getattr__")
+        return getattr(module, name)
+    value = g[name]
+    if not is_user_module(module) and kinds.classify(value) in _LIBRARY_API:
+        return value
+    return ctx.read(value, ModuleAttr(ctx.const(g, "g"), module.__name__, name))
+
+
+_LIBRARY_API = frozenset({kinds.Kind.NAMED, kinds.Kind.FRAMEWORK, kinds.Kind.IMMUTABLE})
+
+
+def is_user_module(module: types.ModuleType) -> bool:
+    """A module of the user's program (or one ``janus.allow`` lets Janus convert)."""
+    return usercode.is_user_file(getattr(module, "__file__", None)) or libraries.is_allowed_module(module.__name__)
 
 
 def _created_attr(ctx, obj: Any, name: str) -> Any:
@@ -235,7 +284,7 @@ def st_subscr(obj: Any, key: Any, value: Any) -> None:
         no_mutation_in_dynamic_flow(ctx, "item assignment", obj)
         obj[key] = value
         return
-    if type(obj) not in (list, dict):
+    if type(obj) not in (list, collections.deque) and not kinds.is_modeled_mapping(obj):
         raise ConversionError(f"item assignment on a {type(obj).__name__} from Python state")
     what = f"write of {source.label}[{key!r}]"
     if branch_stores.side_stores(ctx, what) is not None:

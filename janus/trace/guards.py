@@ -10,6 +10,8 @@ comparisons, not a walk over generic structures.
 """
 from __future__ import annotations
 
+import array
+import collections
 import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
@@ -146,11 +148,51 @@ class GuardBuilder:
         return self.add(f"type({path}) is {cls} and len({path}) == {len(value)}",
                         f"{source.what} is a {type(value).__name__} of {len(value)}", GuardKind.STRUCTURE, source)
 
-    def dict_keys(self, source: Source, value: dict) -> Guard:
-        """A dict with these keys, in this order (its values are guarded each)."""
-        path, keys = source.expr, list(value)
-        return self.add(f"type({path}) is dict and list({path}) == {keys!r}", f"{source.what} has keys {keys!r}",
-                        GuardKind.STRUCTURE, source)
+    def mapping_keys(self, source: Source, value: Any) -> Guard:
+        """A dict (``OrderedDict``, ``defaultdict``, ``Counter``, a dict subclass, a
+        ``mappingproxy``) of this type with these keys, in this order (its values are guarded
+        each); a ``defaultdict`` with this ``default_factory`` too."""
+        path, keys, cls = source.expr, list(value), type(value)
+        ref = cls.__name__ if cls is dict else self.const(cls, "t")
+        factory = getattr(value, "default_factory", None) if isinstance(value, collections.defaultdict) else None
+        also = f" and {path}.default_factory is {self.const(factory, 'f')}" if factory is not None else ""
+        made = f", default_factory {_name(factory)}" if factory is not None else ""
+        return self.add(f"type({path}) is {ref} and list({path}) == {keys!r}{also}",
+                        f"{source.what} is {_a(cls)} with keys {_short(keys)}{made}", GuardKind.STRUCTURE, source)
+
+    def deque_length(self, source: Source, value: collections.deque) -> Guard:
+        """A deque of this maxlen and length (its items are guarded each)."""
+        path, cls = source.expr, self.const(collections.deque, "t")
+        return self.add(f"type({path}) is {cls} and {path}.maxlen == {value.maxlen!r} and len({path}) == {len(value)}",
+                        f"{source.what} is a deque (maxlen {value.maxlen}) of {len(value)}", GuardKind.STRUCTURE,
+                        source)
+
+    def deque_items(self, source: Source, value: collections.deque) -> Guard:
+        """A deque of this maxlen holding these Python scalars, in this order."""
+        path, cls, name = source.expr, self.const(collections.deque, "t"), self.const(_frozen_copy(list(value)), "v")
+        return self.add(f"type({path}) is {cls} and {path}.maxlen == {value.maxlen!r} and list({path}) == {name}",
+                        f"{source.what} is a deque (maxlen {value.maxlen}) of items {_short(list(value))}",
+                        GuardKind.VALUE, source)
+
+    def equals_typed_array(self, source: Source, value: array.array) -> Guard:
+        """An ``array.array`` of this typecode and these elements."""
+        path, cls, name = source.expr, self.const(array.array, "t"), self.const(array.array(value.typecode, value), "v")
+        return self.add(f"type({path}) is {cls} and {path}.typecode == {value.typecode!r} and {path} == {name}",
+                        f"{source.what} is an array('{value.typecode}') equal to {_short(value.tolist())}",
+                        GuardKind.VALUE, source)
+
+    def environment_variable(self, source: Source, key: str, value: str | None) -> Guard:
+        """Variable ``key`` of ``os.environ`` is ``value`` (None: not set)."""
+        seen = "is not set" if value is None else f"== {value!r}"
+        return self.add(f"{source.expr}.get({key!r}) == {value!r}", f"{source.label}[{key!r}] {seen}",
+                        GuardKind.VALUE, source)
+
+    def equals_mapping(self, source: Source, value: dict) -> Guard:
+        """A mapping whose items (in order) equal those of ``value`` (all of ``os.environ``,
+        when the trace iterates it)."""
+        name = self.const(list(value.items()), "v")
+        return self.add(f"list({source.expr}.items()) == {name}", f"{source.what} has the {len(value)} items seen",
+                        GuardKind.VALUE, source)
 
     # -- tensors -----------------------------------------------------------------------
     def tensor(self, source: Source, dtype: tf.DType, dims: tuple) -> Guard:
@@ -328,6 +370,11 @@ def _frozen_copy(value):
 def _short(value) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _a(cls: type) -> str:
+    name = cls.__qualname__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def _name(value: Any) -> str:

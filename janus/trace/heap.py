@@ -31,6 +31,8 @@ which the guard and feed code of a cache entry is generated once and compiled.
 """
 from __future__ import annotations
 
+import array
+import collections
 import types
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,7 +43,7 @@ import tensorflow as tf
 from janus import _tf_private
 from janus.errors import ConversionError
 from janus.trace.active import CALL
-from janus.trace import known_values
+from janus.trace import kinds, known_values, mappings
 from janus.trace.arrays import FED_SCALAR_TYPES, FedArray, is_fed_array
 from janus.trace.guards import GuardBuilder, fits_spec
 from janus.trace.scalars import DTYPES, PyScalar, fed_scalar
@@ -149,7 +151,7 @@ class HeapModel:
             return result
         if (isinstance(source, (Arg, KwArg)) and (is_eager_tensor(value) or is_user_class(type(value))
                                                   and not is_framework_object(value))) \
-                or type(value) in (list, dict, set) or isinstance(value, np.ndarray) and source in self.arg_inputs \
+                or kinds.is_mutable_container(value) or isinstance(value, np.ndarray) and source in self.arg_inputs \
                 or is_dataset_iterator(value):
             for other_source, other in self._distinct:
                 if type(other) is type(value) or is_eager_tensor(other) and is_eager_tensor(value):
@@ -162,60 +164,67 @@ class HeapModel:
         return result
 
     def _read(self, value: Any, source: Source) -> Any:
-        guards = self.guard_set
-        if is_eager_tensor(value):
-            return self._tensor_input(value, source)
-        if is_eager_composite(value):
-            return self._composite_input(value, source)
         if source in self.fed_scalars and type(value) is self.fed_scalars[source]:
             return self._fed_scalar(source)
-        if isinstance(value, bool) or value is None:
-            guards.is_constant(source, value)
-            return value
-        if value is UNDEF:  # a segment's input not bound yet (janus.convert.segments): any use fails the trace
-            guards.identity(source, value)
-            return value
-        if type(value) in SCALARS:
-            guards.equals(source, value)
-            return value
-        if type(value) in (tuple, list) or isinstance(value, tuple) and hasattr(type(value), "_fields"):
-            return self._sequence(value, source)
-        if type(value) is dict:
-            return self._dict(value, source)
-        if type(value) in (set, frozenset):
-            return self._set(value, source)
-        if isinstance(value, tf.data.Dataset):
-            return self._dataset_input(value, source)
-        if is_dataset_iterator(value):
-            return self._iterator_input(value, source)
-        if hasattr(type(value), "__next__"):
-            # Iterating it while tracing would consume the caller's iterator (or generator)
-            # before the run is known to succeed.
-            raise ConversionError(f"{source.what} is an iterator ({type(value).__name__}): a trace would consume it")
-        if isinstance(value, np.ndarray) or type(value) in FED_SCALAR_TYPES:
-            if source in self.arg_inputs:
-                return self._array_input(value, source)
-            if self.numpy_values is not None and source not in self.numpy_values and is_fed_array(value):
-                return self._state_array_input(value, source)
-            if not isinstance(value, np.ndarray):  # a NumPy scalar kept a value
-                guards.equals_numpy_scalar(source, value)
-                return value
-            # The trace sees a read-only copy: a write into the array (eager changes the
-            # caller's) raises, and the function runs eagerly.
-            frozen = value.copy()
-            frozen.flags.writeable = False
-            guards.equals_array(source, frozen, copied=True)
-            return frozen
-        if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type,
-                              types.MethodType, types.BuiltinMethodType)) or callable(value) and not hasattr(value, "__dict__"):
-            guards.identity(source, value, named=True)
-            return value
-        if not is_framework_object(value) and hasattr(value, "__dict__") and is_user_class(type(value)):
-            guards.type_is(source, type(value))  # a user object: its attributes are read in turn
+        kind = kinds.classify(value)
+        return _READERS[kind](self, value, source)
+
+    def _constant(self, value: Any, source: Source) -> Any:
+        """``True``, ``False``, ``None``, or a segment's input not bound yet (``UNDEF``:
+        any use fails the trace)."""
+        if value is UNDEF:
+            self.guard_set.identity(source, value)
         else:
-            guards.identity(source, value)
+            self.guard_set.is_constant(source, value)
+        return value
+
+    def _scalar(self, value: Any, source: Source) -> Any:
+        self.guard_set.equals(source, value)
+        return value
+
+    def _named(self, value: Any, source: Source) -> Any:
+        self.guard_set.identity(source, value, named=True)
+        return value
+
+    def _same_object(self, value: Any, source: Source) -> Any:
+        """An object that cannot change (an immutable library object), or whose state the
+        trace reads through guarded paths only (its attributes, a framework object's variables)."""
+        self.guard_set.identity(source, value)
         self.track(value, source)
         return value
+
+    def _user_object(self, value: Any, source: Source) -> Any:
+        """A user object: its class guarded, its attributes read in turn (``janus.runtime.state``)."""
+        if hasattr(value, "__dict__"):
+            self.guard_set.type_is(source, type(value))
+        else:
+            self.guard_set.identity(source, value)
+        self.track(value, source)
+        return value
+
+    def _unknown(self, value: Any, source: Source) -> Any:
+        raise ConversionError(f"{source.what} is a {type(value).__qualname__}, whose contents Janus does not model "
+                              "(it is read in Python)")
+
+    def _py_iterator(self, value: Any, source: Source) -> Any:
+        # Iterating it while tracing would consume the caller's iterator (or generator)
+        # before the run is known to succeed.
+        raise ConversionError(f"{source.what} is an iterator ({type(value).__name__}): a trace would consume it")
+
+    def _numpy(self, value: np.ndarray | np.generic, source: Source) -> Any:
+        if source in self.arg_inputs:
+            return self._array_input(value, source)
+        if self.numpy_values is not None and source not in self.numpy_values and is_fed_array(value):
+            return self._state_array_input(value, source)
+        if not isinstance(value, np.ndarray):  # a NumPy scalar kept a value
+            self.guard_set.equals_numpy_scalar(source, value)
+            return value
+        # The trace sees a read-only copy: a write into the array (eager changes the
+        # caller's) raises, and the function runs eagerly.
+        frozen = value.copy()
+        frozen.flags.writeable = False
+        self.guard_set.equals_array(source, frozen, copied=True)
+        return frozen
 
     def _fed_scalar(self, source: Source) -> PyScalar:
         """A Python int/float that changes from call to call: a graph input, as a PyScalar."""
@@ -235,9 +244,7 @@ class HeapModel:
 
     def _sequence(self, value: tuple | list, source: Source) -> tuple | list:
         """A tuple, list or named tuple, read item by item."""
-        if len(value) > 256:
-            raise ConversionError(f"{source.what} is a {type(value).__name__} of {len(value)} items: "
-                                  "too long to specialize")
+        _check_size(value, source)
         if _only_scalars(value):
             self.guard_set.equals_sequence(source, value)
             out = value if isinstance(value, tuple) else list(value)
@@ -250,13 +257,56 @@ class HeapModel:
             self.track(out, source)
         return out
 
-    def _dict(self, value: dict, source: Source) -> dict:
-        if len(value) > 256:
-            raise ConversionError(f"{source.what} is a dict of {len(value)} items: too long to specialize")
+    def _mapping(self, value: dict, source: Source) -> dict:
+        """A dict, ``OrderedDict``, ``defaultdict``, ``Counter`` or plain dict subclass: its
+        type and keys (in order) guarded, its values read in turn, into a copy of its type
+        (``janus.trace.mappings``) that converted code reads and changes."""
+        _check_size(value, source)
         if not all(type(k) in SCALARS for k in value):
-            raise ConversionError(f"{source.what} is a dict with non-scalar keys")
-        self.guard_set.dict_keys(source, value)
-        out = {k: self.read(v, source.item(k)) for k, v in value.items()}
+            raise ConversionError(f"{source.what} is a {type(value).__name__} with non-scalar keys")
+        self.guard_set.mapping_keys(source, value)
+        out = mappings.mapping_copy(value, ((k, self.read(v, source.item(k))) for k, v in value.items()), source.what)
+        self.track(out, source)
+        return out
+
+    def _deque(self, value: collections.deque, source: Source) -> collections.deque:
+        """A deque: its maxlen and length (or, of Python scalars, its items) guarded, its items
+        read in turn into a copy; its methods on the copy are deferred like a list's, so the
+        caller's deque evicts on commit as it does eagerly."""
+        _check_size(value, source)
+        if _only_scalars(value):
+            self.guard_set.deque_items(source, value)
+            items = list(value)
+        else:
+            self.guard_set.deque_length(source, value)
+            items = [self.read(v, source.item(i)) for i, v in enumerate(value)]
+        out = collections.deque(items, value.maxlen)
+        self.track(out, source)
+        return out
+
+    def _typed_array(self, value: array.array, source: Source) -> array.array:
+        """An ``array.array``: guarded on typecode and elements; the trace reads a copy (an
+        item assignment on it, which eager makes in the caller's, fails the trace)."""
+        _check_size(value, source)
+        self.guard_set.equals_typed_array(source, value)
+        out = array.array(value.typecode, value)
+        self.track(out, source)
+        return out
+
+    def _mapping_proxy(self, value: types.MappingProxyType, source: Source) -> types.MappingProxyType:
+        """A read-only view of a dict the caller may change: keys guarded, values read in turn."""
+        _check_size(value, source)
+        if not all(type(k) in SCALARS for k in value):
+            raise ConversionError(f"{source.what} is a mappingproxy with non-scalar keys")
+        self.guard_set.mapping_keys(source, value)
+        out = types.MappingProxyType({k: self.read(v, source.item(k)) for k, v in value.items()})
+        self.track(out, source)
+        return out
+
+    def _environ(self, value: Any, source: Source) -> mappings.EnvironView:
+        """``os.environ``: a view whose reads guard each variable read (its value or absence)."""
+        self.guard_set.type_is(source, type(value))
+        out = mappings.EnvironView(value, source, self.guard_set)
         self.track(out, source)
         return out
 
@@ -397,5 +447,25 @@ def _capture_at_call_time(heap: HeapModel, hi: HeapInput) -> Any:
     return _tf_private.call_time_input(heap.outer_graph, closure, hi.spec, key=hi.source.expr)
 
 
-def _only_scalars(value: tuple | list) -> bool:
+def _check_size(value: Any, source: Source) -> None:
+    if len(value) > 256:
+        raise ConversionError(f"{source.what} is a {type(value).__name__} of {len(value)} items: too long to specialize")
+
+
+def _only_scalars(value: Any) -> bool:
     return all(type(v) in SCALARS or (type(v) in (tuple, list) and _only_scalars(v)) for v in value)
+
+
+Kind = kinds.Kind
+_READERS = {
+    Kind.TENSOR: HeapModel._tensor_input, Kind.COMPOSITE: HeapModel._composite_input,
+    Kind.CONSTANT: HeapModel._constant, Kind.UNDEF: HeapModel._constant, Kind.SCALAR: HeapModel._scalar,
+    Kind.SEQUENCE: HeapModel._sequence, Kind.MAPPING: HeapModel._mapping, Kind.DEQUE: HeapModel._deque,
+    Kind.SET: HeapModel._set, Kind.TYPED_ARRAY: HeapModel._typed_array, Kind.MAPPING_PROXY: HeapModel._mapping_proxy,
+    Kind.ENVIRON: HeapModel._environ, Kind.DATASET: HeapModel._dataset_input,
+    Kind.DATA_ITERATOR: HeapModel._iterator_input, Kind.PY_ITERATOR: HeapModel._py_iterator,
+    Kind.NUMPY: HeapModel._numpy, Kind.NAMED: HeapModel._named, Kind.IMMUTABLE: HeapModel._same_object,
+    Kind.FRAMEWORK: HeapModel._same_object, Kind.TRACKED_OBJECT: HeapModel._same_object,
+    Kind.USER_OBJECT: HeapModel._user_object, Kind.UNKNOWN: HeapModel._unknown,
+}
+assert _READERS.keys() == set(Kind), "every kind of value has its reader"

@@ -158,6 +158,24 @@ class Global(Source):
 
 
 @dataclass(frozen=True)
+class ModuleAttr(Source):
+    """Attribute ``name`` of module ``qualname`` read as ``module.name``: an item of its globals
+    dict, held as namespace entry ``module`` (the module itself is guarded where it was read)."""
+
+    module: str
+    qualname: str
+    name: str
+
+    @property
+    def expr(self) -> str:
+        return f"{self.module}[{self.name!r}]"
+
+    @property
+    def label(self) -> str:
+        return f"{self.qualname}.{self.name}"
+
+
+@dataclass(frozen=True)
 class Cell(Source):
     """Closure variable ``name``: the contents of the cell held as namespace entry ``cell``."""
 

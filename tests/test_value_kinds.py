@@ -1,0 +1,458 @@
+"""Every value a trace reads is guarded on what was read, fed, or read in Python: the kinds
+of values (``janus.trace.kinds``) against eager, with the program and the caller changing
+them in place between calls.
+
+Each test was a silent wrong answer before the kinds existed: the value seen at
+conversion was frozen into the graph behind an identity guard.  Each runs a call sequence
+in which the caller (and often the step) changes what the trace read after the graph was
+built, compares result, stdout and state after every call, and asserts that graphs ran.
+Conversions are bounded where a kind is meant to keep its graph: a bound of 3 is the first
+graph plus the relaxations the policy may make (a number fed, a shape relaxed).
+"""
+import array
+import collections
+import os
+import types
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import janus
+from harness import check, fresh_module
+
+X = tf.constant([1.0, 2.0, 3.0])
+
+
+def graph_kept(total: dict, at_most: int) -> dict:
+    """The graphs were reused: ``at_most`` conversions over the whole sequence."""
+    assert total["conversions"] <= at_most, f"converted {total['conversions']} times: {total}"
+    return total
+
+
+def setter(name, key, values):
+    """Calls that set ``p.<name>[key]`` to each of ``values`` before calling the step."""
+    def call(value):
+        def run(p):
+            getattr(p, name)[key] = value
+            return p.fn(X)
+        return run
+    return [call(v) for v in values]
+
+
+SCHEDULE = [0.1, 0.1, 0.1, 0.1, 0.05, 0.05, 0.02, 0.5, 0.5]
+
+
+# ------------------------------------------------------------------ standard mappings
+@pytest.mark.parametrize("make_config", [
+    lambda: collections.OrderedDict(lr=0.1, decay=0.5),
+    lambda: collections.defaultdict(float, lr=0.1, decay=0.5),
+    lambda: type("Config", (dict,), {})(lr=0.1, decay=0.5),
+    lambda: collections.Counter(lr=0.1, decay=0.5),
+], ids=["OrderedDict", "defaultdict", "dict subclass", "Counter"])
+def test_learning_rate_read_from_a_mapping_follows_the_schedule(make_config):
+    def make(jit):
+        cfg = make_config()
+
+        @jit
+        def step(x):
+            return x * cfg["lr"] + cfg["decay"]
+
+        return SimpleNamespace(fn=step, cfg=cfg, state=lambda: {"cfg": (type(cfg).__name__, list(cfg.items()))})
+
+    graph_kept(check(make, setter("cfg", "lr", SCHEDULE), min_graph_calls=4), at_most=4)
+
+
+def test_ordered_dict_order_and_membership_are_guarded():
+    """Iteration order (``move_to_end``) and ``in`` read the keys: both are guarded."""
+    def make(jit):
+        od = collections.OrderedDict(a=1.0, b=2.0)
+
+        @jit
+        def step(x):
+            weights = [v * (i + 1) for i, v in enumerate(od.values())]
+            bonus = 10.0 if "c" in od else 0.0
+            return x * sum(weights) + bonus
+
+        return SimpleNamespace(fn=step, od=od, state=lambda: {"od": list(od.items())})
+
+    def move(key):
+        return lambda p: (p.od.move_to_end(key), p.fn(X))[1]
+
+    def add(key):
+        return lambda p: (p.od.__setitem__(key, 3.0), p.fn(X))[1]
+
+    check(make, [(X,), (X,), (X,), move("a"), (X,), add("c"), (X,), move("b")], min_graph_calls=3)
+
+
+def test_defaultdict_missing_key_read_is_a_deferred_write():
+    """``counts[k] += 1`` on a missing key: eager inserts the default, then adds."""
+    def make(jit):
+        counts = collections.defaultdict(int)
+
+        @jit
+        def step(x, key):
+            counts[key] += 1
+            seen = counts["never"]  # a read of a missing key inserts 0
+            return x * counts[key] + seen
+
+        return SimpleNamespace(fn=step, counts=counts, state=lambda: {"counts": sorted(counts.items())})
+
+    calls = [(X, "a"), (X, "a"), (X, "a"), (X, "b"), (X, "a"), (X, "b"), (X, "c")]
+    check(make, calls, min_graph_calls=2)
+
+
+def test_mapping_proxy_sees_the_dict_behind_it():
+    def make(jit):
+        backing = {"lr": 0.1}
+        view = types.MappingProxyType(backing)
+
+        @jit
+        def step(x):
+            return x * view["lr"] + len(view)
+
+        return SimpleNamespace(fn=step, cfg=backing, state=lambda: {"backing": dict(backing)})
+
+    calls = setter("cfg", "lr", SCHEDULE) + setter("cfg", "extra", [1.0, 2.0])
+    check(make, calls, min_graph_calls=4)
+
+
+def test_chain_map_is_read_in_python():
+    """A ChainMap is not modeled: the step runs eagerly, with eager's numbers, and says why."""
+    def make(jit):
+        cm = collections.ChainMap({}, {"lr": 0.1})
+
+        @jit
+        def step(x):
+            return x * cm["lr"]
+
+        return SimpleNamespace(fn=step, cm=cm, state=lambda: {"cm": dict(cm)})
+
+    calls = [(X,)] * 4 + [lambda p: (p.cm.maps[0].__setitem__("lr", 0.7), p.fn(X))[1], (X,)]
+    check(make, calls, eager_only=True)
+
+
+# ------------------------------------------------------------------ sequences
+def test_deque_replay_buffer_appended_by_caller_and_evicted_by_step():
+    """A replay buffer: the caller appends transitions; the step appends too, and the deque's
+    maxlen evicts the oldest; the step reads items, the length, and iterates."""
+    def make(jit):
+        buf = collections.deque([1.0, 2.0], maxlen=4)
+
+        @jit
+        def step(x):
+            total = 0.0
+            for item in buf:
+                total += item
+            out = x * (total + buf[0] - buf[-1]) / len(buf) + sum(buf)
+            buf.append(float(len(buf)))
+            return out
+
+        return SimpleNamespace(fn=step, buf=buf, state=lambda: {"buf": (list(buf), buf.maxlen)})
+
+    def push(v):
+        return lambda p: (p.buf.append(v), p.fn(X))[1]
+
+    check(make, [(X,), (X,), (X,), push(7.0), (X,), push(-1.0), push(3.0), (X,)], min_graph_calls=1)
+
+
+def test_deque_of_tensors_is_fed_by_position():
+    def make(jit):
+        buf = collections.deque([tf.constant(1.0), tf.constant(2.0)], maxlen=3)
+
+        @jit
+        def step(x):
+            return x * buf[0] + buf[1]
+
+        return SimpleNamespace(fn=step, buf=buf, state=lambda: {"buf": list(buf)})
+
+    def push(v):
+        return lambda p: (p.buf.append(tf.constant(v)), p.fn(X))[1]
+
+    graph_kept(check(make, [(X,), (X,), push(5.0), push(6.0), (X,), push(7.0)], min_graph_calls=3), at_most=3)
+
+
+def test_array_module_array_is_guarded_by_elements():
+    def make(jit):
+        arr = array.array("d", [0.1, 0.2])
+
+        @jit
+        def step(x):
+            return x * arr[0] + arr[1]
+
+        return SimpleNamespace(fn=step, arr=arr, state=lambda: {"arr": arr.tolist()})
+
+    check(make, setter("arr", 0, SCHEDULE), min_graph_calls=4)
+
+
+@pytest.mark.parametrize("kind", ["UserList", "list subclass"])
+def test_unmodeled_sequences_are_read_in_python(kind):
+    """``UserList`` and a user's list subclass keep their items where Janus does not model
+    them: eager's numbers, no graph, and the reason said."""
+    def make(jit):
+        items = collections.UserList([0.1]) if kind == "UserList" else type("Items", (list,), {})([0.1])
+
+        @jit
+        def step(x):
+            return x * items[0]
+
+        return SimpleNamespace(fn=step, items=items, state=lambda: {"items": list(items)})
+
+    total = check(make, setter("items", 0, SCHEDULE), eager_only=True)
+    assert total["calls"] == len(SCHEDULE)
+
+
+# ------------------------------------------------------------------ modules and the environment
+def test_module_attribute_rebound_by_the_caller():
+    cfg = fresh_module("LR = 0.1\nSCALE = 2.0\n")
+
+    def make(jit):
+        cfg.LR = 0.1
+
+        @jit
+        def step(x):
+            return x * cfg.LR * cfg.SCALE
+
+        return SimpleNamespace(fn=step, state=lambda: {"lr": cfg.LR})
+
+    def rebind(v):
+        return lambda p: (setattr(cfg, "LR", v), p.fn(X))[1]
+
+    check(make, [rebind(v) for v in SCHEDULE], min_graph_calls=4)
+
+
+def test_environment_variables_are_guarded_per_variable():
+    key, other = "JANUS_TEST_KINDS_LR", "JANUS_TEST_KINDS_FLAG"
+
+    def make(jit):
+        os.environ[key] = "0.1"
+        os.environ.pop(other, None)
+
+        @jit
+        def step(x):
+            lr = float(os.environ[key])
+            flag = 1.0 if other in os.environ else 0.0
+            default = float(os.getenv("JANUS_TEST_KINDS_UNSET", "3.0"))
+            return x * lr + flag + default
+
+        return SimpleNamespace(fn=step, state=lambda: {"env": (os.environ.get(key), os.environ.get(other))})
+
+    def env(name, value):
+        return lambda p: (os.environ.__setitem__(name, value), p.fn(X))[1]
+
+    try:
+        calls = [(X,), (X,), (X,), env(key, "0.1"), env(key, "0.05"), (X,), env(other, "1"), env(key, "0.5")]
+        graph_kept(check(make, calls, min_graph_calls=3), at_most=5)
+    finally:
+        os.environ.pop(key, None)
+        os.environ.pop(other, None)
+
+
+# ------------------------------------------------------------------ user dunders and properties
+class Loader:
+    """A ``keras.utils.Sequence``-style loader: ``__len__`` and ``__getitem__`` over NumPy
+    arrays, reshuffled in place at each epoch end; it counts its dunder calls."""
+
+    def __init__(self, n=6, batch=2):
+        rs = np.random.RandomState(0)
+        self.x = rs.randn(n, 3).astype(np.float32)
+        self.order = list(range(n // batch))
+        self.batch = batch
+        self.calls = 0
+
+    def __len__(self):
+        self.calls += 1
+        return len(self.order)
+
+    def __getitem__(self, i):
+        self.calls += 1
+        j = self.order[i] * self.batch
+        return self.x[j:j + self.batch]
+
+    def on_epoch_end(self):
+        self.order.reverse()
+
+
+def test_sequence_loader_indexed_in_the_step_and_reshuffled_each_epoch():
+    def make(jit):
+        loader = Loader()
+        w = tf.Variable(tf.ones([3, 1]))
+
+        @jit
+        def step(i):
+            batch = loader[i]
+            loss = tf.reduce_sum(tf.matmul(batch, w)) / len(loader)
+            w.assign_sub(0.01 * loss * tf.ones([3, 1]))
+            return loss
+
+        return SimpleNamespace(fn=step, loader=loader, state=lambda: {"w": w, "calls": loader.calls,
+                                                                       "order": list(loader.order)})
+
+    def epoch_end(p):
+        p.loader.on_epoch_end()
+
+    calls = []
+    for _ in range(3):
+        calls += [(0,), (1,), (2,), epoch_end]
+    check(make, calls, min_graph_calls=3)
+
+
+def test_len_of_a_batch_object_normalizes_the_loss_after_the_batch_is_relaxed():
+    class Batch:
+        def __init__(self, x):
+            self.x = x
+
+        def __len__(self):
+            return self.x.shape[0]
+
+    def make(jit):
+        @jit
+        def step(batch):
+            return tf.reduce_sum(batch.x) / len(batch)
+
+        return SimpleNamespace(fn=step)
+
+    calls = [(Batch(tf.ones([n, 2]) * n),) for n in (4, 4, 4, 3, 5, 2, 4)]
+    check(make, calls, min_graph_calls=3)
+
+
+class Counted:
+    """An argument whose protocols the step relies on; every dunder call is counted."""
+
+    def __init__(self, values):
+        self.values = list(values)
+        self.calls = collections.Counter()
+
+    def __len__(self):
+        self.calls["len"] += 1
+        return len(self.values)
+
+    def __bool__(self):
+        self.calls["bool"] += 1
+        return len(self.values) > 1
+
+    def __iter__(self):
+        self.calls["iter"] += 1
+        return iter(self.values)
+
+    def __contains__(self, v):
+        self.calls["contains"] += 1
+        return v in self.values
+
+    def __float__(self):
+        self.calls["float"] += 1
+        return float(sum(self.values))
+
+
+def test_argument_protocols_run_as_eager_runs_them_and_are_counted():
+    def make(jit):
+        seen = []
+
+        @jit
+        def step(x, c):
+            out = x * float(c) + len(c)
+            if c:
+                out = out + 1.0
+            for v in c:
+                out = out + v
+            if 2.0 in c:
+                out = out * 2.0
+            return out
+
+        def call(values):
+            def run(p):
+                c = Counted(values)
+                seen.append(c)
+                return p.fn(X, c)
+            return run
+
+        return SimpleNamespace(fn=step, call=call, state=lambda: {"calls": [sorted(c.calls.items()) for c in seen]})
+
+    sequences = [[1.0, 2.0], [1.0, 2.0], [1.0, 2.0], [3.0, 4.0], [2.0, 5.0], [1.0], [1.0, 2.0]]
+    calls = [lambda p, v=v: p.call(v)(p) for v in sequences]
+    check(make, calls, min_graph_calls=2)
+
+
+def test_property_over_an_ordered_dict():
+    def make(jit):
+        class Schedule:
+            def __init__(self):
+                self.table = collections.OrderedDict(lr=0.1)
+
+            @property
+            def lr(self):
+                return self.table["lr"]
+
+            @jit
+            def step(self, x):
+                return x * self.lr
+
+        s = Schedule()
+        return SimpleNamespace(fn=s.step, table=s.table, state=lambda: {"table": list(s.table.items())})
+
+    check(make, setter("table", "lr", SCHEDULE), min_graph_calls=4)
+
+
+# ------------------------------------------------------------------ mutable defaults, mutated arguments
+def test_mutable_default_argument_appended_and_read():
+    """``acc=[]`` grows at every call, eagerly and through Janus; a dict argument is mutated
+    in place by ``setdefault`` and ``+=``."""
+    def make(jit):
+        def step(x, out, acc=[]):  # noqa: B006 - the program under test relies on it
+            acc.append(1.0)
+            out.setdefault("n", 0.0)
+            out["n"] += float(len(acc))
+            return x * len(acc)
+
+        log = {}
+        return SimpleNamespace(fn=jit(step), log=log, state=lambda: {"acc": list(step.__defaults__[0]),
+                                                                      "log": dict(log)})
+
+    calls = [lambda p: p.fn(X, p.log)] * 6
+    check(make, calls, min_graph_calls=2)
+
+
+# ------------------------------------------------------------------ what janus.explain says
+def test_explain_names_what_a_guard_reads():
+    od = collections.OrderedDict(lr=0.1)
+    buf = collections.deque([1.0, 2.0], maxlen=5)
+
+    @janus.function(profile_calls=1)
+    def step(x):
+        return x * od["lr"] * buf[0] * len(buf)
+
+    janus.reset()
+    for _ in range(3):
+        step(X)
+    text = str(janus.explain(step))
+    assert "is an OrderedDict with keys ['lr']" in text, text
+    assert "is a deque (maxlen 5) of items [1.0, 2.0]" in text, text
+    assert janus.stats(step)["graph_calls"] >= 1
+
+
+def test_unpacking_a_user_iterable_runs_its_iter():
+    class Pair:
+        def __init__(self, a, b):
+            self.a, self.b = a, b
+            self.iterated = 0
+
+        def __iter__(self):
+            self.iterated += 1
+            return iter([self.a, self.b])
+
+    def make(jit):
+        pair = Pair(1.0, 2.0)
+
+        @jit
+        def step(x):
+            a, b = pair
+            return tf.add_n([x * a, x * b]) + max(*pair)
+
+        return SimpleNamespace(fn=step, pair=pair, state=lambda: {"pair": (pair.a, pair.b, pair.iterated)})
+
+    def change(p):
+        p.pair.b = p.pair.b + 1.0
+        return p.fn(X)
+
+    check(make, [(X,), (X,), (X,), change, (X,), change], min_graph_calls=2)
