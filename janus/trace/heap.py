@@ -206,6 +206,9 @@ class HeapModel:
             frozen.flags.writeable = False
             guards.equals_array(source, frozen, copied=True)
             return frozen
+        if isinstance(value, tf.TensorArray):  # a trace would write graph tensors into the caller's array
+            raise ConversionError(f"{source.what} is an eager TensorArray, which its write changes in place",
+                                  permanent=True)
         if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type,
                               types.MethodType, types.BuiltinMethodType)) or callable(value) and not hasattr(value, "__dict__"):
             guards.identity(source, value, named=True)
