@@ -219,3 +219,26 @@ def test_an_eager_tensor_array_read_by_a_trace_is_never_written_with_graph_tenso
     calls = [(tf.constant(float(k)),) for k in range(6)]
     total = check(_eager_array_in_state, calls, eager_only=True)
     assert total["conversions"] == 0 and total["failed_conversions"] == 1, total
+
+
+# ------------------------------------------------------------------ a TensorArray a whole graph stores in Python state
+def _array_kept_in_state(jit):
+    kept = []
+
+    @jit
+    def f(x):
+        ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+        for i in tf.range(tf.shape(x)[0]):
+            ta = ta.write(i, x[i] * 2.0)
+        kept.append(ta)  # a deferred append: the array leaves the graph as eager's
+        return ta.stack()
+
+    return types.SimpleNamespace(fn=f, state=lambda: {"kept": [_array_view(t) for t in kept]})
+
+
+def test_a_tensor_array_a_graph_stores_in_python_state_is_eagers():
+    calls = [(tf.constant(np.arange(n, dtype=np.float32) - k),) for k, n in enumerate([3, 4, 2, 5, 3, 6, 4])]
+    total = check(_array_kept_in_state, calls, min_graph_calls=3)
+    # no break: one graph per input length the loop's trip count is specialized on until
+    # the lengths vary enough to be relaxed (three profiled calls, then a few conversions)
+    assert total["breaks"] == 0 and total["conversions"] <= 4, total
