@@ -22,6 +22,7 @@ import tensorflow as tf
 from janus.errors import ConversionError
 from janus.trace.arrays import FedArray
 from janus.trace.scalars import PyOrTensor, PyScalar, to_python
+from janus.trace.tensor_arrays import TensorArrayMade, eager_tensor_array, reads_items, settings_of
 from janus.trace.values import SCALARS, DeferredStr, Undefined, is_framework_object, is_symbolic
 
 if TYPE_CHECKING:
@@ -92,6 +93,22 @@ class Composite(Recipe):
     def unpack(self, run: Run) -> Any:
         return tf.nest.pack_sequence_as(self.spec, run.outputs[self.first:self.first + self.count],
                                         expand_composites=True)
+
+
+@_record
+class EagerTensorArray(Recipe):
+    """A ``TensorArray`` the graph built: an eager one of settings ``made`` holding the items
+    of the ``TensorList`` output ``index``, made once per run (eager has one object)."""
+
+    index: int
+    made: TensorArrayMade
+
+    def unpack(self, run: Run) -> tf.TensorArray:
+        key = ("tensor array", self.index)
+        array = run.objects.get(key)
+        if array is None:
+            array = run.objects[key] = eager_tensor_array(run.outputs[self.index], self.made)
+        return array
 
 
 @_record
@@ -218,6 +235,7 @@ class Packer:
         self.tensors: list[tf.Tensor] = []
         self._objects: dict[int, int] = {}  # id of an object the trace built -> its slot
         self._built: list = []  # slot -> (class, attribute names, attribute recipes), shared by recipes
+        self._arrays: dict[int, tuple] = {}  # id of a TensorArray the graph built -> (it, its recipe)
 
     def pack(self, value: Any, what: str = "the result") -> Recipe:
         if isinstance(value, Undefined):
@@ -261,15 +279,60 @@ class Packer:
             return DictOf(tuple(value.keys()), tuple(self.pack(v, what) for v in value.values()))
         if isinstance(value, np.ndarray):
             return ArrayCopy(value.copy())
+        recipe = self._tensorflow_value(value, what)
+        if recipe is not None:
+            return recipe
+        raise ConversionError(f"{what} holds a {type(value).__name__} object created during the call")
+
+    def _tensorflow_value(self, value: Any, what: str) -> Recipe | None:
+        """A TensorFlow value leaves the graph in eager's form: a ``TensorArray`` as an eager
+        one, a composite tensor through its ``TypeSpec``; one whose eager form the graph
+        cannot give (a dataset, an operation) is refused; functions, variables and other
+        framework objects are used as they are.  None: not such a value."""
+        if isinstance(value, tf.TensorArray) and is_symbolic(value.flow):
+            return self._tensor_array(value, what)
+        if isinstance(value, tf.Operation):
+            raise ConversionError(f"{what} holds a graph operation ({value.type}), which eager does not have",
+                                  permanent=True)
         components = composite_components(value)
         if components is not None and any(is_symbolic(t) for t in components):
+            if isinstance(value, tf.data.Dataset):
+                raise ConversionError(f"{what} holds a tf.data.Dataset built in the graph: eager's is a "
+                                      f"{type(value).__name__} of its own, the graph's only its variant tensor",
+                                      permanent=True)
             first = len(self.tensors)
             self.tensors += components
             return Composite(tf.type_spec_from_value(value), first, len(components))
         if isinstance(value, (tf.Tensor, tf.Variable, types.FunctionType, types.BuiltinFunctionType,
                               types.ModuleType, type, types.MethodType)) or is_framework_object(value):
+            if _holds_graph_tensors(value):
+                raise ConversionError(f"{what} holds a {type(value).__name__} holding tensors of the graph",
+                                      permanent=True)
             return Constant(value)
-        raise ConversionError(f"{what} holds a {type(value).__name__} object created during the call")
+        return None
+
+    def _tensor_array(self, value: tf.TensorArray, what: str) -> Recipe:
+        """A ``TensorArray`` the graph built: its ``TensorList`` an output, an eager
+        ``TensorArray`` of the settings it was made with rebuilt from it after the run.
+
+        Refused when eager's would differ: the trace cannot tell its settings; an item was
+        read in the graph (eager's ``clear_after_read`` cleared it); two arrays leave the
+        graph (eager's ``write`` changes its one object in place, and the graph's handles
+        of one array before and after a write cannot be told apart from two arrays)."""
+        seen = self._arrays.get(id(value))
+        if seen is not None:
+            return seen[1]
+        if self._arrays:
+            raise ConversionError(f"{what} holds a second TensorArray leaving the graph (eager's write changes "
+                                  "its array in place: which handles are one array is unknown)", permanent=True)
+        made = settings_of(value, self.ctx.tensor_arrays, what)
+        if made.clear_after_read and reads_items(tf.compat.v1.get_default_graph()):
+            raise ConversionError(f"{what} holds a TensorArray after the graph read items of a TensorList "
+                                  "(eager's clear_after_read clears what it reads)", permanent=True)
+        self.tensors.append(value.flow)
+        recipe = EagerTensorArray(len(self.tensors) - 1, made)
+        self._arrays[id(value)] = (value, recipe)
+        return recipe
 
     def _created(self, value: Any, what: str) -> Built:
         """A user object the trace built: rebuilt after the run from its attributes, once
@@ -281,6 +344,13 @@ class Packer:
             attrs = vars(value)
             self._built[slot] = (type(value), list(attrs), [self.pack(v, what) for v in attrs.values()])
         return Built(slot, self._built)
+
+
+def _holds_graph_tensors(value: Any) -> bool:
+    """A framework object whose attributes hold graph tensors (which must not reach Python)."""
+    if isinstance(value, (tf.Variable, tf.Module, type, types.ModuleType)) or not hasattr(value, "__dict__"):
+        return False
+    return any(is_symbolic(v) for v in vars(value).values())
 
 
 def composite_components(value: Any) -> list | None:

@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from janus.commit.effects import Print
 from janus.errors import ConversionError
-from janus.runtime import dunders, graph_lists, state
+from janus.runtime import dunders, graph_lists, state, tensor_arrays
 from janus.runtime.loops import EnumeratedDataset, TensorRange
 from janus.runtime.truth import to_bool
 from janus.trace.active import current
@@ -198,6 +198,7 @@ VIEW_CALLS = {isinstance, type, getattr}  # what may be asked of a tree node (se
 SPECIAL = {
     tf.constant: _constant,
     tf.autograph.trace: print_,  # TensorFlow's own Python-level print of its arguments
+    tf.TensorArray: tensor_arrays.construct,  # its settings recorded: it may leave the graph as eager's
     range: _range,
     len: _len,
     bool: _scalar(bool),

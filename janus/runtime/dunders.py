@@ -21,7 +21,6 @@ from typing import Any, Callable, Iterator
 
 from janus.commit.effects import CallMethod
 from janus.errors import ConversionError
-from janus.runtime import state
 from janus.runtime.truth import is_tensor, to_bool
 from janus.trace import kinds, mappings
 from janus.trace.active import current
@@ -99,7 +98,9 @@ def _default_item(d: collections.defaultdict, key: Any) -> Any:
                               "would be an object the trace does not track)")
     ctx = current()
     source = ctx.source_of(d)
-    state.no_mutation_in_dynamic_flow(ctx, f"a read of a missing key of {source.label} (a write)")
+    if not ctx.log.may_change(None):  # state.no_mutation_in_dynamic_flow: importing state here closes a cycle
+        raise ConversionError(f"a read of a missing key of {source.label} (a write) inside tensor-dependent control "
+                              "flow")
     ctx.effect(CallMethod(source, "__getitem__", (key,)), f"{source.label}[{key!r}] (a missing key)")
     value = factory()
     dict.__setitem__(d, key, value)

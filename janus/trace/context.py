@@ -24,6 +24,7 @@ from janus.trace.heap import HeapModel
 from janus.trace.seeds import SeedStream
 from janus.trace.sources import Source
 from janus.trace.speculation import Speculator
+from janus.trace.tensor_arrays import TensorArrayMade
 
 
 @dataclass
@@ -154,6 +155,7 @@ class TraceContext:
         self.collective: tf.distribute.Strategy | None = None  # the multi-worker strategy the trace calls
         self.recursion: Any = recursion(self) if recursion is not None else None
         self.tapes: weakref.WeakSet = weakref.WeakSet()  # the tf.GradientTapes the trace entered
+        self.tensor_arrays: list[TensorArrayMade] = []  # the settings of those it constructed
 
     def uses_collective(self, strategy: tf.distribute.Strategy) -> None:
         """The trace calls a multi-worker ``tf.distribute`` strategy: its graphs run only when

@@ -202,6 +202,10 @@ class HeapModel:
         self.track(value, source)
         return value
 
+    def _tensor_array(self, value: tf.TensorArray, source: Source) -> Any:
+        raise ConversionError(f"{source.what} is an eager TensorArray, which its write changes in place (a trace "
+                              "would write graph tensors into the caller's array)", permanent=True)
+
     def _unknown(self, value: Any, source: Source) -> Any:
         raise ConversionError(f"{source.what} is a {type(value).__qualname__}, whose contents Janus does not model "
                               "(it is read in Python)")
@@ -466,6 +470,7 @@ _READERS = {
     Kind.DATA_ITERATOR: HeapModel._iterator_input, Kind.PY_ITERATOR: HeapModel._py_iterator,
     Kind.NUMPY: HeapModel._numpy, Kind.NAMED: HeapModel._named, Kind.IMMUTABLE: HeapModel._same_object,
     Kind.FRAMEWORK: HeapModel._same_object, Kind.TRACKED_OBJECT: HeapModel._same_object,
-    Kind.USER_OBJECT: HeapModel._user_object, Kind.UNKNOWN: HeapModel._unknown,
+    Kind.USER_OBJECT: HeapModel._user_object, Kind.TENSOR_ARRAY: HeapModel._tensor_array,
+    Kind.UNKNOWN: HeapModel._unknown,
 }
 assert _READERS.keys() == set(Kind), "every kind of value has its reader"

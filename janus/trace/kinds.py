@@ -59,6 +59,8 @@ class Kind(enum.Enum):
     NUMPY = "a NumPy array or scalar: fed by dtype and shape, or guarded by value"
     NAMED = "a function, module or class: guarded to be that object"
     IMMUTABLE = "an immutable library object (range, slice, Decimal, date, path ...): guarded to be that object"
+    TENSOR_ARRAY = ("an eager tf.TensorArray: its write changes it in place, so a trace (which would write graph "
+                    "tensors into it) fails")
     FRAMEWORK = "a TensorFlow, Keras or NumPy object (state in variables): guarded to be that object"
     USER_OBJECT = ("an object of a user class: guarded on its class; its attributes are read in turn, its "
                    "dunders (len, [], in, iter, bool, float ...) run converted")
@@ -142,6 +144,8 @@ def _object_kind(value: Any, cls: type) -> Kind:
         return Kind.NAMED
     if isinstance(value, _IMMUTABLE) and not is_user_class(cls):
         return Kind.IMMUTABLE
+    if isinstance(value, tf.TensorArray):
+        return Kind.TENSOR_ARRAY
     if is_framework_object(value):
         return Kind.FRAMEWORK
     if is_user_class(cls):
