@@ -251,14 +251,36 @@ class HeapModel:
         _check_size(value, source)
         if _only_scalars(value):
             self.guard_set.equals_sequence(source, value)
-            out = value if isinstance(value, tuple) else list(value)
-        else:
-            self.guard_set.length(source, value)
-            items = [self.read(v, source.item(i)) for i, v in enumerate(value)]
-            named = type(value) not in (tuple, list)
-            out = type(value)(*items) if named else tuple(items) if isinstance(value, tuple) else items
+            return self._scalars_copy(value, source)
+        self.guard_set.length(source, value)
+        items = [self.read(v, source.item(i)) for i, v in enumerate(value)]
+        named = type(value) not in (tuple, list)
+        out = type(value)(*items) if named else tuple(items) if isinstance(value, tuple) else items
         if isinstance(out, list):
             self.track(out, source)
+        return out
+
+    def _scalars_copy(self, value: tuple | list, source: Source) -> tuple | list:
+        """The trace's copy of a (nested) tuple or list of scalars its guard compares by value:
+        every list in it a copy tracked at its own source (``rows[0].append(v)`` is a deferred
+        change of the caller's inner list, never made while tracing); a tuple of scalars is itself."""
+        if type(value) is not list and not any(type(v) in (tuple, list) for v in value):
+            return value
+        items = [self._nested_copy(v, source.item(i)) if type(v) in (tuple, list) else v for i, v in enumerate(value)]
+        if type(value) is list:
+            self.track(items, source)
+            return items
+        return tuple(items) if type(value) is tuple else type(value)(*items)
+
+    def _nested_copy(self, value: tuple | list, source: Source) -> tuple | list:
+        """A list or tuple inside one read by value: one copy however it is reached."""
+        seen = self._by_id.get(id(value))
+        if seen is not None:
+            return seen[1]
+        out = self._scalars_copy(value, source)
+        self._by_id[id(value)] = (source, out)
+        self._read_from[id(value)] = self._read_from[id(out)] = source
+        self._keep += [value, out]
         return out
 
     def _mapping(self, value: dict, source: Source) -> dict:
