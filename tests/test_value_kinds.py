@@ -483,3 +483,24 @@ def test_a_list_inside_a_list_read_by_value_is_changed_on_commit_only():
         return p.fn(X)
 
     check(make, [(X,), trimmed, trimmed, trimmed, (X,), trimmed], min_graph_calls=2)
+
+
+def test_a_guard_on_a_defaultdict_item_never_inserts_the_key():
+    """The trace read ``d['k2']``; the caller then removes ``k2``: checking (and explaining)
+    the graph's guards on the next call must not make ``d['k2']`` exist with the default, as
+    ``d['k2']`` in a guard would (found by the value-kind generator, seed 109)."""
+    def make(jit):
+        d = collections.defaultdict(float, k1=tf.constant(0.75))
+
+        @jit
+        def step(x):
+            d.setdefault("k2", 0.75)
+            return x + d["k1"] * d["k2"]
+
+        return SimpleNamespace(fn=step, d=d, state=lambda: {"d": sorted(d.items())})
+
+    def removed(p):
+        p.d.pop("k2", None)
+        return p.fn(X)
+
+    check(make, [(X,), (X,), (X,), removed, (X,), removed, (X,)], min_graph_calls=2)

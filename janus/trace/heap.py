@@ -48,7 +48,7 @@ from janus.trace.arrays import FED_SCALAR_TYPES, FedArray, is_fed_array
 from janus.trace.guards import GuardBuilder, fits_spec
 from janus.trace.scalars import DTYPES, PyScalar, fed_scalar
 from janus.trace.seeds import DATASET_RANDOM_OPS, STATEFUL_RANDOM_OPS
-from janus.trace.sources import Arg, KwArg, Source
+from janus.trace.sources import Arg, Entry, Item, KwArg, Source
 from janus.trace.values import (
     SCALARS, UNDEF, is_dataset_iterator, is_eager_composite, is_eager_tensor, is_framework_object, is_plain_callable,
     is_user_class,
@@ -291,7 +291,8 @@ class HeapModel:
         if not all(type(k) in SCALARS for k in value):
             raise ConversionError(f"{source.what} is a {type(value).__name__} with non-scalar keys")
         self.guard_set.mapping_keys(source, value)
-        out = mappings.mapping_copy(value, ((k, self.read(v, source.item(k))) for k, v in value.items()), source.what)
+        entry = Entry if hasattr(type(value), "__missing__") else Item  # never insert a key while checking
+        out = mappings.mapping_copy(value, ((k, self.read(v, entry(source, k))) for k, v in value.items()), source.what)
         self.track(out, source)
         return out
 

@@ -122,6 +122,17 @@ class Item(Source):
 
 
 @dataclass(frozen=True)
+class Entry(Item):
+    """``parent[key]`` of a mapping whose missing keys it makes (a ``defaultdict``), read so
+    that it never makes one: a guard or getter evaluated on a later call must not insert
+    ``key`` into the caller's mapping (``_entry`` raises KeyError instead)."""
+
+    @property
+    def expr(self) -> str:
+        return f"_entry({self.parent.expr}, {self.key!r})"
+
+
+@dataclass(frozen=True)
 class Attr(Source):
     """Attribute ``name`` of an object, read from its instance ``__dict__``."""
 
