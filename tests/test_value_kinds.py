@@ -503,4 +503,4 @@ def test_a_guard_on_a_defaultdict_item_never_inserts_the_key():
         p.d.pop("k2", None)
         return p.fn(X)
 
-    check(make, [(X,), (X,), (X,), removed, (X,), removed, (X,)], min_graph_calls=2)
+    check(make, [(X,), (X,), (X,), (X,), (X,), removed, (X,), removed, (X,)], min_graph_calls=2)
