@@ -118,19 +118,44 @@ def test_mapping_proxy_sees_the_dict_behind_it():
     check(make, calls, min_graph_calls=4)
 
 
-def test_chain_map_is_read_in_python():
-    """A ChainMap is not modeled: the step runs eagerly, with eager's numbers, and says why."""
+@pytest.mark.parametrize("kind", ["ChainMap", "UserDict"])
+def test_pure_python_mappings_read_through_the_trace_copies(kind):
+    """A ChainMap's maps (a UserDict's data) are read in turn into copies, which its own
+    code reads: a change to any map behind it is seen; the step's own write fails the trace."""
+    def make(jit):
+        first, second = {}, {"lr": 0.1, "decay": 0.5}
+        cm = collections.ChainMap(first, second) if kind == "ChainMap" else collections.UserDict(second)
+
+        @jit
+        def step(x):
+            return x * cm["lr"] + len(cm) + (1.0 if "extra" in cm else 0.0)
+
+        return SimpleNamespace(fn=step, cm=cm, first=first, state=lambda: {"cm": sorted(dict(cm).items())})
+
+    def shadow(p):  # a value in the first map hides the second's
+        (p.first if kind == "ChainMap" else p.cm)["lr"] = 0.7
+        return p.fn(X)
+
+    def extra(p):
+        p.cm["extra"] = 1.0
+        return p.fn(X)
+
+    calls = setter("cm", "lr", SCHEDULE[:5]) + [shadow, (X,), extra, (X,)]
+    check(make, calls, min_graph_calls=4)
+
+
+def test_a_step_changing_a_chain_map_runs_eagerly():
     def make(jit):
         cm = collections.ChainMap({}, {"lr": 0.1})
 
         @jit
         def step(x):
+            cm["seen"] = cm.get("seen", 0) + 1
             return x * cm["lr"]
 
-        return SimpleNamespace(fn=step, cm=cm, state=lambda: {"cm": dict(cm)})
+        return SimpleNamespace(fn=step, cm=cm, state=lambda: {"cm": [dict(m) for m in cm.maps]})
 
-    calls = [(X,)] * 4 + [lambda p: (p.cm.maps[0].__setitem__("lr", 0.7), p.fn(X))[1], (X,)]
-    check(make, calls, eager_only=True)
+    check(make, [(X,)] * 6, eager_only=True)
 
 
 # ------------------------------------------------------------------ sequences
@@ -186,12 +211,24 @@ def test_array_module_array_is_guarded_by_elements():
     check(make, setter("arr", 0, SCHEDULE), min_graph_calls=4)
 
 
-@pytest.mark.parametrize("kind", ["UserList", "list subclass"])
-def test_unmodeled_sequences_are_read_in_python(kind):
-    """``UserList`` and a user's list subclass keep their items where Janus does not model
-    them: eager's numbers, no graph, and the reason said."""
+def test_user_list_is_read_through_the_trace_copy():
     def make(jit):
-        items = collections.UserList([0.1]) if kind == "UserList" else type("Items", (list,), {})([0.1])
+        items = collections.UserList([0.1, 0.2])
+
+        @jit
+        def step(x):
+            return x * items[0] + sum(items) + len(items)
+
+        return SimpleNamespace(fn=step, items=items, state=lambda: {"items": list(items)})
+
+    check(make, setter("items", 0, SCHEDULE), min_graph_calls=4)
+
+
+def test_a_users_list_subclass_is_read_in_python():
+    """A user's list subclass keeps its items where Janus does not model them (its inherited
+    ``__getitem__`` is list's, on the caller's object): eager's numbers, no graph."""
+    def make(jit):
+        items = type("Items", (list,), {})([0.1])
 
         @jit
         def step(x):

@@ -330,6 +330,17 @@ class HeapModel:
         self.track(out, source)
         return out
 
+    def _wrapper(self, value: Any, source: Source) -> Any:
+        """A ``UserDict``, ``UserList``, ``UserString`` or ``ChainMap``: its class guarded, its
+        attributes (``.data``, ``.maps``) read in turn into a copy of its class, so its own
+        methods, run as they are, read only what the trace read and guarded.  A change to the
+        copy (an item store, a mutating method) fails the trace (not a modeled container)."""
+        self.guard_set.type_is(source, type(value))
+        out = object.__new__(type(value))
+        vars(out).update({name: self.read(item, source.attr(name)) for name, item in vars(value).items()})
+        self.track(out, source)
+        return out
+
     def _environ(self, value: Any, source: Source) -> mappings.EnvironView:
         """``os.environ``: a view whose reads guard each variable read (its value or absence)."""
         self.guard_set.type_is(source, type(value))
@@ -489,7 +500,7 @@ _READERS = {
     Kind.CONSTANT: HeapModel._constant, Kind.UNDEF: HeapModel._constant, Kind.SCALAR: HeapModel._scalar,
     Kind.SEQUENCE: HeapModel._sequence, Kind.MAPPING: HeapModel._mapping, Kind.DEQUE: HeapModel._deque,
     Kind.SET: HeapModel._set, Kind.TYPED_ARRAY: HeapModel._typed_array, Kind.MAPPING_PROXY: HeapModel._mapping_proxy,
-    Kind.ENVIRON: HeapModel._environ, Kind.DATASET: HeapModel._dataset_input,
+    Kind.ENVIRON: HeapModel._environ, Kind.WRAPPER: HeapModel._wrapper, Kind.DATASET: HeapModel._dataset_input,
     Kind.DATA_ITERATOR: HeapModel._iterator_input, Kind.PY_ITERATOR: HeapModel._py_iterator,
     Kind.NUMPY: HeapModel._numpy, Kind.NAMED: HeapModel._named, Kind.IMMUTABLE: HeapModel._same_object,
     Kind.FRAMEWORK: HeapModel._same_object, Kind.TRACKED_OBJECT: HeapModel._same_object,

@@ -53,6 +53,8 @@ class Kind(enum.Enum):
     TYPED_ARRAY = "an array.array: guarded on typecode and elements"
     MAPPING_PROXY = "a types.MappingProxyType: guarded on keys in order, values read in turn"
     ENVIRON = "os.environ: each variable the trace reads guarded on its value (or its absence)"
+    WRAPPER = ("a UserDict, UserList, UserString or ChainMap: guarded on its class, its data (.data, .maps) read "
+               "in turn into a copy whose own code reads the trace's copies; a change to it fails the trace")
     DATASET = "a tf.data.Dataset: fed through its DatasetSpec, guarded on its element spec"
     DATA_ITERATOR = "a tf.data iterator: fed, its get_next advancing the caller's iterator"
     PY_ITERATOR = "a Python iterator or generator: the trace would consume it, so it fails"
@@ -72,6 +74,8 @@ _DICTS = (dict, collections.OrderedDict, collections.defaultdict, collections.Co
 # What a dict subclass may define without changing how its items are read.
 _DICT_READS = frozenset({"__getitem__", "__missing__", "get", "keys", "values", "items", "__iter__", "__len__",
                          "__contains__", "__eq__", "copy", "__reversed__"})
+# Pure-Python containers of the standard library whose items live in plain containers of theirs.
+_WRAPPERS = (collections.UserDict, collections.UserList, collections.UserString, collections.ChainMap)
 _IMMUTABLE = (range, slice, type(Ellipsis), type(NotImplemented), decimal.Decimal, fractions.Fraction,
               datetime.date, datetime.time, datetime.timedelta, pathlib.PurePath, re.Pattern, enum.Enum)
 
@@ -125,6 +129,8 @@ def _container_kind(value: Any, cls: type) -> Kind | None:
         return Kind.MAPPING_PROXY
     if value is os.environ:
         return Kind.ENVIRON
+    if cls in _WRAPPERS:
+        return Kind.WRAPPER
     return None
 
 
