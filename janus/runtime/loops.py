@@ -36,6 +36,7 @@ def _counted(count: int) -> int:
     if count >= MAX_TRACED_ITERATIONS:
         raise ConversionError(f"a loop ran {MAX_TRACED_ITERATIONS} iterations while tracing: "
                               "too many to unroll into a graph")
+    current().bounds.check_ops()
     return count + 1
 
 
