@@ -151,7 +151,7 @@ class TraceContext:
         self.checks = Checks(speculator)
         self.log = EffectLog()
         self.seeds = SeedStream()
-        self.bounds = TraceBounds(self.heap)  # inlining depth, ops
+        self.bounds = TraceBounds(self.heap)  # inlining depth, recursions on fed numbers, ops
         self.convert = convert
         self.on_collective = on_collective
         self.collective: tf.distribute.Strategy | None = None  # the multi-worker strategy the trace calls
