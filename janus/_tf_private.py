@@ -278,6 +278,37 @@ def captured_constant_bytes(concrete: Any) -> int:
                if t.dtype not in (tf.resource, tf.variant, tf.string) and t.shape.is_fully_defined())
 
 
+def captured_external(tensor: Any) -> Any:
+    """The tensor of an enclosing graph that ``tensor``, a placeholder of a branch or loop
+    body graph, stands for (None: it captures nothing).
+
+    Why: ``janus.trace.known_values`` follows a value from a nested graph back to the inputs
+    it is made of; ``FuncGraph.captures`` (TensorFlow's internal graph class) is the only
+    record of which outer tensor each such placeholder captured.
+    """
+    for external, internal in getattr(tensor.graph, "captures", ()):
+        if internal is tensor:
+            return external
+    return None
+
+
+def graph_chain(graph: Any, outermost: Any) -> list:
+    """``graph``, then the graphs it is nested in (a branch's, a loop body's enclosing
+    graph), up to ``outermost`` included.
+
+    Why: ``FuncGraph.outer_graph`` (an attribute of TensorFlow's internal graph class) is
+    the only link from a branch or loop body graph to the graph it is built in;
+    ``janus.trace.bounds`` counts the ops of all of them.
+    """
+    chain = []
+    while graph is not None:
+        chain.append(graph)
+        if graph is outermost:
+            break
+        graph = getattr(graph, "outer_graph", None)
+    return chain
+
+
 def known_shape_value(tensor: Any) -> bool:
     """Is ``tensor`` (an integer vector) a shape whose dimensions are all known while tracing,
     e.g. ``tf.shape(x)[1:]`` for ``x`` of shape ``[None, 4, 4]``?

@@ -16,6 +16,12 @@ DEFAULT_PROFILE_CALLS = 3
 MAX_CACHE_ENTRIES = 8
 MAX_CONVERSIONS = 12
 DEFAULT_TAKEOVER_SAMPLE_MS = 10.0
+# What one trace may build (janus.trace.bounds): user functions inlined inside one another
+# (a deeper recursion runs eagerly), and ops in all its graphs, branch and loop bodies
+# included (JANUS_MAX_TRACE_OPS), checked where a user function is inlined and at every loop
+# trip traced in Python; past either the trace is abandoned and the call runs eagerly.
+MAX_INLINE_DEPTH = 64
+DEFAULT_MAX_TRACE_OPS = 200_000
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -63,6 +69,22 @@ def profile_calls() -> int:
     if calls < 0:
         raise ConfigError(f"JANUS_PROFILE_CALLS must be a whole number >= 0, got {os.environ['JANUS_PROFILE_CALLS']!r}")
     return calls
+
+
+def max_trace_ops() -> int:
+    """Ops one trace may build before it is abandoned (the call then runs eagerly):
+    ``JANUS_MAX_TRACE_OPS``, a whole number >= 1 (default 200,000, well above a large
+    model's training step; it keeps a runaway trace from taking the machine's memory)."""
+    value = _raw("JANUS_MAX_TRACE_OPS")
+    if value is None:
+        return DEFAULT_MAX_TRACE_OPS
+    try:
+        ops = int(value)
+    except ValueError:
+        ops = 0
+    if ops < 1:
+        raise ConfigError(f"JANUS_MAX_TRACE_OPS must be a whole number >= 1, got {os.environ['JANUS_MAX_TRACE_OPS']!r}")
+    return ops
 
 
 def profiling() -> bool:
@@ -140,6 +162,7 @@ SETTINGS = {
     "JANUS_DISABLE": disabled,
     "JANUS_PROFILE_CALLS": profile_calls,
     "JANUS_PROFILE": profiling,
+    "JANUS_MAX_TRACE_OPS": max_trace_ops,
     "JANUS_REPORT": report,
     "JANUS_TAKEOVER_SAMPLE_MS": takeover_sample_seconds,
     "JANUS_SUBTREE_REUSE": subtree_reuse,

@@ -51,6 +51,12 @@ class NotYet(ConversionError):
     call): no graph break is made of it."""
 
 
+class TraceTooLarge(NotYet):
+    """A trace grew past a bound of ``janus.config`` (user functions inlined too deep, too
+    many ops built): it is abandoned and the call runs eagerly.  A call with other values
+    (a shallower recursion) may fit, so no graph break is made of it."""
+
+
 class UndefinedValueError(ConversionError):
     """Converted code touched a variable that eager Python would not have bound."""
 

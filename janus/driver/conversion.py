@@ -273,7 +273,8 @@ class Conversion:
             return plan
         if isinstance(error, TensorValuesKept):
             self.note(f"specialized by value (Python needs values made of them): {error.reason}")
-            return plan
+            # a number fed to the graph among them (a recursion's depth) is a value again
+            return replace(plan, fed={s: kind for s, kind in plan.fed.items() if s not in error.sources})
         if isinstance(error, IslandsRefused):
             self.note(f"called as written, not as Python islands (their arrays are used as NumPy): {error.reason}")
             return plan

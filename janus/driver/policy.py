@@ -8,8 +8,10 @@ to stop assuming, and when to give up.
   value guard failed is fed to the next graph instead of being specialized again.
 * **What not to feed**: a NumPy array argument a trace found read as NumPy stays a
   Python value, guarded by value, in every later trace (``numpy_values``); so does a
-  small integer tensor whose values Python needed (``tensor_values``), until the graphs
-  made for its values go unreused (``janus.trace.known_values``).
+  small integer tensor whose values Python needed (``tensor_values``), and a Python
+  number that decides where a recursion ends (``janus.trace.bounds``: fed, its recursion
+  would be inlined without end), until the graphs made for its values go unreused
+  (``janus.trace.known_values``).
 * **What to stop assuming**: a speculation whose assertion failed is banned at its site.
 * **When to give up**: at once for a construct that can never convert; after the
   conversion budget; or when the last graphs built were never reused (the profile of
@@ -196,7 +198,9 @@ class ConversionPolicy:
             source = guard.source
             value = graph.value_at(source, args, kwargs) if source is not None else None
             if guard.kind is GuardKind.VALUE and type(value) in (int, float):
-                self.varying[source] = type(value)
+                self.varying[source] = type(value)  # fed once no longer kept a value (tensor_values)
+                if source in self.tensor_values:
+                    self.tensor_value_misses.add(source)
                 state_number = state_number or not source.is_argument
                 # an argument may take its old value again (its graph still serves it)
                 explained = explained and not source.is_argument
@@ -226,14 +230,15 @@ class ConversionPolicy:
     def fed_scalars(self, fn: Any, history: list, speculate: bool, args: tuple, kwargs: dict) -> dict[Source, type]:
         """Python ints/floats to feed to the graph as tensors rather than specialize on
         (one graph, not one per value): state whose value guard failed, and arguments that
-        had several values while profiling — or every numeric argument when not speculating."""
-        fed = dict(self.varying)
+        had several values while profiling — or every numeric argument when not speculating;
+        never a number kept a value (``tensor_values``: it decides where a recursion ends)."""
+        fed = {s: kind for s, kind in self.varying.items() if s not in self.tensor_values}
         code = fn.__code__
         names = code.co_varnames[:code.co_argcount]
         items = [(Arg(i), names[i] if i < len(names) else None, v) for i, v in enumerate(args)]
         items += [(KwArg(n), n, v) for n, v in kwargs.items()]
         for source, name, value in items:
-            if type(value) not in (int, float):
+            if type(value) not in (int, float) or source in self.tensor_values:
                 continue
             seen = {(h[name].type, h[name].value) for h in history if name in h}
             if not speculate or len(seen) > 1 and all(t == type(value).__name__ for t, _ in seen):

@@ -170,7 +170,7 @@ def _cond(pred: tf.Tensor, true_fn: Callable, false_fn: Callable, names: Sequenc
     """
     ctx = current()
     start = len(ctx.checks.assertions)
-    with _tf_private.cond_scope() as scope:
+    with _tf_private.cond_scope() as scope, ctx.bounds.deciding(pred):
         before = ctx.checkpoint()
         t = _trace_side(true_fn, True, scope, what)
         if t.raised:
@@ -375,6 +375,7 @@ def _build(pred, t: _Side, f: _Side, scope: str, what: str, start: int) -> list:
     except (TypeError, ValueError) as e:
         raise ConversionError(f"{what}: the two sides do not agree ({type(e).__name__}: {first_line(e, 200)})") from None
     construct = op_of(outs)
+    ctx.bounds.built_cond(construct, t.graph, f.graph)
     ctx.checks.nested_assertions(start, lambda: construct)
     if t.writes or f.writes:
         ctx.checks.writer_constructs.add(construct)

@@ -51,16 +51,19 @@ def converted(fn: types.FunctionType):
 
 def inline(fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:
     """Call user function ``fn`` converted, in place; a recursion over a tree is run over
-    the whole tree at once instead (``janus.runtime.recursion``)."""
+    the whole tree at once instead (``janus.runtime.recursion``).  Inlining is bounded
+    (``janus.trace.bounds``): in depth, in ops, and a recursion may not end on a fed number."""
     taken_over = next((c for c in fn.__code__.co_consts if hasattr(c, "__janus_function__")), None)
     if taken_over is not None:  # the hook's trampoline code (janus.takeover.redirect): the function as written
         fn = taken_over.python_function
-    rec = current().recursion
+    ctx = current()
+    rec = ctx.recursion
     if rec is not None:
         out = rec.intercept(fn, args, kwargs)
         if out is not recursion.NOT_RECURSION:
             return out
-    return converted(fn)(*args, **kwargs)
+    with ctx.bounds.inlining(fn):
+        return converted(fn)(*args, **kwargs)
 
 
 def call(f: Any, *args: Any, **kwargs: Any) -> Any:

@@ -37,6 +37,7 @@ def _counted(count: int) -> int:
     if count >= MAX_TRACED_ITERATIONS:
         raise ConversionError(f"a loop ran {MAX_TRACED_ITERATIONS} iterations while tracing: "
                               "too many to unroll into a graph")
+    current().bounds.check_ops()
     return count + 1
 
 
@@ -56,8 +57,9 @@ def while_stmt(test: Callable, body: Callable, args: tuple, names: Sequence[str]
                     no_cells(cells, "while loop")
                     if not same_position(before, seeds.position):
                         raise ConversionError(DRAW_IN_TEST)
-                    return escapes.in_graph(while_loop, lambda *s: truth_operand(test(*s)), body, state, names,
-                                            "while loop")
+                    with current().bounds.deciding(cond):
+                        return escapes.in_graph(while_loop, lambda *s: truth_operand(test(*s)), body, state, names,
+                                                "while loop")
             pred = to_bool(cond)
             if count >= assumed.value:
                 assertion(tf.logical_not(pred), assumed.message, assumed)
@@ -125,7 +127,9 @@ def for_stmt(iterable: Any, extra_test: Callable | None, body: Callable, args: t
             iterable = _unrolled(iterable, assumed)
     if isinstance(iterable, TensorRange) or is_tensor(iterable):
         no_cells(cells, "for loop")
-        return escapes.in_graph(_tensor_for, iterable, extra_test, body, tuple(args), names)
+        deciding = (iterable.start, iterable.stop, iterable.step) if isinstance(iterable, TensorRange) else ()
+        with current().bounds.deciding(*deciding):
+            return escapes.in_graph(_tensor_for, iterable, extra_test, body, tuple(args), names)
     if isinstance(iterable, (tf.data.Dataset, tf.data.Iterator, EnumeratedDataset)):
         no_cells(cells, "for loop over a dataset")
         return escapes.in_graph(_dataset_for, iterable, extra_test, body, tuple(args), names)

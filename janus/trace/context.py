@@ -1,6 +1,7 @@
 """The trace context: what one trace of converted code depended on and produced.
 
-It is composed of five parts, all made by its constructor: the
+It is composed of five parts, all made by its constructor (with the bounds that keep a
+trace finite, ``janus.trace.bounds``): the
 :class:`~janus.trace.guards.GuardBuilder` (guards and the namespace their code uses),
 the :class:`~janus.trace.heap.HeapModel` (what was read and how converted code sees it),
 the :class:`Checks` (assertions and the assumptions they check), the :class:`EffectLog`
@@ -19,6 +20,7 @@ import tensorflow as tf
 
 from janus.errors import ConversionError
 from janus.trace import active
+from janus.trace.bounds import TraceBounds
 from janus.trace.guards import GuardBuilder
 from janus.trace.heap import HeapModel
 from janus.trace.seeds import SeedStream
@@ -150,6 +152,7 @@ class TraceContext:
         self.checks = Checks(speculator)
         self.log = EffectLog()
         self.seeds = SeedStream()
+        self.bounds = TraceBounds(self.heap)  # inlining depth, recursions on fed numbers, ops
         self.convert = convert
         self.on_collective = on_collective
         self.collective: tf.distribute.Strategy | None = None  # the multi-worker strategy the trace calls

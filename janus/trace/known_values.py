@@ -159,3 +159,45 @@ def fed_sources(t: tf.Tensor, placeholders: dict[str, Source]) -> set[Source] | 
             return None
         stack += op.inputs
     return found or None
+
+
+def fed_numbers(tensors: list[tf.Tensor], heap: "HeapModel", branches: dict[Any, tuple]) -> set[Source]:
+    """The Python numbers fed to the graph (``heap.fed_scalars``) whose values alone make
+    ``tensors``' — through stateless ops, across the captures of branch and loop body
+    graphs; empty when anything else goes into them (a tensor input, a variable, a loop
+    variable), since then specializing the numbers would not make the values known.  An
+    output of a conditional whose branch graphs ``branches`` holds (its op -> the true and
+    false graph) is made of its predicate and of that output of each side: a return flag
+    set on one side is made of the predicate alone."""
+    fed = {}
+    for source in heap.fed_scalars:
+        placeholder = heap.arg_inputs.get(source)
+        if placeholder is None and source in heap.heap_inputs:
+            placeholder = heap.heap_inputs[source].placeholder
+        if isinstance(placeholder, tf.Tensor):
+            fed[placeholder.ref()] = source
+    found: set[Source] = set()
+    seen: set = set()
+    stack = list(tensors)
+    while stack:
+        t = stack.pop()
+        if t.ref() in seen:
+            continue
+        seen.add(t.ref())
+        if len(seen) > _MAX_OPS:
+            return set()
+        if t.ref() in fed:
+            found.add(fed[t.ref()])
+            continue
+        if t.op.type == "Placeholder":
+            outer = _tf_private.captured_external(t)
+            if outer is None:
+                return set()
+            stack.append(outer)
+        elif t.op in branches:
+            stack += [t.op.inputs[0]] + [graph.outputs[t.value_index] for graph in branches[t.op]]
+        elif t.op.op_def.is_stateful:
+            return set()
+        else:
+            stack += t.op.inputs
+    return found
