@@ -161,7 +161,7 @@ def module_attribute(ctx, module: types.ModuleType, name: str) -> Any:
     value = g[name]
     if not is_user_module(module) and kinds.classify(value) in _LIBRARY_API:
         return value
-    return ctx.read(value, ModuleAttr(ctx.const(g, "g"), module.__name__, name))
+    return ctx.read(value, ModuleAttr(ctx.const(g, "g"), name, module.__name__))
 
 
 _LIBRARY_API = frozenset({kinds.Kind.NAMED, kinds.Kind.FRAMEWORK, kinds.Kind.IMMUTABLE})

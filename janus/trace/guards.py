@@ -339,14 +339,7 @@ def compile_inputs(sources: list[Source], fed_scalars: dict[Source, type], names
 def guard_namespace_base() -> dict[str, Any]:
     """Helpers every generated guard function may use."""
     return {"_EagerTensor": EAGER_TENSOR, "_Dataset": tf.data.Dataset, "_fits": fits_spec, "_np_equal": _np_equal,
-            "_shape_ok": _shape_ok, "_entry": _entry}
-
-
-def _entry(mapping: Any, key: Any) -> Any:
-    """``mapping[key]`` without ``__missing__`` (a ``defaultdict`` would insert the key)."""
-    if key not in mapping:
-        raise KeyError(key)
-    return mapping[key]
+            "_shape_ok": _shape_ok}
 
 
 def _shape_ok(shape, dims: tuple) -> bool:

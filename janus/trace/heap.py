@@ -157,7 +157,10 @@ class HeapModel:
                 if type(other) is type(value) or is_eager_tensor(other) and is_eager_tensor(value):
                     self.guard_set.distinct(source, other_source)
             self._distinct.append((source, value))
-        result = self._read(value, source)
+        return self._remember(value, source, self._read(value, source))
+
+    def _remember(self, value: Any, source: Source, result: Any) -> Any:
+        """``result`` is what converted code sees of ``value`` (read from ``source``) from now on."""
         self._by_id[id(value)] = (source, result)
         self._read_from[id(value)] = self._read_from[id(result)] = source
         self._keep += [value, result]
@@ -277,11 +280,7 @@ class HeapModel:
         seen = self._by_id.get(id(value))
         if seen is not None:
             return seen[1]
-        out = self._scalars_copy(value, source)
-        self._by_id[id(value)] = (source, out)
-        self._read_from[id(value)] = self._read_from[id(out)] = source
-        self._keep += [value, out]
-        return out
+        return self._remember(value, source, self._scalars_copy(value, source))
 
     def _mapping(self, value: dict, source: Source) -> dict:
         """A dict, ``OrderedDict``, ``defaultdict``, ``Counter`` or plain dict subclass: its

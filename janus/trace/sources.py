@@ -125,11 +125,12 @@ class Item(Source):
 class Entry(Item):
     """``parent[key]`` of a mapping whose missing keys it makes (a ``defaultdict``), read so
     that it never makes one: a guard or getter evaluated on a later call must not insert
-    ``key`` into the caller's mapping (``_entry`` raises KeyError instead)."""
+    ``key`` into the caller's mapping (a missing key raises KeyError instead)."""
 
     @property
     def expr(self) -> str:
-        return f"_entry({self.parent.expr}, {self.key!r})"
+        parent, key = self.parent.expr, repr(self.key)
+        return f"({parent}[{key}] if {key} in {parent} else {{}}[{key}])"
 
 
 @dataclass(frozen=True)
@@ -169,21 +170,19 @@ class Global(Source):
 
 
 @dataclass(frozen=True)
-class ModuleAttr(Source):
-    """Attribute ``name`` of module ``qualname`` read as ``module.name``: an item of its globals
-    dict, held as namespace entry ``module`` (the module itself is guarded where it was read)."""
+class ModuleAttr(Global):
+    """Attribute ``name`` of module ``qualname`` read as ``module.name``: a global of that
+    module (its globals dict is namespace entry ``module``), named as the user's code names it."""
 
-    module: str
-    qualname: str
-    name: str
-
-    @property
-    def expr(self) -> str:
-        return f"{self.module}[{self.name!r}]"
+    qualname: str = ""
 
     @property
     def label(self) -> str:
         return f"{self.qualname}.{self.name}"
+
+    @property
+    def what(self) -> str:
+        return self.label
 
 
 @dataclass(frozen=True)
