@@ -155,9 +155,9 @@ def test_length_guard_pins_the_container_type_and_length():
 
 def test_dict_guard_pins_keys_in_order():
     b = GuardBuilder()
-    g = b.dict_keys(Attr(Arg(0, "self"), "cfg"), {"depth": 2, "mode": "a"})
+    g = b.mapping_keys(Attr(Arg(0, "self"), "cfg"), {"depth": 2, "mode": "a"})
     assert g.expr == "type(a[0].__dict__['cfg']) is dict and list(a[0].__dict__['cfg']) == ['depth', 'mode']"
-    assert (g.description, g.kind) == ("self.cfg has keys ['depth', 'mode']", GuardKind.STRUCTURE)
+    assert (g.description, g.kind) == ("self.cfg is a dict with keys ['depth', 'mode']", GuardKind.STRUCTURE)
     assert holds(b, g, Model(cfg={"depth": 9, "mode": None}))
     assert not holds(b, g, Model(cfg={"mode": "a", "depth": 2})) and not holds(b, g, Model(cfg={"depth": 2}))
 
@@ -345,7 +345,7 @@ def test_heap_reads_record_guards_through_the_builder():
     heap.read(obj.items, Global("_g", "ITEMS"))  # the same list reached another way
     assert [(g.kind, g.description) for g in b.guards] == [
         (GuardKind.TYPE, "argument self is a Model"),
-        (GuardKind.STRUCTURE, "self.cfg has keys ['depth']"),
+        (GuardKind.STRUCTURE, "self.cfg is a dict with keys ['depth']"),
         (GuardKind.VALUE, "self.cfg['depth'] == 2"),
         (GuardKind.VALUE, "self.flag is None"),
         (GuardKind.VALUE, "self.items == [1, 2]"),

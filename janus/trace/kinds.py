@@ -60,7 +60,8 @@ class Kind(enum.Enum):
     PY_ITERATOR = "a Python iterator or generator: the trace would consume it, so it fails"
     NUMPY = "a NumPy array or scalar: fed by dtype and shape, or guarded by value"
     NAMED = "a function, module or class: guarded to be that object"
-    IMMUTABLE = "an immutable library object (range, slice, Decimal, date, path ...): guarded to be that object"
+    IMMUTABLE = ("an immutable library object (range, slice, Decimal, date, path, a bare object() sentinel ...): "
+                 "guarded to be that object")
     TENSOR_ARRAY = ("an eager tf.TensorArray: its write changes it in place, so a trace (which would write graph "
                     "tensors into it) fails")
     FRAMEWORK = "a TensorFlow, Keras or NumPy object (state in variables): guarded to be that object"
@@ -148,7 +149,7 @@ def _object_kind(value: Any, cls: type) -> Kind:
     if isinstance(value, (types.BuiltinFunctionType, types.MethodType, types.BuiltinMethodType)) \
             or callable(value) and not hasattr(value, "__dict__"):
         return Kind.NAMED
-    if isinstance(value, _IMMUTABLE) and not is_user_class(cls):
+    if isinstance(value, _IMMUTABLE) and not is_user_class(cls) or cls is object:  # object(): a sentinel
         return Kind.IMMUTABLE
     if isinstance(value, tf.TensorArray):
         return Kind.TENSOR_ARRAY
