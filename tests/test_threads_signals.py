@@ -215,10 +215,11 @@ def test_ctrl_c_at_random_times_never_tears_a_graph_call():
     interrupts = 0
     for trial in range(12):
         timer = threading.Timer(rng.uniform(0.0005, 0.01), lambda: signal.raise_signal(signal.SIGINT))
-        timer.start()
         try:
-            # until the interrupt lands (a bound, not a time): a timer thread scheduled late
-            # must not find the test past its try, waiting in join()
+            # started inside the try: on a busy machine the timer may fire before start()
+            # returns (start waits for the thread); then until the interrupt lands (a bound,
+            # not a time): a timer thread scheduled late must not find the test past its try
+            timer.start()
             for _ in range(200_000):
                 c.step(tf.ones([2]))
         except KeyboardInterrupt:
