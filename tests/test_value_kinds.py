@@ -21,6 +21,8 @@ import tensorflow as tf
 
 import janus
 from harness import check, fresh_module
+from janus.trace import kinds
+from janus.trace.kinds import Kind
 
 X = tf.constant([1.0, 2.0, 3.0])
 
@@ -541,3 +543,218 @@ def test_a_guard_on_a_defaultdict_item_never_inserts_the_key():
         return p.fn(X)
 
     check(make, [(X,), (X,), (X,), (X,), (X,), removed, (X,), removed, (X,)], min_graph_calls=2)
+
+
+class Vec:
+    """A user number type: its operators read its fields and count their calls."""
+
+    calls = collections.Counter()
+
+    def __init__(self, v):
+        self.v = v
+
+    def __add__(self, other):
+        Vec.calls["add"] += 1
+        return Vec(self.v + (other.v if isinstance(other, Vec) else other))
+
+    def __radd__(self, other):
+        Vec.calls["radd"] += 1
+        return Vec(other + self.v)
+
+    def __mul__(self, other):
+        Vec.calls["mul"] += 1
+        return self.v * other
+
+    def __lt__(self, other):
+        Vec.calls["lt"] += 1
+        return self.v < (other.v if isinstance(other, Vec) else other)
+
+    def __eq__(self, other):
+        Vec.calls["eq"] += 1
+        return isinstance(other, Vec) and self.v == other.v
+
+    def __neg__(self):
+        Vec.calls["neg"] += 1
+        return Vec(-self.v)
+
+    def __iadd__(self, other):
+        Vec.calls["iadd"] += 1
+        self.v = self.v + other
+        return self
+
+
+def test_operators_of_a_user_class_run_converted_and_counted():
+    """``a + b``, ``1 + a``, ``a * t``, ``a < b``, ``a == b``, ``-a`` and ``a += v`` on objects
+    of the caller's state, whose fields the caller changes between calls."""
+    def make(jit):
+        state = SimpleNamespace(a=Vec(0.5), b=Vec(2.0))
+        Vec.calls.clear()
+
+        @jit
+        def step(x):
+            s = state.a + state.b
+            t = 1.0 + state.a
+            y = state.a * x + (-state.b).v
+            if state.a < state.b:
+                y = y + s.v
+            if state.a == Vec(0.5):
+                y = y * t.v
+            acc = Vec(0.0)
+            acc += 2.0
+            return y + acc.v
+
+        return SimpleNamespace(fn=step, state_=state,
+                               state=lambda: {"a": state.a.v, "b": state.b.v, "calls": sorted(Vec.calls.items())})
+
+    def change(a, b):
+        def run(p):
+            p.state_.a.v, p.state_.b.v = a, b
+            return p.fn(X)
+        return run
+
+    check(make, [(X,), (X,), (X,), change(0.5, 3.0), change(4.0, 3.0), (X,), change(0.25, 0.5)], min_graph_calls=2)
+
+
+# ------------------------------------------------------------------ every kind, one rule
+def _ds(values):
+    return tf.data.Dataset.from_tensor_slices(np.array(values, np.float32))
+
+
+def _in_place(change):
+    """A call that changes ``p.holder.value`` in place (``change(value)``), then calls the step."""
+    return lambda p: (change(p.holder.value), p.fn(X))[1]
+
+
+def _renamed(factory, value):
+    """A call that rebinds ``p.holder.value`` to ``factory(value)``, then calls the step."""
+    return lambda p: (setattr(p.holder, "value", factory(value)), p.fn(X))[1]
+
+
+def _f1():
+    return 1.0
+
+
+def _f2():
+    return 2.0
+
+
+class _Plain:
+    def __init__(self, a):
+        self.a = a
+
+
+_ENV = "JANUS_TEST_KINDS_EVERY"
+# kind: (the value, how the step reads it, the changes the caller makes, whether a graph may read it)
+KIND_SAMPLES = {
+    Kind.TENSOR: (lambda: tf.constant(0.5), "v", [_renamed(tf.constant, 2.0)], True),
+    Kind.COMPOSITE: (lambda: tf.ragged.constant([[0.5], [1.0, 2.0]]), "tf.reduce_sum(v.flat_values)",
+                     [_renamed(tf.ragged.constant, [[3.0, 1.0]])], True),
+    Kind.CONSTANT: (lambda: True, "2.0 if v else 1.0", [_renamed(bool, 0)], True),
+    Kind.SCALAR: (lambda: 0.5, "v", [_renamed(float, 3.0)], True),
+    Kind.SEQUENCE: (lambda: [0.5, 1.0], "v[0] + len(v)", [_in_place(lambda v: v.__setitem__(0, 2.0)),
+                                                         _in_place(lambda v: v.append(1.0))], True),
+    Kind.MAPPING: (lambda: collections.OrderedDict(a=0.5), "v['a']",
+                   [_in_place(lambda v: v.__setitem__("a", 2.0))], True),
+    Kind.DEQUE: (lambda: collections.deque([0.5], maxlen=2), "v[-1] + len(v)",
+                 [_in_place(lambda v: v.append(3.0)), _in_place(lambda v: v.append(4.0))], True),
+    Kind.SET: (lambda: {1, 2}, "len(v) + (3 in v)", [_in_place(lambda v: v.add(3))], True),
+    Kind.TYPED_ARRAY: (lambda: array.array("d", [0.5]), "v[0]", [_in_place(lambda v: v.__setitem__(0, 2.0))], True),
+    Kind.MAPPING_PROXY: (lambda: types.MappingProxyType(_PROXIED), "v['a']",
+                         [lambda p: (_PROXIED.__setitem__("a", 2.0), p.fn(X))[1]], True),
+    Kind.ENVIRON: (lambda: os.environ, f"float(v['{_ENV}'])",
+                   [lambda p: (os.environ.__setitem__(_ENV, "2.0"), p.fn(X))[1]], True),
+    Kind.WRAPPER: (lambda: collections.UserDict(a=0.5), "v['a']", [_in_place(lambda v: v.__setitem__("a", 2.0))],
+                   True),
+    Kind.DATASET: (lambda: _ds([0.5, 1.0]), "_sum_of(v)", [_renamed(_ds, [2.0, 3.0])], True),
+    Kind.DATA_ITERATOR: (lambda: iter(_ds([0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0])), "v.get_next()", [], True),
+    Kind.PY_ITERATOR: (lambda: iter([0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]), "next(v)", [], False),
+    Kind.NUMPY: (lambda: np.array([0.5], np.float32), "v[0]", [_in_place(lambda v: v.__setitem__(0, 2.0))], True),
+    Kind.NAMED: (lambda: _f1, "v()", [_renamed(lambda f: f, _f2)], True),
+    Kind.IMMUTABLE: (lambda: range(2), "len(v)", [_renamed(range, 5)], True),
+    Kind.FRAMEWORK: (lambda: tf.Variable(0.5), "v", [_in_place(lambda v: v.assign(2.0))], True),
+    Kind.USER_OBJECT: (lambda: _Plain(0.5), "v.a", [_in_place(lambda v: setattr(v, "a", 2.0))], True),
+    Kind.TRACKED_OBJECT: (lambda: SimpleNamespace(a=0.5), "v.a", [_in_place(lambda v: setattr(v, "a", 2.0))],
+                          True),
+    Kind.TENSOR_ARRAY: (lambda: tf.TensorArray(tf.float32, size=1).write(0, 0.5), "v.read(0)", [], False),
+    Kind.UNKNOWN: (lambda: bytearray(b"\x01"), "float(v[0])", [_in_place(lambda v: v.__setitem__(0, 2))], False),
+}
+_PROXIED = {"a": 0.5}
+# UNDEF is no value a program holds: a segment's input not bound yet (tests/test_graph_breaks.py).
+NOT_SAMPLED = {Kind.UNDEF}
+
+
+def _sum_of(ds):
+    total = 0.0
+    for e in ds:
+        total += e
+    return total
+
+
+def test_every_kind_has_a_sample():
+    assert set(KIND_SAMPLES) | NOT_SAMPLED == set(Kind), set(Kind) - set(KIND_SAMPLES) - NOT_SAMPLED
+
+
+@pytest.mark.parametrize("kind", list(KIND_SAMPLES), ids=lambda k: k.name)
+def test_every_kind_is_guarded_on_what_was_read(kind):
+    """The rule every kind keeps: a value the step reads, changed in place or rebound by the
+    caller after the graph was built, gives eager's result; a kind that cannot be guarded
+    never runs a graph."""
+    value, read, changes, graphs = KIND_SAMPLES[kind]
+    assert kinds.classify(value()) is kind
+    mod = fresh_module(f"""
+def step(holder, x):
+    v = holder.value
+    return x * ({read})
+""", tf=tf, _sum_of=_sum_of)
+
+    def make(jit):
+        _PROXIED["a"] = 0.5
+        os.environ[_ENV] = "0.5"
+        holder = SimpleNamespace(value=value())
+        fn = jit(mod.step)
+        return SimpleNamespace(fn=lambda x: fn(holder, x), janus_fns=[fn], holder=holder)
+
+    calls = [(X,)] * 4 + [c for change in changes for c in (change, (X,))]
+    try:
+        if graphs:
+            check(make, calls, min_graph_calls=1)
+        else:
+            check(make, calls, eager_only=True)
+    finally:
+        os.environ.pop(_ENV, None)
+
+
+def test_formatting_or_vars_of_a_user_object_never_freezes_its_text():
+    """``f"{obj}"``, ``str(obj)`` of an object whose ``__str__`` reads its state, and
+    ``vars(obj)[k]``: each read past the guards while tracing, so each fails the trace."""
+    class Tag:
+        def __init__(self):
+            self.name = "a"
+
+        def __str__(self):
+            return self.name
+
+    def make(jit):
+        tag, conf = Tag(), SimpleNamespace(lr=0.5)
+
+        @jit
+        def step(x, how):
+            if how == "f":
+                label = f"{tag}"
+            elif how == "str":
+                label = str(tag)
+            else:
+                label = "a" if vars(conf)["lr"] < 1.0 else "b"
+            return x * (2.0 if label == "a" else 3.0)
+
+        return SimpleNamespace(fn=step, tag=tag, conf=conf, state=lambda: {"tag": tag.name, "lr": conf.lr})
+
+    def renamed(how):
+        def run(p):
+            p.tag.name = "b" if p.tag.name == "a" else "a"
+            p.conf.lr = 2.0 if p.conf.lr < 1.0 else 0.5
+            return p.fn(X, how)
+        return run
+
+    for how in ("f", "str", "vars"):
+        check(make, [(X, how)] * 4 + [renamed(how), (X, how), renamed(how)], eager_only=True)

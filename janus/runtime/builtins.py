@@ -39,14 +39,20 @@ def mod(left: Any, right: Any) -> Any:
     """``left % right``: string formatting of a graph tensor is refused."""
     if isinstance(left, (str, bytes)) and (is_symbolic(right) or isinstance(right, tuple) and any(map(is_symbolic, right))):
         raise ConversionError("formats a tensor into a string inside the graph")
+    if isinstance(left, (str, bytes)):
+        for value in right if isinstance(right, tuple) else (right,):
+            dunders.as_text(value, "% formatting")
     return left % right
 
 
 def no_symbolic(fn: Callable) -> Callable:
-    """``fn``, refusing a tensor or Python number the graph has not computed yet."""
+    """``fn``, refusing a tensor or Python number the graph has not computed yet (and, for
+    the formatting builtins, a user object whose text its own dunders compute)."""
     def check(*args: Any, **kwargs: Any) -> Any:
         if any(is_symbolic(a) or isinstance(a, PyScalar) for a in args):
             raise ConversionError(f"{fn.__name__}() of a tensor the graph has not computed yet")
+        if fn in (str, repr, format):
+            args = tuple(dunders.as_text(a, f"{fn.__name__}()") for a in args)
         return fn(*args, **kwargs)
     return check
 
@@ -221,4 +227,5 @@ SPECIAL = {
     abs: lambda x: abs(x) if is_symbolic(x) or isinstance(x, (PyScalar, PyOrTensor)) else dunders.absolute(x),
     os.getenv: lambda key, default=None: state.module_attribute(current(), os, "environ").get(key, default),
     id: no_symbolic(id),
+    vars: dunders.own_dict,
 }

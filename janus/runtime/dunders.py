@@ -194,6 +194,32 @@ def unpack(x: Any) -> Any:
     return x
 
 
+def as_text(x: Any, what: str) -> Any:
+    """``x`` about to be formatted while tracing (an f-string field, ``str``, ``repr``,
+    ``format``, ``%``): a user object whose text its own ``__str__``/``__repr__``/``__format__``
+    computes would be formatted from what it holds now, frozen into the graph; that fails the
+    trace (``print`` formats after the run, as eager does, and is no concern here)."""
+    if type(x) in _PLAIN or is_tensor(x) or not is_user_class(type(x)):
+        return x
+    for name in ("__format__", "__str__", "__repr__"):
+        if user_method(x, name) is not None:
+            raise ConversionError(f"{what} of a {type(x).__qualname__}, whose {name} reads what it holds while "
+                                  "tracing")
+    return x
+
+
+def own_dict(x: Any = None, *rest: Any) -> dict:
+    """``vars(x)``: the caller's own ``__dict__`` of an object of Python state would be read
+    (and changed) past every guard, so that fails the trace; so does ``vars()`` (converted
+    code's locals are not the user's)."""
+    if x is None or rest:
+        raise ConversionError("vars() of the local scope")
+    ctx = current()
+    if ctx is not None and ctx.source_of(x) is not None:
+        raise ConversionError(f"vars() of {ctx.source_of(x).label}: its __dict__ would be read unguarded")
+    return vars(x)
+
+
 def _by_index(items: Subscriptable) -> Iterator:
     i = 0
     while True:

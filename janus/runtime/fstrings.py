@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from janus.errors import ConversionError
+from janus.runtime.dunders import as_text
 from janus.trace.values import DeferredStr, Field, PyScalar, is_symbolic
 
 
@@ -26,4 +27,4 @@ def fstring(*parts: Any) -> Any:
         if any(isinstance(p, Field) and isinstance(p.value, DeferredStr) for p in parts):
             raise ConversionError("nested f-strings of values the graph computes")
         return DeferredStr(parts)
-    return "".join(p if isinstance(p, str) else p.render(p.value) for p in parts)
+    return "".join(p if isinstance(p, str) else p.render(as_text(p.value, "an f-string field")) for p in parts)

@@ -14,6 +14,7 @@ from janus.runtime.fstrings import field, fstring
 from janus.runtime.graph_lists import own_lists
 from janus.runtime.imports import import_from, import_name
 from janus.runtime.loops import for_stmt, while_stmt
+from janus.runtime.operators import op
 from janus.runtime.state import aug_operand, ld_attr, ld_cell, ld_global, st_attr, st_cell, st_global, st_subscr
 from janus.trace.values import UNDEF
 
@@ -22,5 +23,5 @@ __all__ = [
     "UNDEF", "and_", "assert_", "caught", "for_stmt", "if_stmt", "ifexp", "not_", "or_", "test_and", "test_or", "while_stmt",
     "ld_attr", "ld_cell", "ld_global", "mutate_attr", "mutate_cell", "mutate_global", "st_attr", "st_subscr",
     "aug_operand", "st_global", "st_cell", "context_manager", "import_name", "import_from", "block_left", "escaped",
-    "own_lists", "proto", "contains", "unpack",
+    "own_lists", "proto", "contains", "unpack", "op",
 ]
