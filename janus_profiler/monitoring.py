@@ -24,7 +24,7 @@ from __future__ import annotations
 import sys
 import threading
 import types
-from typing import Any
+from typing import Any, Callable
 
 __all__ = ["MonitoringBackend", "NoToolFree"]
 
@@ -48,12 +48,14 @@ class MonitoringBackend:
     frame another thread starts is left alone (no record, no ``DISABLE``), and no callback
     lets an exception reach the monitored program."""
 
-    def __init__(self, prof: Any, frame_state: type, missing: object):
-        """``frame_state`` and ``missing`` are the profiler's per-frame engine class and its
-        "not bound" sentinel (passed in: the profiler imports this module, not the reverse)."""
+    def __init__(self, prof: Any, frame_state: type, missing: object, on_error: Callable[[types.CodeType], None]):
+        """``frame_state``, ``missing`` and ``on_error`` are the profiler's per-frame engine class,
+        its "not bound" sentinel and its report of an internal error (passed in: the profiler
+        imports this module, not the reverse)."""
         self.prof = prof
         self._frame_state = frame_state
         self._missing = missing
+        self._on_error = on_error
         self.states: dict[types.FrameType, Any] = {}
         self.local: set[types.CodeType] = set()
         self.tool: int | None = None
@@ -195,7 +197,7 @@ class MonitoringBackend:
     def _failed(self, code: types.CodeType, frame: types.FrameType) -> None:
         """The engine failed on ``frame``: log it once, and the frame continues untraced."""
         self.states.pop(frame, None)
-        _internal_error(code)
+        self._on_error(code)
 
 
 def _take_tool_id() -> int:
@@ -212,7 +214,3 @@ def _take_tool_id() -> int:
         return tool
     raise NoToolFree("janus_profiler: no free sys.monitoring tool id")
 
-
-def _internal_error(code: types.CodeType) -> None:
-    from .profiler import _internal_error as report  # imported here: the profiler imports this module
-    report(code)

@@ -498,7 +498,7 @@ class Profiler:
     def _install(self) -> None:
         if hasattr(sys, "monitoring") and _use_monitoring():
             from .monitoring import MonitoringBackend
-            backend = MonitoringBackend(self, FrameState, _MISSING)
+            backend = MonitoringBackend(self, FrameState, _MISSING, _internal_error)
             backend.install()  # raises NoToolFree
             self._backend, self._static_calls = backend, False
         else:
