@@ -22,10 +22,18 @@ This module is only imported on 3.12+ (``hasattr(sys, "monitoring")``).  Set
 from __future__ import annotations
 
 import sys
+import threading
 import types
-from typing import Any
+from typing import Any, Callable
 
 __all__ = ["MonitoringBackend", "NoToolFree"]
+
+#: Serialises taking and freeing tool ids between profilers on different threads (a free id
+#: seen by two threads at once must not be taken twice).
+_TOOLS = threading.Lock()
+#: The ids the profiler may take: PROFILER_ID (2) first, then two ids no standard tool claims
+#: (literals: this module is imported on 3.11 too, where sys.monitoring does not exist).
+_CANDIDATES = (2, 3, 4)
 
 
 class NoToolFree(RuntimeError):
@@ -34,59 +42,86 @@ class NoToolFree(RuntimeError):
 
 
 class MonitoringBackend:
-    """Installs the engine of one :class:`Profiler` as a ``sys.monitoring`` tool."""
+    """Installs the engine of one :class:`Profiler` as a ``sys.monitoring`` tool.
 
-    def __init__(self, prof: Any, frame_state: type, missing: object):
-        """``frame_state`` and ``missing`` are the profiler's per-frame engine class and its
-        "not bound" sentinel (passed in: the profiler imports this module, not the reverse)."""
+    Events are process-wide, but only the thread that installed the tool is profiled: a
+    frame another thread starts is left alone (no record, no ``DISABLE``), and no callback
+    lets an exception reach the monitored program."""
+
+    def __init__(self, prof: Any, frame_state: type, missing: object, on_error: Callable[[types.CodeType], None]):
+        """``frame_state``, ``missing`` and ``on_error`` are the profiler's per-frame engine class,
+        its "not bound" sentinel and its report of an internal error (passed in: the profiler
+        imports this module, not the reverse)."""
         self.prof = prof
         self._frame_state = frame_state
         self._missing = missing
+        self._on_error = on_error
         self.states: dict[types.FrameType, Any] = {}
         self.local: set[types.CodeType] = set()
         self.tool: int | None = None
+        self.thread = threading.get_ident()
 
     def install(self) -> None:
+        """Take a free tool id and switch on the global events; NoToolFree if none is free."""
         mon = sys.monitoring
-        for tool in (mon.PROFILER_ID, 3, 4):
-            if mon.get_tool(tool) is None:
-                break
-        else:
-            raise NoToolFree("janus_profiler: no free sys.monitoring tool id")
-        mon.use_tool_id(tool, "janus-profiler")
-        self.tool = tool
         E = mon.events
         self.local_events = E.INSTRUCTION | E.CALL | E.PY_RESUME | E.PY_RETURN | E.PY_YIELD
-        for ev, cb in ((E.PY_START, self._start), (E.PY_RESUME, self._resume),
-                       (E.PY_RETURN, self._return), (E.PY_YIELD, self._yield),
-                       (E.PY_UNWIND, self._unwind), (E.RAISE, self._raise),
-                       (E.INSTRUCTION, self._instruction), (E.CALL, self._call)):
-            mon.register_callback(tool, ev, cb)
-        # RAISE and PY_UNWIND exist only as global events; their callbacks ignore other frames
-        mon.set_events(tool, E.PY_START | E.RAISE | E.PY_UNWIND)
-        mon.restart_events()  # code that was DISABLEd by an earlier session is seen again
+        with _TOOLS:
+            tool = _take_tool_id()
+            try:
+                for ev, cb in self._callbacks():
+                    mon.register_callback(tool, ev, cb)
+                # RAISE and PY_UNWIND exist only as global events; their callbacks ignore other frames
+                mon.set_events(tool, E.PY_START | E.RAISE | E.PY_UNWIND)
+            except BaseException:
+                self._release(tool)
+                raise
+            self.tool = tool
+            mon.restart_events()  # code that was DISABLEd by an earlier session is seen again
+
+    def _callbacks(self) -> tuple:
+        E = sys.monitoring.events
+        return ((E.PY_START, self._start), (E.PY_RESUME, self._resume),
+                (E.PY_RETURN, self._return), (E.PY_YIELD, self._yield),
+                (E.PY_UNWIND, self._unwind), (E.RAISE, self._raise),
+                (E.INSTRUCTION, self._instruction), (E.CALL, self._call))
 
     def uninstall(self) -> None:
-        mon = sys.monitoring
-        tool = self.tool
-        if tool is None:
-            return
-        mon.set_events(tool, 0)
-        for code in self.local:
-            mon.set_local_events(tool, code, 0)
-        E = mon.events
-        for ev in (E.PY_START, E.PY_RESUME, E.PY_RETURN, E.PY_YIELD, E.PY_UNWIND, E.RAISE,
-                   E.INSTRUCTION, E.CALL):
-            mon.register_callback(tool, ev, None)
-        mon.free_tool_id(tool)
-        self.tool = None
+        """Switch every event off, unregister the callbacks and free the tool id."""
+        with _TOOLS:
+            tool, self.tool = self.tool, None
+            if tool is not None:
+                self._release(tool)
         self.states.clear()
         self.local.clear()
 
+    def _release(self, tool: int) -> None:
+        """Free ``tool`` with nothing of ours left on it (the caller holds _TOOLS).
+
+        ``DISABLE`` outlives a freed id (a later holder of the id would not see the code the
+        profiler disabled), so the disabled events are restarted once the id is free."""
+        mon = sys.monitoring
+        mon.set_events(tool, 0)
+        for code in self.local:
+            mon.set_local_events(tool, code, 0)
+        for ev, _ in self._callbacks():
+            mon.register_callback(tool, ev, None)
+        mon.free_tool_id(tool)
+        mon.restart_events()
+
     # -- callbacks (the monitored frame is sys._getframe(1)) ------------------------------------
     def _start(self, code: types.CodeType, offset: int) -> Any:
-        prof = self.prof
+        if threading.get_ident() != self.thread:
+            return None  # another thread: not profiled, and DISABLE would hold for every thread
         frame = sys._getframe(1)
+        try:
+            return self._started(code, frame)
+        except Exception:  # noqa: BLE001 - never break the observed program
+            self._failed(code, frame)
+            return None
+
+    def _started(self, code: types.CodeType, frame: types.FrameType) -> Any:
+        prof = self.prof
         b = prof._bound.get(id(code), self._missing)
         if b is self._missing:
             b = prof._decide(code, frame)
@@ -103,39 +138,79 @@ class MonitoringBackend:
         frame = sys._getframe(1)
         fs = self.states.get(frame)
         if fs is not None:
-            fs.resume(frame)
+            try:
+                fs.resume(frame)
+            except Exception:  # noqa: BLE001 - never break the observed program
+                self._failed(code, frame)
 
     def _instruction(self, code: types.CodeType, offset: int) -> None:
         frame = sys._getframe(1)
         fs = self.states.get(frame)
         if fs is not None:
-            fs.op(frame, offset)
+            try:
+                fs.op(frame, offset)
+            except Exception:  # noqa: BLE001
+                self._failed(code, frame)
 
     def _call(self, code: types.CodeType, offset: int, callable_: Any, arg0: Any) -> None:
-        fs = self.states.get(sys._getframe(1))
+        frame = sys._getframe(1)
+        fs = self.states.get(frame)
         if fs is not None:
-            fs.call_object(offset, callable_)
+            try:
+                fs.call_object(offset, callable_)
+            except Exception:  # noqa: BLE001
+                self._failed(code, frame)
 
     def _raise(self, code: types.CodeType, offset: int, exc: BaseException) -> None:
         fs = self.states.get(sys._getframe(1))
         if fs is not None:
-            fs.exception(exc)
+            fs.exception(exc)  # two assignments: cannot fail
 
     def _return(self, code: types.CodeType, offset: int, value: Any) -> None:
         frame = sys._getframe(1)
         fs = self.states.pop(frame, None)
         if fs is not None:
-            fs.ret(frame, value, "return")
+            try:
+                fs.ret(frame, value, "return")
+            except Exception:  # noqa: BLE001
+                self._failed(code, frame)
 
     def _yield(self, code: types.CodeType, offset: int, value: Any) -> None:
         frame = sys._getframe(1)
         fs = self.states.get(frame)
         if fs is not None:
-            fs.ret(frame, value, "yield")
+            try:
+                fs.ret(frame, value, "yield")
+            except Exception:  # noqa: BLE001
+                self._failed(code, frame)
 
     def _unwind(self, code: types.CodeType, offset: int, exc: BaseException) -> None:
         frame = sys._getframe(1)
         fs = self.states.pop(frame, None)
         if fs is not None:
-            fs.exception(exc)
-            fs.ret(frame, None, "raise")
+            try:
+                fs.exception(exc)
+                fs.ret(frame, None, "raise")
+            except Exception:  # noqa: BLE001
+                self._failed(code, frame)
+
+    def _failed(self, code: types.CodeType, frame: types.FrameType) -> None:
+        """The engine failed on ``frame``: log it once, and the frame continues untraced."""
+        self.states.pop(frame, None)
+        self._on_error(code)
+
+
+def _take_tool_id() -> int:
+    """Take the first free candidate id (the caller holds _TOOLS).  An id taken meanwhile by
+    code that does not use our lock (the user's own tool) is skipped, not an error."""
+    mon = sys.monitoring
+    for tool in _CANDIDATES:
+        if mon.get_tool(tool) is not None:
+            continue
+        try:
+            mon.use_tool_id(tool, "janus-profiler")
+        except ValueError:
+            continue
+        return tool
+    raise NoToolFree("janus_profiler: no free sys.monitoring tool id")
+

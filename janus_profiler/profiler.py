@@ -358,9 +358,11 @@ class Profiler:
     the values read from the heap nor the types of locals, which only the report shows
     (Janus's driver profiles with ``values=False``; ``janus-profile`` with the default).
 
-    Only the calling thread is profiled.  Profilers nest and chain with an existing
-    trace function (a debugger, coverage): it keeps receiving its events, and it is
-    restored when profiling stops.
+    One thread at a time is profiled: the thread that started it.  A call from another
+    thread meanwhile runs unprofiled (profiles are an input to speculation, never needed
+    for a correct result).  Profilers nest and chain with an existing trace function (a
+    debugger, coverage): it keeps receiving its events, and it is restored when profiling
+    stops, unless the profiled code installed another one (which then stays, as eagerly).
     """
 
     def __init__(self, include: Callable[[types.CodeType], bool] | None = None, *,
@@ -376,9 +378,12 @@ class Profiler:
         self._codes: list[types.CodeType] = []
         self._depth: dict[types.CodeType, int] = {}
         self._expect: tuple | None = None
+        # the owner thread (the one holding _lock) alone touches the hooks, _depth and _expect
+        self._lock = threading.Lock()
+        self._owner: int | None = None
         self._installed = 0
-        self._saved: list = []
-        self._thread: int | None = None
+        self._saved: Any = None
+        self._tracer: Any = None
         self._backend: Any = None
         self._static_calls = True
 
@@ -404,7 +409,7 @@ class Profiler:
             if c not in self._targets:
                 self._targets.add(c)
                 if self._bound.get(id(c), _MISSING) is None:
-                    del self._bound[id(c)]
+                    self._bound.pop(id(c), None)  # decided "not profiled" before: decide again
 
     def wants(self, code: types.CodeType) -> bool:
         """Is ``code`` profiled?  Targets always; otherwise functions the predicate selects.
@@ -439,20 +444,19 @@ class Profiler:
         """Run ``fn(*args, **kwargs)`` once under the profiler and return its result.
 
         Exceptions propagate unchanged; records are merged into :attr:`data`.  If this
-        profiler is already active on another thread, ``fn`` simply runs unprofiled
-        (the hooks are per thread; the records are not shared across threads).
+        profiler is active on another thread, or its hooks cannot be installed, ``fn``
+        simply runs unprofiled: profiling never changes what the call does.
         """
-        if self._installed and self._thread != threading.get_ident():
+        try:
+            entered = self._enter()
+        except NoToolFree:  # every sys.monitoring tool id we may use is taken (3.12+)
+            log.debug("janus_profiler: no sys.monitoring tool id free; running %r unprofiled", fn)
+            entered = False
+        if not entered:
             log.debug("janus_profiler: active on another thread; running %r unprofiled", fn)
             return fn(*args, **kwargs)
-        self.add(fn)
         try:
-            self.start()
-        except NoToolFree:  # several profilers at once on 3.12+: this call is not profiled
-            log.debug("janus_profiler: no sys.monitoring tool id free; running %r unprofiled", fn)
-            self._backend = None
-            return fn(*args, **kwargs)
-        try:
+            self.add(fn)
             return fn(*args, **kwargs)
         finally:
             self.stop()
@@ -465,44 +469,76 @@ class Profiler:
         self.stop()
 
     def start(self) -> None:
-        """Start profiling on the calling thread (nestable; pair with :meth:`stop`)."""
-        if self._installed:
-            if self._thread != threading.get_ident():
-                raise RuntimeError("a Profiler is active on another thread")
+        """Start profiling on the calling thread (nestable; pair with :meth:`stop`).
+
+        Raises RuntimeError if the profiler is active on another thread (:meth:`call` runs
+        the function unprofiled instead)."""
+        if not self._enter():
+            raise RuntimeError("a Profiler is active on another thread")
+
+    def _enter(self) -> bool:
+        """Take the profiler for this thread and install its hooks, or count one more nested
+        start; False if another thread has it.  The lock makes taking it one atomic step."""
+        me = threading.get_ident()
+        if self._owner == me:  # only this thread ever sets _owner to its own id
             self._installed += 1
-            return
-        self._thread = threading.get_ident()
+            return True
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            self._owner = me
+            self._install()
+        except BaseException:
+            self._owner = None
+            self._lock.release()
+            raise
+        self._installed = 1
+        return True
+
+    def _install(self) -> None:
         if hasattr(sys, "monitoring") and _use_monitoring():
             from .monitoring import MonitoringBackend
-            self._backend = MonitoringBackend(self, FrameState, _MISSING)
-            self._static_calls = False
-            self._backend.install()
+            backend = MonitoringBackend(self, FrameState, _MISSING, _internal_error)
+            backend.install()  # raises NoToolFree
+            self._backend, self._static_calls = backend, False
         else:
-            prev = sys.gettrace()
-            self._saved = [prev]
+            self._saved = prev = sys.gettrace()
             self._static_calls = True
-            sys.settrace(self._make_tracer(prev))
-        self._installed = 1
+            self._tracer = self._make_tracer(prev)
+            sys.settrace(self._tracer)
 
     def stop(self) -> None:
-        """Undo one :meth:`start`; the last one restores the previous trace function."""
-        if not self._installed:
+        """Undo one :meth:`start` of this thread (a no-op on a thread that did not start it);
+        the last one removes the hooks and puts back the trace function found at the start."""
+        if self._owner != threading.get_ident() or not self._installed:
             return
         self._installed -= 1
         if self._installed:
             return
-        if self._backend is not None:
-            self._backend.uninstall()
-            self._backend = None
-        else:
-            sys.settrace(self._saved[0])
-            self._saved = []
-        self._depth.clear()
-        self._expect = None
+        try:
+            self._uninstall()
+        except Exception:  # noqa: BLE001 - stop() runs as the profiled call returns: never break it
+            log.warning("janus_profiler: removing the hooks failed", exc_info=True)
+        finally:
+            self._depth.clear()
+            self._expect = None
+            self._owner = None
+            self._lock.release()
+
+    def _uninstall(self) -> None:
+        backend, self._backend = self._backend, None
+        if backend is not None:
+            backend.uninstall()
+            return
+        tracer, saved = self._tracer, self._saved
+        self._tracer = self._saved = None
+        if sys.gettrace() is tracer:  # else the profiled code installed its own: it stays, as eagerly
+            sys.settrace(saved)
 
     @property
     def active(self) -> bool:
-        return bool(self._installed)
+        """Is the profiler active (on any thread)?"""
+        return self._owner is not None
 
     # -- 3.11 global trace function ----------------------------------------------------------
     def _make_tracer(self, prev: Any) -> Callable:
