@@ -1,8 +1,12 @@
-"""Janus gives back what it borrows (issue #39 item 4).
+"""Janus gives back what it borrows (issue #39 items 4 and 5).
 
 ``sys.stdout`` is Janus's router only while a trace captures what library code prints;
-before and after, and around the user's own redirections, it is the user's object."""
+before and after, and around the user's own redirections, it is the user's object.
+``janus.stats``/``janus.explain`` of a step the hook took over keep answering after
+``janus.disable()`` (and after ``janus.enable()`` again)."""
 import contextlib
+import gc
+import importlib
 import io
 import os
 import subprocess
@@ -15,6 +19,8 @@ import pytest
 import tensorflow as tf
 
 import janus
+from janus.introspect import NOT_RUN
+from janus.takeover import hook, redirect
 from janus.trace import output
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -248,3 +254,117 @@ def test_a_fresh_process_keeps_its_stdout_and_prints_what_eager_prints(tmp_path)
     assert jan_lines[:-1] == eager_lines[:-1]
     assert jan_lines[-2] == "original True True True"
     assert jan_lines[-1] == "stats 6" and eager_lines[-1] == "stats 0"
+
+
+# ------------------------------------------------------------------ introspection after disable()
+CLOSURE_MODULE = """
+import tensorflow as tf
+
+
+def make_step(w, lr):
+    def step(x):                       # a closure: only the running take-over finds it
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(w * x) ** 2
+        w.assign_sub(lr * tape.gradient(loss, w))
+        return loss
+    return step
+
+
+def fit(w, x):                         # module level: the enable() scan takes it over
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(w * w * x)
+    w.assign_sub(0.01 * tape.gradient(loss, w))
+    return loss
+"""
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+    """The module above, imported from a directory the hook scans (the cwd); the hook
+    off and the module forgotten after the test."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("JANUS_TAKEOVER_SAMPLE_MS", "1")   # 3.11: the sampler finds short steps fast
+    (tmp_path / "giveback_user.py").write_text(textwrap.dedent(CLOSURE_MODULE))
+    importlib.invalidate_caches()
+    yield importlib.import_module("giveback_user")
+    hook.disable()
+    sys.modules.pop("giveback_user", None)
+
+
+def _inputs(n):
+    return [tf.constant([1.0, 0.05 * i]) for i in range(n)]
+
+
+def _eager_losses(mod, n):
+    step = mod.make_step(tf.Variable([1.0, 2.0]), 0.01)
+    return [float(step(x)) for x in _inputs(n)]
+
+
+def _run_until_taken_over(step, xs, limit=40):
+    losses = []
+    while not any(f is step for f in redirect.redirected()):
+        assert len(losses) < limit, "the hook did not take the closure step over"
+        losses.append(float(step(next(xs))))
+    return losses
+
+
+def test_stats_and_explain_of_a_taken_over_closure_step_outlive_disable(user_module):
+    expected = _eager_losses(user_module, 80)
+    xs = iter(_inputs(80))
+    step = user_module.make_step(tf.Variable([1.0, 2.0]), 0.01)
+    janus.enable()
+    losses = _run_until_taken_over(step, xs)
+    losses += [float(step(next(xs))) for _ in range(30)]
+    during = janus.stats(step)
+    assert during["calls"] == 30 and during["graph_calls"] >= 26 and during["conversions"] == 1, during
+    janus.disable()
+    gc.collect()
+    assert step.__code__.co_name == "step" and not redirect.redirected()
+    assert janus.stats(step) == during
+    text = str(janus.explain(step))
+    assert janus.explain(step).reason is None and NOT_RUN not in text
+    assert f"calls 30: {during['graph_calls']} as graphs" in text and "graph 0:" in text
+    losses += [float(step(next(xs))) for _ in range(3)]           # runs as written: not counted
+    assert janus.stats(step) == during
+
+    janus.enable()                                               # again: the history is still there
+    assert janus.stats(step) == during
+    more = _run_until_taken_over(step, xs)
+    losses += more
+    losses += [float(step(next(xs))) for _ in range(6)]
+    again = janus.stats(step)
+    assert again["calls"] == 36 and again["graph_calls"] == during["graph_calls"] + 6, again
+    assert again["conversions"] == 1                            # the same Janus function, its graphs reused
+    janus.disable()
+    assert janus.stats(step) == again
+    np.testing.assert_allclose(losses, expected[:len(losses)], rtol=1e-5)
+
+
+def test_stats_of_a_step_the_scan_took_over_outlive_disable(user_module):
+    fit = user_module.fit                                        # the plain function, held by the user
+    w, w_eager = tf.Variable([1.0, 2.0]), tf.Variable([1.0, 2.0])
+    expected = [float(fit(w_eager, x)) for x in _inputs(10)]
+    janus.enable()
+    assert user_module.fit is not fit
+    losses = [float(user_module.fit(w, x)) for x in _inputs(10)]
+    during = janus.stats(fit)
+    assert during["calls"] == 10 and during["graph_calls"] == 7, during
+    janus.disable()
+    gc.collect()
+    assert user_module.fit is fit
+    assert janus.stats(fit) == during and janus.explain(fit).reason is None
+    np.testing.assert_allclose(losses, expected, rtol=1e-5)
+
+
+# ------------------------------------------------------------------ what janus.stats accepts
+def test_what_the_readme_promises_of_non_functions():
+    """README: one Janus never ran has zero counts; only a non-function is a TypeError
+    (a builtin is a function: ``tests/test_introspection_rules.py``)."""
+    assert all(v == 0 for v in janus.stats(len).values())
+    assert janus.explain(len).reason == NOT_RUN
+    for thing in (3, int, object()):
+        with pytest.raises(TypeError) as info:
+            janus.stats(thing)
+        message = str(info.value)
+        assert "\n" not in message and message.startswith("janus: expected a function or method, got ")
