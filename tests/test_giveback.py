@@ -219,6 +219,43 @@ def test_a_stdout_the_user_sets_during_a_capture_is_kept(own_stdout):
     assert sys.stdout is other
 
 
+RACE = """
+import io, sys, threading
+from janus.trace import output
+
+out = io.StringIO()
+sys.stdout = out
+stop, count = threading.Event(), [0]
+
+
+def chatter():
+    while not stop.is_set():
+        print("a", "b", "c")           # three writes and a newline through one borrowed sys.stdout
+        count[0] += 1
+
+
+talker = threading.Thread(target=chatter)
+talker.start()
+for _ in range(20000):
+    with output.captured():
+        pass
+stop.set()
+talker.join()
+sys.stdout = sys.__stdout__
+lines = out.getvalue().splitlines()
+print(len(lines) == count[0] > 0, set(lines))
+"""
+
+
+def test_a_router_taken_away_while_another_thread_prints_through_it_is_not_freed_under_it():
+    """``print()`` holds ``sys.stdout`` borrowed between its writes: the router taken away
+    during one of them must outlive the print (it segfaulted in 4 runs of 4)."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=ROOT)
+    done = subprocess.run([sys.executable, "-c", RACE], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert done.stdout == "True {'a b c'}\n"
+
+
 def test_a_fresh_process_keeps_its_stdout_and_prints_what_eager_prints(tmp_path):
     script = tmp_path / "giveback_script.py"
     script.write_text(textwrap.dedent("""

@@ -27,20 +27,39 @@ _install = threading.Lock()
 
 
 class _Router:
-    """Stands in front of a text stream; only a capturing thread's writes are diverted."""
+    """Stands in front of a text stream; only a capturing thread's writes are diverted.
+
+    A router taken away from ``sys.stdout`` is kept alive by a thread that wrote through it
+    then.  ``print()`` (CPython 3.11's, at least) holds ``sys.stdout`` as a borrowed reference
+    from its first write to its last: a router taken away while a thread was inside its
+    ``write`` lost its last reference when that write returned, and the same ``print``'s
+    next write (the separator, the newline) used the freed object (a segmentation fault).
+    A write or flush that finds its router retired keeps it in the thread's ``_local.kept``
+    (one router per thread, until the thread writes through another retired one).  The
+    test is the last step before ``return``: no call, where the thread could switch,
+    follows it.
+    """
 
     def __init__(self, stream: Any):
         self._janus_stream = stream
+        self._janus_retired = False  # taken away from sys.stdout (class docstring)
 
     def write(self, text: str) -> int:
         buffer = getattr(_local, "buffer", None)
-        return (self._janus_stream if buffer is None else buffer).write(text)
+        written = (self._janus_stream if buffer is None else buffer).write(text)
+        if self._janus_retired:  # no call between this test and the return (class docstring)
+            _local.kept = self
+        return written
 
     def flush(self) -> None:
         if getattr(_local, "buffer", None) is None:
             self._janus_stream.flush()
+        if self._janus_retired:
+            _local.kept = self
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("_janus_"):  # never set (a copy made without __init__): no recursion
+            raise AttributeError(name)
         return getattr(self._janus_stream, name)
 
 
@@ -65,7 +84,9 @@ def _enter() -> None:
     global _captures
     with _install:
         _captures += 1
-        if not isinstance(sys.stdout, _Router):
+        if isinstance(sys.stdout, _Router):  # a router a user's redirection saved and put back
+            sys.stdout._janus_retired = False
+        else:
             sys.stdout = _Router(sys.stdout)
 
 
@@ -78,7 +99,9 @@ def _leave() -> None:
         if _captures:
             return
         while isinstance(sys.stdout, _Router):
-            sys.stdout = sys.stdout._janus_stream
+            router = sys.stdout
+            router._janus_retired = True
+            sys.stdout = router._janus_stream
 
 
 def installed() -> bool:
