@@ -23,7 +23,10 @@ watcher for the steps a scan cannot see:
   to Janus by a trampoline code object (``redirect.py``).
 * ``disable()`` removes the finder and the watcher and puts every original function
   and code object back (unless the user rebound the name meanwhile).  ``taken_over()``
-  lists what is wrapped.
+  lists what is wrapped.  What was taken over is remembered (``registry.history``, for
+  as long as the user's function lives): ``janus.stats``/``janus.explain`` of it still
+  answer after ``disable()``, and ``enable()`` again takes it over with the same Janus
+  function, its graphs and counts.
 
 ``python -m janus script.py`` (``janus.__main__``) cannot scan the script after it ran,
 so it rewrites the script's AST in memory before executing it as ``__main__``
@@ -59,6 +62,7 @@ def take_over(fn: Any) -> Any:
     wrapped = janus_function(fn)
     if wrapped is not fn:
         registry.record(getattr(fn, "__qualname__", repr(fn)), wrapped)
+        registry.remember(fn, wrapped)
     return wrapped
 
 

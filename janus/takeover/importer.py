@@ -62,9 +62,11 @@ def _wrap_candidate(obj: Any, module_name: str) -> Any | None:
         return None
     if "<locals>" in inner.__qualname__ or not records_tape(inner):
         return None
-    wrapped = janus_function(inner)
+    # taken over before a disable(): the same Janus function, its graphs and counts
+    wrapped = registry.earlier(inner) or janus_function(inner)
     if wrapped is inner:  # JANUS_DISABLE
         return None
+    registry.remember(inner, wrapped)
     return kind(wrapped) if kind is not None else wrapped
 
 

@@ -106,16 +106,22 @@ def copy_of(fn: types.FunctionType) -> types.FunctionType:
 
 def take_over_function(fn: types.FunctionType) -> None:
     """Route every later call of ``fn`` through Janus: through the Janus function that
-    already wraps it (the namespace scan's), or a new one wrapping a copy of it."""
+    already wraps it (the namespace scan's), the one made of it before a ``disable()``, or
+    a new one wrapping a copy of it."""
     with _lock:
         if fn in _copies:
             return
         existing = wrapping(fn)
-        copy = copy_of(fn)
-        _copies.add(copy)
-        target = existing if existing is not None else janus_function(copy)
+        again = registry.earlier(fn) if existing is None else None  # taken over before a disable()
+        if again is not None:
+            target = again  # runs its copy of fn still: its graphs and counts go on
+        else:
+            copy = copy_of(fn)
+            _copies.add(copy)
+            target = existing if existing is not None else janus_function(copy)
         if existing is not None:
             existing.python_function = existing.__wrapped__ = copy
+        registry.remember(fn, target)
         set_wrapped = "__wrapped__" not in vars(fn)
         _swaps.append(_Swap(fn, fn.__code__, target, set_wrapped, existing))
         fn.__code__ = trampoline_code(fn.__code__, target)
