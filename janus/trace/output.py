@@ -17,6 +17,7 @@ object before and after every call.
 from __future__ import annotations
 
 import contextlib
+import collections
 import io
 import sys
 import threading
@@ -24,6 +25,8 @@ from typing import Any, Iterator
 
 _local = threading.local()
 _install = threading.Lock()
+RETIRED_KEPT = 256
+_RETIRED: collections.deque = collections.deque(maxlen=RETIRED_KEPT)  # see _Router
 
 
 class _Router:
@@ -37,7 +40,9 @@ class _Router:
     A write or flush that finds its router retired keeps it in the thread's ``_local.kept``
     (one router per thread, until the thread writes through another retired one).  The
     test is the last step before ``return``: no call, where the thread could switch,
-    follows it.
+    follows it.  A print can also lose its router between two writes, while it runs an
+    argument's ``__str__``: the most recent ``RETIRED_KEPT`` retired routers are kept too
+    (``_RETIRED``, appended before the router leaves ``sys.stdout``).
     """
 
     def __init__(self, stream: Any):
@@ -101,6 +106,7 @@ def _leave() -> None:
         while isinstance(sys.stdout, _Router):
             router = sys.stdout
             router._janus_retired = True
+            _RETIRED.append(router)
             sys.stdout = router._janus_stream
 
 
