@@ -5,7 +5,8 @@ While converted code runs inside a ``FuncGraph``, every value it reads from outs
 (arguments, globals, closure cells, object attributes) passes through
 :meth:`HeapModel.read`.  That method decides how the graph may use the value and
 records the *guard* that makes the decision safe to reuse (through the trace's
-:class:`~janus.trace.guards.GuardBuilder`):
+:class:`~janus.trace.guards.GuardBuilder`), by the value's kind
+(:func:`janus.trace.kinds.classify`; ``_READERS`` maps each kind to its reader):
 
 * an eager tensor becomes a graph input fed at every call (never a stale constant),
   guarded on dtype and shape; so do a ``tf.data.Dataset`` and a ``tf.data`` iterator
@@ -22,8 +23,11 @@ records the *guard* that makes the decision safe to reuse (through the trace's
   optimizers, ``tf.Module``) are used as they are, guarded by identity;
 * a user object is guarded by its class and *tracked*: reads of its attributes are
   recorded in turn, relative to the access path it was reached by;
-* tuples, lists and dicts are rebuilt element by element (lists and dicts read from
-  the heap become shadow copies; mutating them is the state module's business).
+* tuples, lists, dicts and the standard containers (``OrderedDict``, ``defaultdict``,
+  ``Counter``, ``deque``, ``ChainMap`` ...) are rebuilt element by element, guarded on
+  what was read (type, keys in order, length; ``os.environ`` per variable), into shadow
+  copies of their type (mutating them is the state module's business);
+* a value whose contents Janus does not model fails the trace: it is read in Python.
 
 Where a value came from is a typed :mod:`source <janus.trace.sources>`; it renders
 the Python expression (over ``a``, ``k`` and constants of the guard namespace) from
@@ -44,14 +48,13 @@ from janus import _tf_private
 from janus.errors import ConversionError
 from janus.trace.active import CALL
 from janus.trace import kinds, known_values, mappings
-from janus.trace.arrays import FED_SCALAR_TYPES, FedArray, is_fed_array
+from janus.trace.arrays import FedArray, is_fed_array
 from janus.trace.guards import GuardBuilder, fits_spec
 from janus.trace.scalars import DTYPES, PyScalar, fed_scalar
 from janus.trace.seeds import DATASET_RANDOM_OPS, STATEFUL_RANDOM_OPS
 from janus.trace.sources import Arg, Entry, Item, KwArg, Source
 from janus.trace.values import (
-    SCALARS, UNDEF, is_dataset_iterator, is_eager_composite, is_eager_tensor, is_framework_object, is_plain_callable,
-    is_user_class,
+    SCALARS, UNDEF, is_dataset_iterator, is_eager_tensor, is_framework_object, is_plain_callable, is_user_class,
 )
 
 
