@@ -34,6 +34,7 @@ from janus.convert.registry import is_converted_function
 from janus.errors import ConversionError
 from janus.runtime import builtins, callbacks, containers, dunders, islands, random, recursion, state
 from janus.runtime.graph_lists import GraphList
+from janus.trace import kinds
 from janus.trace.active import current
 from janus.trace.forest import NodeView
 from janus.trace.known_values import KnownValue
@@ -111,7 +112,7 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
             return f(*callbacks.library_arguments(_protocols(f, _shapes(args)), f, call),
                      **callbacks.library_arguments(_protocols(f, _shapes(kwargs)), f, call))
         raise _not_allowed(f.__func__, qualified_name(f))
-    if isinstance(f, types.BuiltinMethodType) and containers.is_container(f.__self__):
+    if isinstance(f, types.BuiltinMethodType) and kinds.is_container(f.__self__):
         return containers.container_method(f.__self__, f.__name__, args, kwargs)
     if isinstance(f, types.BuiltinMethodType) and type(f.__self__) in _IMMUTABLE:
         return builtins.no_symbolic(f)(*args, **kwargs)

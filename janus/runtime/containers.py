@@ -34,12 +34,6 @@ MUTATORS = {
 }
 
 
-def is_container(obj: Any) -> bool:
-    """A list, set, deque or modeled mapping (``janus.trace.kinds``): its methods are
-    dispatched here."""
-    return type(obj) in (list, set, collections.deque) or kinds.is_modeled_mapping(obj)
-
-
 def mutators(obj: Any) -> frozenset:
     """The methods of container ``obj`` that change it."""
     return next((names for base, names in MUTATORS.items() if isinstance(obj, base)), frozenset())
@@ -99,7 +93,7 @@ def defer_cell(cells: tuple, index: int, name: str, method: str, args: tuple) ->
 
 
 def _defer(ctx: Any, target: Any, source: Source, method: str, args: tuple) -> bool:
-    if not is_container(target) or method not in mutators(target) or ctx.heap.was_read(target) \
+    if not kinds.is_container(target) or method not in mutators(target) or ctx.heap.was_read(target) \
             or method in ("pop", "popitem", "setdefault"):
         return False
     ctx.guard_set.type_is(source, type(target))

@@ -269,7 +269,6 @@ def _bool(x: Any) -> Any:
 def _checked(out: Any, types_: tuple[type, ...], message: str) -> Any:
     """A dunder's result of one of ``types_`` (a Python number the graph computes counts);
     anything else (a tensor) makes eager raise TypeError, so the trace fails."""
-    if isinstance(out, PyScalar) and out.kind in types_ or type(out) in types_ or isinstance(out, types_) and \
-            not is_tensor(out):
+    if isinstance(out, PyScalar) and out.kind in types_ or isinstance(out, types_) and not is_tensor(out):
         return out
     raise ConversionError(f"a dunder returned a {type(out).__name__} ({message} in eager)")

@@ -93,10 +93,16 @@ def is_modeled_mapping(value: Any) -> bool:
     return not any(_DICT_READS & vars(k).keys() for k in own)
 
 
+def is_container(value: Any) -> bool:
+    """A list, set, deque or modeled mapping: a container whose methods the trace runs on
+    its copy, deferring the ones that change it (``janus.runtime.containers``)."""
+    return type(value) in (list, set, collections.deque) or is_modeled_mapping(value)
+
+
 def is_mutable_container(value: Any) -> bool:
-    """A list, set, deque, ``array.array`` or modeled mapping: converted code may depend on
-    two of them being distinct objects (a write to one is not seen through the other)."""
-    return type(value) in (list, set, collections.deque, array.array) or is_modeled_mapping(value)
+    """A container or an ``array.array``: converted code may depend on two of them being
+    distinct objects (a write to one is not seen through the other)."""
+    return is_container(value) or type(value) is array.array
 
 
 def classify(value: Any) -> Kind:
