@@ -17,7 +17,6 @@ import os
 import threading
 import types
 import weakref
-from collections import Counter
 from typing import Any, Callable
 
 import tensorflow as tf
@@ -28,6 +27,7 @@ from janus.convert.libraries import is_user_code
 from janus.driver import workers
 from janus.driver.cache import GraphCache
 from janus.driver.conversion import Conversion
+from janus.driver.counts import Counts
 from janus.driver.entry import CacheEntry, input_leaves
 from janus.driver.logs import configure_logging
 from janus.driver.options import Options
@@ -67,8 +67,8 @@ class JanusFunction:
         self.collective: tf.distribute.Strategy | None = None  # the multi-worker strategy its graphs use
         self.last_entry: CacheEntry | None = None  # the graph that served the last graph call
         self.entries = GraphCache()
-        self.reasons: Counter[str] = Counter()
-        self.counts: Counter[str] = Counter()
+        self.reasons = Counts()
+        self.counts = Counts()
         self.profiler = Profiler(include=is_user_code, values=False)  # what the converter reads
         self.policy = ConversionPolicy(fn.__qualname__)
         self.conversion = Conversion(fn, self.policy, self.profiler, self._note)
@@ -111,7 +111,7 @@ class JanusFunction:
         ctx = current()
         if ctx is not None:  # reached from library code while another function is traced: inline
             return ctx.convert(self.python_function)(*args, **kwargs)
-        self.counts["calls"] += 1
+        self.counts.add("calls")
         if workers.in_replica():
             return self._as_written(args, kwargs, workers.IN_REPLICA)
         split = self.split
@@ -157,7 +157,7 @@ class JanusFunction:
             self.conversion.failed(f"converting failed inside Janus: {aborts.summary(e)}")
             return None
         if entry is not None:
-            self.counts["conversions"] += 1
+            self.counts.add("conversions")
             self.entries.insert(entry)
             if not entry.graph.check(args, kwargs):
                 self._note("a new graph's guards did not hold on the call that built it")
@@ -194,7 +194,7 @@ class JanusFunction:
                     outputs, target = entry.graph.execute(args, kwargs), entry
             except Exception as e:  # noqa: BLE001 - an op failed, or Janus's own input gathering
                 entry.counters.failures += 1
-                self.counts["assertion_failures"] += 1
+                self.counts.add("assertion_failures")
                 learn_from_abort(self, entry, e)
                 outputs = None
             if outputs is not None:
@@ -203,7 +203,7 @@ class JanusFunction:
                 self.last_entry = target
                 for assumption in entry.report.assumptions:
                     assumption.held += 1
-                self.counts["graph_calls"] += 1
+                self.counts.add("graph_calls")
                 if trial is not None and trial.chosen:
                     self.xla_trials.adopt(self.entries, entry, trial)
         if outputs is None:  # outside the except block: eager's exception must not chain to the graph's
@@ -212,10 +212,10 @@ class JanusFunction:
 
     def _eager(self, args: tuple, kwargs: dict) -> Any:
         """The call as written: profiled while Janus may still convert, plain once it gave up."""
-        self.counts["eager_calls"] += 1
+        self.counts.add("eager_calls")
         policy = self.policy
         if self.counts["conversions"] or policy.failed_attempts or policy.gave_up:
-            self.counts["fallbacks"] += 1
+            self.counts.add("fallbacks")
         if policy.gave_up:
             return self.python_function(*args, **kwargs)
         policy.record_eager_call()
@@ -227,7 +227,7 @@ class JanusFunction:
 
     def _as_written(self, args: tuple, kwargs: dict, why: str) -> Any:
         """Run the call unprofiled, saying why (not a fallback: nothing was tried)."""
-        self.counts["eager_calls"] += 1
+        self.counts.add("eager_calls")
         self._note(why)
         return self.python_function(*args, **kwargs)
 
@@ -236,7 +236,7 @@ class JanusFunction:
         failure = self.conversion.failure
         reason, location = failure if failure is not None else \
             (self.policy.permanent_reason or "unknown", self.conversion.permanent_location)
-        self.counts["graph_breaks"] += 1
+        self.counts.add("graph_breaks")
         raise GraphBreakError(self.__qualname__, reason, location or _def_location(self.python_function))
 
     def _collective_seen(self, strategy: tf.distribute.Strategy) -> None:
@@ -249,7 +249,7 @@ class JanusFunction:
                                    self.options.given_strict)
 
     def _note(self, reason: str) -> None:
-        self.reasons[reason] += 1
+        self.reasons.add(reason)
         log.debug("%s: %s", self.__qualname__, reason)
 
     def reset(self) -> None:

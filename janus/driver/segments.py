@@ -100,8 +100,8 @@ class SegmentCall:
         if written or trial:
             if jf.policy.gave_up:
                 self._settled(self.segment.index)
-            jf.counts["calls"] += 1
-            jf.counts["eager_calls"] += 1
+            jf.counts.add("calls")
+            jf.counts.add("eager_calls")
             try:
                 return jf.python_function(*args)
             finally:
