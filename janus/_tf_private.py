@@ -386,3 +386,14 @@ def tape_recording() -> bool:
     the tape set this; it has no public name.
     """
     return not _pywrap_tfe.TFE_Py_TapeSetIsEmpty()
+
+
+def set_tensor_array_flow(array: tf.TensorArray, flow: Any) -> None:
+    """Point the graph ``TensorArray`` ``array`` at the ``TensorList`` ``flow``.
+
+    Eager's ``write``/``unstack``/``scatter``/``split`` change the array in place and return
+    it; a graph ``TensorArray`` returns a new object and leaves the old one's ``flow`` as it
+    was.  Converted code keeps eager's meaning by moving every handle of one array to the
+    newest flow; the wrapper has no public setter (its ``_implementation._flow`` is what
+    ``flow``, ``read``, ``stack`` ... use)."""
+    array._implementation._flow = flow  # noqa: SLF001

@@ -12,6 +12,8 @@ from a :class:`Run` with :meth:`Recipe.unpack`.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import types
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
@@ -102,12 +104,13 @@ class EagerTensorArray(Recipe):
 
     index: int
     made: TensorArrayMade
+    shape_known: bool = False  # made.element_shape is eager's, as the trace followed it (no merging)
 
     def unpack(self, run: Run) -> tf.TensorArray:
         key = ("tensor array", self.index)
         array = run.objects.get(key)
         if array is None:
-            array = run.objects[key] = eager_tensor_array(run.outputs[self.index], self.made)
+            array = run.objects[key] = eager_tensor_array(run.outputs[self.index], self.made, self.shape_known)
         return array
 
 
@@ -329,8 +332,13 @@ class Packer:
         if made.clear_after_read and reads_items(tf.compat.v1.get_default_graph()):
             raise ConversionError(f"{what} holds a TensorArray after the graph read items of a TensorList "
                                   "(eager's clear_after_read clears what it reads)", permanent=True)
+        lineage = self.ctx.arrays.lineage(value)
+        exact = lineage.shape is not None and not lineage.merged  # eager's element shape: no write merged it
+        if exact:
+            made = dataclasses.replace(made, element_shape=tuple(lineage.shape.as_list())
+                                       if lineage.shape.rank is not None else None)
         self.tensors.append(value.flow)
-        recipe = EagerTensorArray(len(self.tensors) - 1, made)
+        recipe = EagerTensorArray(len(self.tensors) - 1, made, exact)
         self._arrays[id(value)] = (value, recipe)
         return recipe
 

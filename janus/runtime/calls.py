@@ -32,7 +32,7 @@ from janus.convert.libraries import (
 )
 from janus.convert.registry import is_converted_function
 from janus.errors import ConversionError
-from janus.runtime import builtins, callbacks, containers, dunders, islands, random, recursion, state
+from janus.runtime import builtins, callbacks, containers, dunders, islands, random, recursion, state, tensor_arrays
 from janus.runtime.graph_lists import GraphList
 from janus.trace import kinds
 from janus.trace.active import current
@@ -94,6 +94,8 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
     if isinstance(f, types.MethodType):
         if isinstance(f.__self__, (SymbolicShape, KnownValue, GraphList, EnvironView)):
             return f(*args, **kwargs)
+        if isinstance(f.__self__, tf.TensorArray):
+            return tensor_arrays.method(f.__self__, f.__name__, args, kwargs)
         if is_user_function(f.__func__):
             out = islands.island(f, args, kwargs)
             return inline(f.__func__, (f.__self__, *args), kwargs) if out is islands.NOT_AN_ISLAND else out

@@ -26,7 +26,7 @@ from janus.trace.heap import HeapModel
 from janus.trace.seeds import SeedStream
 from janus.trace.sources import Source
 from janus.trace.speculation import Speculator
-from janus.trace.tensor_arrays import TensorArrayMade
+from janus.trace.tensor_arrays import ArrayModel, TensorArrayMade
 
 
 @dataclass
@@ -159,6 +159,7 @@ class TraceContext:
         self.recursion: Any = recursion(self) if recursion is not None else None
         self.tapes: weakref.WeakSet = weakref.WeakSet()  # the tf.GradientTapes the trace entered
         self.tensor_arrays: list[TensorArrayMade] = []  # the settings of those it constructed
+        self.arrays = ArrayModel()  # the eager TensorArray each of the trace's stands for
 
     def uses_collective(self, strategy: tf.distribute.Strategy) -> None:
         """The trace calls a multi-worker ``tf.distribute`` strategy: its graphs run only when
