@@ -183,3 +183,9 @@ def check() -> None:
 XLA_TRIAL_RUNS = 5
 XLA_MIN_RUN_MS = 0.3
 XLA_MIN_GAIN = 0.05
+
+# A graph segment's trial (janus.driver.segments): its graph is kept only when it beats the
+# code as written by this share of the time.  Five runs each way cannot tell a tie from a
+# gain, and a tie lost costs more than it shows (the graph's backward function under a tape,
+# which a segment's own time does not see).  Tests set it to force a verdict.
+SEGMENT_MIN_GAIN = 0.05

@@ -7,12 +7,12 @@ plain function object Janus made a Janus function of (the ``janus.enable()`` sca
 import hook replace the name in its module or class, the running take-over redirects the
 function object itself), or a bound method of that.  A function Janus never ran (or runs
 plainly: ``JANUS_DISABLE``, ``janus.do_not_convert``) has zero counts and an explanation
-saying so; only what is not a function at all is a ``TypeError``.
+saying so; only what is not a Python function at all (a number, a class, a builtin such as
+``len``, which Janus never runs) is a ``TypeError``.
 """
 from __future__ import annotations
 
 import functools
-import inspect
 import os
 import re
 import types
@@ -51,7 +51,7 @@ def janus_function_of(f: Any, _depth: int = 0) -> JanusFunction | None:
         if jf is None and _depth < 8 and "__wrapped__" in vars(f):  # a functools.wraps decorator around it
             return janus_function_of(vars(f)["__wrapped__"], _depth + 1)
         return jf
-    if inspect.isroutine(f) or _depth:
+    if _depth:  # a method, partial or wrapper around something Janus never runs
         return None
     raise TypeError(f"janus: expected a function or method, got {_a(type(f).__name__)} object")
 

@@ -749,9 +749,10 @@ def test_segments_kept_as_graphs_under_a_tape_are_confirmed_on_whole_calls(monke
     root confirms graphs kept under a recording tape on whole calls, as graphs then as
     written, and keeps the faster; every call through the confirmation gives eager's
     results and state."""
+    from janus import config
     from janus.driver import segments
 
-    monkeypatch.setattr(segments, "graphs_faster", lambda graphs, written: True)  # every trial keeps its graph
+    monkeypatch.setattr(config, "SEGMENT_MIN_GAIN", -float("inf"))  # every trial keeps its graph
     monkeypatch.setattr(segments, "whole_calls_faster_with_graphs", lambda graphs, written: whole_calls_faster)
     calls = [(tf.constant(np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4) * (i % 5 + 1)),) for i in range(30)]
     total = check(_numpy_statistic_under_a_tape, calls, graph_calls=0)
@@ -773,9 +774,10 @@ def test_segments_kept_as_graphs_no_tape_records_stay_on_their_trial(monkeypatch
     """With no tape recording its calls, a segment's trial times all its graph costs: the
     graphs it keeps are not confirmed on whole calls (which would lose a segment's gain
     in a whole call's noise)."""
+    from janus import config
     from janus.driver import segments
 
-    monkeypatch.setattr(segments, "graphs_faster", lambda graphs, written: True)  # every trial keeps its graph
+    monkeypatch.setattr(config, "SEGMENT_MIN_GAIN", -float("inf"))  # every trial keeps its graph
     monkeypatch.setattr(segments, "whole_calls_faster_with_graphs", lambda graphs, written: False)
     calls = [(tf.constant(np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4) * (i % 5 + 1)),) for i in range(30)]
     check(_numpy_statistic, calls, graph_calls=0)
@@ -792,9 +794,9 @@ def test_segments_kept_as_graphs_no_tape_records_stay_on_their_trial(monkeypatch
 def test_a_segment_split_in_turn_whose_segments_run_as_written_is_put_back_whole(monkeypatch):
     """The environment's gradient after the tape is a segment split again (the tape is
     Python's); once its own segment runs as written, the parent runs its statements too."""
-    from janus.driver import segments
+    from janus import config
 
-    monkeypatch.setattr(segments, "graphs_faster", lambda graphs, written: False)  # every trial: as written
+    monkeypatch.setattr(config, "SEGMENT_MIN_GAIN", float("inf"))  # every trial: as written
     calls = [(n,) for n in (3, 3, 4, 3, 5, 3, 3, 4) * 3]
     total = check(_actor, calls, graph_calls=0, rtol=1e-6, atol=1e-6)
     assert total["breaks"] >= 2 and total["segment_graph_calls"] >= 10, total

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import gast
 
-from janus import _tf_private
+from janus import _tf_private, config
 from janus.convert import parse, registry
 from janus.convert.segments import RUNTIME, SEGMENTS, BreakSite, Segment, split
 from janus.convert.pipeline import with_user_lines
@@ -35,16 +35,12 @@ if TYPE_CHECKING:
 
 MAX_BREAKS = 8  # splits of a function and its segments, after which it runs eagerly as a whole
 TRIAL = 5  # graph runs of a segment, then as many runs as written, to see which is faster
-# A graph is kept only when it beats the code as written by this share of the time: five
-# runs each way cannot tell a tie from a gain, and a tie lost costs more than it shows
-# (the graph's backward function under a tape, which a segment's own time does not see).
-MARGIN = 0.05
 
 
 def graphs_faster(graph_times: list[float], written_times: list[float]) -> bool:
     """The verdict of a trial: were the runs with graphs faster than those as written, by
-    more than ``MARGIN``?"""
-    return statistics.median(graph_times) < (1 - MARGIN) * statistics.median(written_times)
+    more than ``config.SEGMENT_MIN_GAIN`` of their time?"""
+    return statistics.median(graph_times) < (1 - config.SEGMENT_MIN_GAIN) * statistics.median(written_times)
 
 
 def whole_calls_faster_with_graphs(as_graphs: list[float], as_written: list[float]) -> bool:
