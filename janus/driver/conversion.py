@@ -57,6 +57,7 @@ class Raised:
     message: str
     check: Callable[[tuple, dict], bool]
     attempt: tuple | None = None
+    line: int | None = None  # the function's own line it was raised in, where a break may go
 
 
 class Conversion:
@@ -77,6 +78,7 @@ class Conversion:
         self.why: str | None = None  # what led to the next conversion, for its log line
         self._last_failed: tuple | None = None  # the last failed attempt: its failure and what it knew
         self.break_site: BreakSite | None = None  # the statement this call's failed conversion says runs in Python
+        self.next_break: BreakSite | None = None  # a statement eager ran where its trace raised: the next break
         self.raised: dict[int, Raised] = {}  # per thread: its call's trace raised the user's exception
         self.raising: list[Callable[[tuple, dict], bool]] = []  # guards of calls that raise while tracing
         self.may_break = False  # the function may be split at a break (not strict, no collectives)
@@ -95,6 +97,9 @@ class Conversion:
         self.break_site = None
         self.raised.pop(threading.get_ident(), None)
         self.may_break = not options.strict and collective is None
+        if self.next_break is not None and self.may_break:
+            self.break_site, self.next_break = self.next_break, None
+            return None
         if not self._due(entries, options.profile_calls):
             return None
         started = time.perf_counter()
@@ -202,6 +207,13 @@ class Conversion:
             if len(self.raising) < MAX_RAISING:
                 self.raising.append(raised.check)
             self.note(f"raises {raised.kind.__name__} on such calls, as eager does: they run eagerly")
+        elif raised.line is not None and self.may_break:
+            # eager ran the statement its trace raised in: it needs eager (a library call that
+            # reads values, as get_weights() does), not this call's values; a break at once
+            # rather than a conversion failed again on every call
+            reason = f"tracing it raised {raised.kind.__name__} where eager does not ({raised.message[:80]})"
+            self.next_break = BreakSite(raised.line, reason)
+            self.note(f"graph break at line {raised.line} from the next call: {reason}")
         elif raised.attempt is not None:
             self._count_failed(raised.attempt)
 
@@ -303,7 +315,8 @@ class Conversion:
             self.failed(f"tracing it raised {summary(error)}", where or None)
             check = getattr(error, RAISED_UNDER, None)
             if check is not None:
-                self.raised[threading.get_ident()] = Raised(type(error), str(error), check)
+                line = self._own_line(error) if self.may_break and not self._unsplittable() else None
+                self.raised[threading.get_ident()] = Raised(type(error), str(error), check, line=line)
         if (plan.relaxed or plan.fed) and not self.policy.gave_up:
             return TracePlan(xla=plan.xla)  # once more, specialized on this call's values
         if isinstance(error, ConversionError):  # a construct Janus refuses, not an error eager raises too
@@ -315,6 +328,14 @@ class Conversion:
         in Python, the rest in graph segments (``janus.driver.segments``)."""
         if not self.may_break or isinstance(error, (UndefinedValueError, NotYet)):  # eager raises / a later call converts
             return False
+        line = self._own_line(error)
+        if line is None or self._unsplittable():
+            return False
+        self.break_site = BreakSite(line, reason)
+        return True
+
+    def _own_line(self, error: BaseException) -> int | None:
+        """The innermost line of the function's own code ``error`` passed through."""
         codes = own_codes(self.fn)
         line = None
         tb = error.__traceback__
@@ -322,10 +343,7 @@ class Conversion:
             if tb.tb_frame.f_code in codes:
                 line = tb.tb_lineno
             tb = tb.tb_next
-        if line is None or self._unsplittable():
-            return False
-        self.break_site = BreakSite(line, reason)
-        return True
+        return line
 
     def _unsplittable(self) -> str | None:
         """Why the function cannot be split at a break (None: it can), once per function."""
