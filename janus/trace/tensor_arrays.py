@@ -15,6 +15,7 @@ from typing import Any, Iterable
 import tensorflow as tf
 
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
 
 READ_OPS = frozenset({"TensorListGetItem"})  # TensorArray.read: eager clears the item (clear_after_read)
 
@@ -39,13 +40,14 @@ def settings_of(value: tf.TensorArray, made: Iterable[TensorArrayMade], what: st
     kinds = {m for m in made if m.dtype == value.dtype and m.dynamic_size == bool(value.dynamic_size)}
     if not kinds:
         raise ConversionError(f"{what} is a TensorArray library code made inside the graph: its eager settings "
-                              "are unknown", permanent=True)
+                              "are unknown", permanent=True, code=Code.GRAPH_LIST)
     if len(kinds) > 1:
         raise ConversionError(f"{what} is one of TensorArrays made with different settings inside the graph: "
-                              "which eager one it is is unknown", permanent=True)
+                              "which eager one it is is unknown", permanent=True, code=Code.GRAPH_LIST)
     settings = kinds.pop()
     if not settings.given:
-        raise ConversionError(f"{what} is a TensorArray whose settings are computed inside the graph", permanent=True)
+        raise ConversionError(f"{what} is a TensorArray whose settings are computed inside the graph", permanent=True,
+                              code=Code.GRAPH_LIST)
     return settings
 
 
