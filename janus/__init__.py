@@ -10,6 +10,7 @@ Public API::
     janus.explain(f)           # readable report; .code is the generated source
     janus.concrete_function(f) # the tf ConcreteFunction of f's last graph call (export, TensorBoard)
     janus.reset(f=None)        # forget graphs and profiles
+    janus.report(path)         # write the report page (HTML): where each line ran, breaks with codes, calls
     janus.enable() / janus.disable() / with janus.enabled():   # the GradientTape hook
     janus.__version__
 
@@ -28,6 +29,7 @@ _LAZY = {
     "explain": "janus.introspect",
     "reset": "janus.introspect",
     "concrete_function": "janus.introspect",
+    "report": "janus.introspect",
     "enable": "janus.takeover.hook",
     "disable": "janus.takeover.hook",
     "enabled": "janus.takeover.hook",

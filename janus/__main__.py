@@ -16,7 +16,8 @@ The script runs as ``__main__`` with the same ``sys.argv[1:]`` it would get from
 * user modules the script imports get the same treatment (``janus.enable()``).
 
 ``--report`` (or ``JANUS_REPORT=1``) prints to stderr at exit one line per Janus
-function: calls and graph_calls.  The script's exit status and exceptions are its
+function: calls and graph_calls; ``--html path`` (or ``JANUS_REPORT_HTML``) writes the
+report page there at exit (``janus.reporting.html``).  The script's exit status and exceptions are its
 own; a missing script gives status 2.
 """
 from __future__ import annotations
@@ -65,10 +66,13 @@ options:
   -m module    run the module as __main__, as python -m module does
   --report     at exit, print to stderr one line per Janus function:
                calls and how many ran as graphs (same as JANUS_REPORT=1)
+  --html PATH  at exit, write the report page to PATH (same as JANUS_REPORT_HTML=PATH)
 
 environment (switches take 1/0, true/false, yes/no or on/off; a bad value is an
 error, exit status 2):
   JANUS_REPORT=1         print the report
+  JANUS_REPORT_HTML=PATH write the report page (HTML) at exit
+  JANUS_TRACE=PATH       write the timeline (Chrome trace-event JSON) at exit
   JANUS_DISABLE=1        run everything eagerly (Janus stays out of the way)
   JANUS_PROFILE_CALLS=N  eager (profiled) calls before the first conversion (N >= 0)
   JANUS_TAKEOVER_SAMPLE_MS=MS  how often running training steps are looked for (3.11)
@@ -148,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     report = False
     module = None
+    page = None
     while argv and argv[0].startswith("-"):
         opt = argv.pop(0)
         if opt in ("-h", "--help"):
@@ -158,6 +163,12 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if opt == "--report":
             report = True
+        elif opt == "--html":
+            page = argv.pop(0) if argv else ""
+            if not page:
+                print("janus: --html expects a file path (usage: python -m janus --html report.html script.py)",
+                      file=sys.stderr)
+                return 2
         elif opt == "-m" or opt.startswith("-m"):  # python -m's own spelling: -mmodule too
             module = opt[2:] or (argv.pop(0) if argv else "")
             if not module:
@@ -194,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
         import importlib.util
         source = importlib.util.decode_source(raw)
 
+    if page is not None:  # written at exit, as JANUS_REPORT_HTML asks
+        from janus.reporting import session
+        session.start_from_environment(page)
     from janus.takeover import hook
 
     try:

@@ -397,3 +397,16 @@ def set_tensor_array_flow(array: tf.TensorArray, flow: Any) -> None:
     newest flow; the wrapper has no public setter (its ``_implementation._flow`` is what
     ``flow``, ``read``, ``stack`` ... use)."""
     array._implementation._flow = flow  # noqa: SLF001
+
+
+def repeats_in_loop(graph: Any, outermost: Any) -> bool:
+    """Whether code traced into ``graph`` may run more than once per run of ``outermost``:
+    some graph between them is a ``tf.while_loop``'s body or condition.
+
+    Why: the loop's function graphs are TensorFlow's internal classes
+    (``control_flow_v2_func_graphs``); a conditional's branch runs at most once and is not one.
+    """
+    from tensorflow.python.ops import control_flow_v2_func_graphs as cf_graphs
+
+    repeated = (cf_graphs.WhileBodyFuncGraph, cf_graphs.WhileCondFuncGraph)
+    return any(isinstance(g, repeated) for g in graph_chain(graph, outermost)[:-1])

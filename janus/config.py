@@ -97,6 +97,23 @@ def report() -> bool:
     return switch("JANUS_REPORT", False)
 
 
+def report_html() -> str | None:
+    """``JANUS_REPORT_HTML=path``: write the report page (``janus.report``) there at exit."""
+    return _raw("JANUS_REPORT_HTML")
+
+
+def trace_path() -> str | None:
+    """``JANUS_TRACE=path``: write the run's timeline there at exit (Chrome trace-event JSON)."""
+    return _raw("JANUS_TRACE")
+
+
+# The per-call log behind the report page and the timeline (janus.reporting.events): every call
+# of the first TRACE_FULL_CALLS, then one in TRACE_SAMPLE_EVERY; at most TRACE_MAX_EVENTS kept.
+TRACE_FULL_CALLS = 2_000
+TRACE_SAMPLE_EVERY = 50
+TRACE_MAX_EVENTS = 50_000
+
+
 def takeover_sample_seconds() -> float:
     """How often the hook looks for running training steps on Python 3.11:
     ``JANUS_TAKEOVER_SAMPLE_MS`` (milliseconds, default 10; shorter finds short steps
@@ -169,6 +186,8 @@ SETTINGS = {
     "JANUS_JIT_COMPILE": jit_compile,
     "JANUS_STRICT": strict,
     "JANUS_LOG": log_level,
+    "JANUS_REPORT_HTML": report_html,
+    "JANUS_TRACE": trace_path,
 }
 
 

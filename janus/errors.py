@@ -7,6 +7,7 @@ through (a user's ``except Exception`` must not swallow one).  The errors meant 
 (:class:`GraphBreakError`, ``janus.config.ConfigError``) derive from :class:`UserFacingError`
 and are caught like any other exception.
 """
+from janus.reporting.codes import Code, Reason, tagged
 
 
 class JanusError(Exception):
@@ -17,10 +18,12 @@ class InternalSignal(JanusError):
     """Janus's own signal, never the user's: it passes through the user's ``except`` handlers
     in converted code and ends at Janus's driver (the call then runs eagerly, or is retried)."""
 
+    code: Code = Code.JANUS_BUG  # the reason's code (janus.reporting.codes); a signal's own class or instance sets it
+
     @property
     def reason(self) -> str:
-        """The human-readable reason (``janus.explain``): the signal's own message."""
-        return str(self.args[0]) if self.args else type(self).__name__
+        """The human-readable reason (``janus.explain``): the signal's own message, carrying its code."""
+        return Reason(str(self.args[0]) if self.args else type(self).__name__, self.code)
 
 
 class UserFacingError(JanusError):
@@ -41,14 +44,17 @@ class ConversionError(InternalSignal):
     function stops trying at once.
     """
 
-    def __init__(self, message: str, permanent: bool = False):
+    def __init__(self, message: str, permanent: bool = False, code: Code | None = None):
         super().__init__(message)
         self.permanent = permanent
+        self.code = getattr(message, "code", None) or code or type(self).code
 
 
 class NotYet(ConversionError):
     """This call cannot run as a graph but a later one may (eager loads a module at this
     call): no graph break is made of it."""
+
+    code = Code.NOT_LOADED
 
 
 class TraceTooLarge(NotYet):
@@ -56,9 +62,13 @@ class TraceTooLarge(NotYet):
     many ops built): it is abandoned and the call runs eagerly.  A call with other values
     (a shallower recursion) may fit, so no graph break is made of it."""
 
+    code = Code.TRACE_TOO_LARGE
+
 
 class UndefinedValueError(ConversionError):
     """Converted code touched a variable that eager Python would not have bound."""
+
+    code = Code.UNDEFINED
 
 
 class UndefinedAttributeError(UndefinedValueError, AttributeError):
@@ -78,5 +88,6 @@ class GraphBreakError(UserFacingError):
         self.reason = reason
         self.location = location
         where = f" (at {location})" if location else ""
-        super().__init__(f"{function} cannot run as a graph{where}: {reason} [janus strict mode: "
+        self.code: Code | None = getattr(reason, "code", None)
+        super().__init__(f"{function} cannot run as a graph{where}: {tagged(reason)} [janus strict mode: "
                          f"janus.function(strict=True) or JANUS_STRICT=1 raises instead of running eagerly]")

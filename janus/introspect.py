@@ -22,6 +22,8 @@ from janus import config
 from janus.commit import effects as _effects
 from janus.convert.support import marked_do_not_convert
 from janus.driver.function import BoundJanusFunction, JanusFunction, registry, wrapping
+from janus.reporting import events as _events, html as _html
+from janus.reporting.codes import Code, reason as _reason, tagged
 from janus.takeover import registry as _takeover
 from janus.trace.guards import GuardKind
 
@@ -30,10 +32,10 @@ STAT_KEYS = ("calls", "graph_calls", "eager_calls", "conversions", "fallbacks", 
 SEGMENT_STAT_KEYS = ("breaks", "segments", "segment_graph_calls", "segment_eager_calls")
 ALL_STAT_KEYS = STAT_KEYS + ("cache_constant_bytes", "tree_nodes", "tree_nodes_computed", "xla_graphs") + SEGMENT_STAT_KEYS
 
-DISABLED = "Janus is disabled (JANUS_DISABLE)"
-DO_NOT_CONVERT = "marked janus.do_not_convert: Janus never converts it"
-NOT_RUN = ("Janus has not run it (not decorated with @janus.function, not taken over by janus.enable() "
-           "or python -m janus, or not called since)")
+DISABLED = _reason(Code.DISABLED, "Janus is disabled (JANUS_DISABLE)")
+DO_NOT_CONVERT = _reason(Code.DO_NOT_CONVERT, "marked janus.do_not_convert: Janus never converts it")
+NOT_RUN = _reason(Code.NOT_RUN, "Janus has not run it (not decorated with @janus.function, not taken over by "
+                                "janus.enable() or python -m janus, or not called since)")
 
 
 def janus_function_of(f: Any, _depth: int = 0) -> JanusFunction | None:
@@ -185,12 +187,12 @@ class Explanation:
         jf = self.function
         s = self.stats
         if jf is None:
-            return f"{self.name}: no graphs, 0 calls: {self.reason}"
+            return f"{self.name}: no graphs, 0 calls: {tagged(self.reason)}"
         lines = [f"Janus function {jf.__qualname__}",
                  f"  calls {s['calls']}: {s['graph_calls']} as graphs, {s['eager_calls']} eagerly "
                  f"({s['fallbacks']} fallbacks); {s['conversions']} conversions, {len(self.entries)} cached graphs"]
         if jf.permanent_reason:
-            lines.append(f"  runs eagerly: {jf.permanent_reason}")
+            lines.append(f"  runs eagerly: {tagged(jf.permanent_reason)}")
         if jf.split is not None:
             lines += _describe_split(jf, "  ")
         if jf.options.strict:
@@ -236,7 +238,7 @@ class Explanation:
             lines += [f"    - #{a.id} {a.description} (held {a.held}, failed {a.failed})" for a in dropped]
         if self.reasons:
             lines.append("  why calls ran eagerly:")
-            lines += [f"    - {r} (x{n})" for r, n in self.reasons.items()]
+            lines += [f"    - {tagged(r)} (x{n})" for r, n in self.reasons.items()]
         if self.code:
             lines.append("  generated code:")
             lines += ["    " + line for line in self.code.rstrip().splitlines()]
@@ -253,7 +255,7 @@ def _describe_split(jf: JanusFunction, indent: str) -> list[str]:
     lines = [f"{indent}graph breaks: {len(split.breaks)}; the function runs as Python around them and "
              f"{len(split.calls)} graph segments"]
     for line, site in sorted(split.breaks.items()):
-        lines.append(f"{indent}  - break at {filename}:{line}: {site.reason}")
+        lines.append(f"{indent}  - break at {filename}:{line}: {tagged(site.reason)}")
     python = split.python_lines
     lines.append(f"{indent}in Python: line{'s' if len(python) > 1 else ''} {', '.join(map(str, python))}")
     if split.runs:
@@ -270,7 +272,7 @@ def _describe_split(jf: JanusFunction, indent: str) -> list[str]:
                      f"{s.get('conversions', 0)} conversions, {len(call.function.entries)} cached graphs")
         lines.append(f"{indent}  inputs: {', '.join(seg.inputs) or 'none'}; outputs: {', '.join(seg.outputs) or 'none'}")
         if call.function.permanent_reason:
-            lines.append(f"{indent}  runs eagerly: {call.function.permanent_reason}")
+            lines.append(f"{indent}  runs eagerly: {tagged(call.function.permanent_reason)}")
         trial = call.describe()
         if trial is not None:
             lines.append(f"{indent}  {trial}")
@@ -338,5 +340,16 @@ def reset(f: Any = None) -> None:
         jf.reset()
 
 
-__all__ = ["stats", "explain", "reset", "concrete_function", "janus_function_of", "Explanation",
+def report(path: str) -> str:
+    """Write the report page (one self-contained HTML file) of every Janus function called so
+    far to ``path``: where each line ran, the graphs, breaks with their codes, conversions,
+    and, when the per-call log records (``JANUS_REPORT_HTML``/``JANUS_TRACE`` set, or
+    ``janus.reporting.events.start()`` called before the run), a chart of the calls.
+    Returns ``path``."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"janus.report: expected a file path, got {type(path).__name__}")
+    return _html.write(os.fspath(path), _events.ACTIVE, registry())
+
+
+__all__ = ["stats", "explain", "reset", "report", "concrete_function", "janus_function_of", "Explanation",
            "BoundJanusFunction"]

@@ -20,7 +20,7 @@ import json
 import os
 import sys
 import types
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from . import script as script_runner
 from .profiler import Profiler, _use_monitoring
@@ -64,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--exclude", action="append", default=[], metavar="GLOB",
                    help="do not profile functions in files matching GLOB (repeatable; wins over --include)")
     p.add_argument("--json", metavar="FILE", help="write the full profile as JSON to FILE")
+    p.add_argument("--html", metavar="FILE", help="write the report as a page (one self-contained HTML file) to FILE")
     p.add_argument("--top", type=int, default=10, metavar="N",
                    help="report the N hottest functions (default 10; 0 = all)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
@@ -72,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-_VALUE_OPTS = {"--include", "--exclude", "--json", "--top", "-o", "--output"}
+_VALUE_OPTS = {"--include", "--exclude", "--json", "--html", "--top", "-o", "--output"}
 
 
 def _split(argv: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -170,6 +171,8 @@ def _finish(prof: Profiler, ns: argparse.Namespace, script: str, status: int, en
     else:
         sys.stdout.write("\n" + text)
         sys.stdout.flush()
+    if ns.html:
+        _write_page(data, ns, title, root)
     if ns.json:
         doc = json.loads(data.to_json())
         doc["meta"] = {"script": script, "argv": sys.argv, "exit_status": status, "ending": ending,
@@ -181,6 +184,18 @@ def _finish(prof: Profiler, ns: argparse.Namespace, script: str, status: int, en
                 json.dump(doc, fh, indent=1, default=repr)
         except OSError as e:
             print(f"{PROG}: error: cannot write {ns.json}: {e.strerror or e}", file=sys.stderr)
+
+
+def _write_page(data: Any, ns: argparse.Namespace, title: str, root: str) -> None:
+    """``--html FILE``: the page of what the profiler saw (``janus_profiler.page``)."""
+    from .page import render as render_page
+
+    try:
+        text = render_page(data, top=ns.top, root=root, title=title, verdicts=not ns.no_verdict)
+        with open(ns.html, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as e:
+        print(f"{PROG}: error: cannot write {ns.html}: {e.strerror or e}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -232,7 +232,7 @@ def test_dir_of_janus_lists_only_the_public_api():
     public = [n for n in dir(janus) if not n.startswith("_")]
     assert public == sorted(janus.__all__)
     assert set(public) == {"function", "do_not_convert", "allow", "GraphBreakError", "stats", "explain", "reset",
-                           "concrete_function", "enable", "disable", "enabled"}
+                           "concrete_function", "enable", "disable", "enabled", "report"}
     for name in ("Any", "annotations", "importlib"):
         assert not hasattr(janus, name), name
     assert isinstance(janus.__version__, str) and janus.__version__

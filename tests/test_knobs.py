@@ -325,7 +325,7 @@ def test_janus_log_info_one_line_per_conversion_and_give_up_with_seconds(tmp_pat
     assert "janus: gen: cannot convert: generator (yield)" in debug, debug
 
     status, out, quiet = _run(["s.py"], tmp_path)    # no JANUS_LOG: only the give-up warning, as before
-    assert quiet.strip().splitlines() == ["janus: gen runs eagerly from now on: generator (yield). It contains a "
+    assert quiet.strip().splitlines() == ["janus: gen runs eagerly from now on: generator (yield) [JB001]. It contains a "
                                           "construct Janus does not convert; see janus.explain(f)."], quiet
 
 

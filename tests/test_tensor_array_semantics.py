@@ -72,12 +72,20 @@ def unstacked_read_in_loop(x):
     return total
 
 
-def read_in_loop_then_stacked(x):
-    ta = tf.TensorArray(tf.float32, size=3).unstack(tf.stack([x, 2.0 * x, 3.0 * x]))
+def read_in_loop_then_stacked(x, n):
+    ta = tf.TensorArray(tf.float32, size=4, element_shape=()).unstack(tf.stack([x, 2.0 * x, 3.0 * x, 4.0 * x]))
     total = tf.constant(0.0)
-    for i in tf.range(3):
+    for i in tf.range(n):
         total += ta.read(i)
-    return total, ta.stack()  # eager: every item was cleared by the loop: zeros
+    return total, ta.stack()  # eager: the items the loop read are zeros
+
+
+def read_in_loop_twice(x, n):
+    ta = tf.TensorArray(tf.float32, size=4).unstack(tf.stack([x, 2.0 * x, 3.0 * x, 4.0 * x]))
+    total = tf.constant(0.0)
+    for i in tf.range(n):
+        total += ta.read(i // 2)  # eager raises at the second read of item 0
+    return total
 
 
 def carried_written_and_read(x):
@@ -122,10 +130,35 @@ def test_reads_in_a_tensor_loop_run_as_a_graph():
     check(_prog(unstacked_read_in_loop), CALLS, min_graph_calls=3)
 
 
-def test_an_array_read_in_a_loop_then_stacked_runs_eagerly():
-    """The loop's body cannot clear the items of an array made outside it: the trace fails
-    rather than stack the uncleared items."""
-    check(_prog(read_in_loop_then_stacked), CALLS, eager_only=True)
+LOOP_CALLS = [(tf.constant(float(i)), tf.constant(i % 4 + 1)) for i in range(1, 13)]
+
+
+def test_an_array_read_in_a_loop_then_stacked_is_followed_or_runs_in_python():
+    """A ``tf.while_loop``'s body cannot clear the items of an array made outside it, so the
+    stack after it runs in Python."""
+    total = check(_prog(read_in_loop_then_stacked), LOOP_CALLS, graph_calls=0)
+    assert total["breaks"] >= 1, total  # the array the loop read cannot leave the segment: all as written
+
+
+def test_reads_in_a_tensor_loop_of_an_array_made_outside_it_run_in_python():
+    """``ta.read(i // 2)`` reads item 0 twice when the loop runs twice or more: eager raises,
+    and a loop's body traced once cannot tell; the loop runs in Python."""
+    total = check(_prog(read_in_loop_twice), LOOP_CALLS, graph_calls=0)
+    assert total["breaks"] >= 1 and total["segment_graph_calls"] >= 3, total
+
+
+def read_two_computed(x, k, j):
+    ta = tf.TensorArray(tf.float32, size=3).unstack(tf.stack([x, x + 1.0, x + 2.0]))
+    return ta.read(k) * 10.0 + ta.read(j)  # eager raises when k == j
+
+
+def test_reads_at_computed_indices_are_asserted_distinct():
+    """Two reads at indices the graph computes: the graph asserts they differ; when they do
+    not, the run aborts and eager's re-run raises, as eager does."""
+    pairs = [(0, 1), (2, 0), (1, 2), (1, 1), (0, 2), (2, 2), (2, 1), (0, 0), (1, 0)]
+    calls = [(tf.constant(float(i)), tf.constant(k), tf.constant(j)) for i, (k, j) in enumerate(pairs)]
+    total = check(_prog(read_two_computed), calls, min_graph_calls=3)
+    assert total["assertion_failures"] >= 1, total
 
 
 def test_an_array_the_loop_carries_reads_what_it_wrote_in_the_body():

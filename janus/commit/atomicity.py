@@ -38,6 +38,7 @@ import tensorflow as tf
 
 from janus import _tf_private
 from janus.errors import ConversionError, Restart
+from janus.reporting.codes import Code
 from janus.trace.xla import nonzero_constant
 from janus_profiler import usercode
 
@@ -105,6 +106,8 @@ class StateBeforeAssertion(Restart):
     """An assertion depends on a state update, so the graph cannot be all-or-nothing: the
     conversion traces again without ``assumptions`` (with none, it fails)."""
 
+    code = Code.STATE_IN_TENSOR_FLOW
+
     def __init__(self, assumptions: list):
         self.assumptions = [a for a in assumptions if a is not None]
         super().__init__("an assertion checks a value computed after a state update")
@@ -113,6 +116,8 @@ class StateBeforeAssertion(Restart):
 class FailureAfterWrite(ConversionError):
     """An op that may fail at run time runs only after a state update, and the graph holds
     state it cannot put back: a run it aborted could not be undone."""
+
+    code = Code.STATE_IN_TENSOR_FLOW
 
 
 def writes_state(op: Any, constructs: set) -> bool:

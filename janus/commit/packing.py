@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
 from janus.trace.arrays import FedArray
 from janus.trace.scalars import PyOrTensor, PyScalar, to_python
 from janus.trace.tensor_arrays import TensorArrayMade, eager_tensor_array, reads_items, settings_of
@@ -242,7 +243,7 @@ class Packer:
 
     def pack(self, value: Any, what: str = "the result") -> Recipe:
         if isinstance(value, Undefined):
-            raise ConversionError(f"{what} may be unassigned")
+            raise ConversionError(f"{what} may be unassigned", code=Code.UNDEFINED)
         if is_symbolic(value):
             self.tensors.append(value)
             return Output(len(self.tensors) - 1)
@@ -267,7 +268,7 @@ class Packer:
         made_here = self.ctx.heap.created_classes
         if type(value) in made_here or isinstance(value, type) and value in made_here:
             raise ConversionError(f"{what} is a class made inside the function, or an instance of one "
-                                  "(eager makes a new class at every call)")
+                                  "(eager makes a new class at every call)", code=Code.LEAVES_GRAPH)
         if self.ctx.heap.is_created(value):
             return self._created(value, what)
         if type(value) is list:
@@ -285,7 +286,8 @@ class Packer:
         recipe = self._tensorflow_value(value, what)
         if recipe is not None:
             return recipe
-        raise ConversionError(f"{what} holds a {type(value).__name__} object created during the call")
+        raise ConversionError(f"{what} holds a {type(value).__name__} object created during the call",
+                              code=Code.LEAVES_GRAPH)
 
     def _tensorflow_value(self, value: Any, what: str) -> Recipe | None:
         """A TensorFlow value leaves the graph in eager's form: a ``TensorArray`` as an eager
@@ -296,13 +298,13 @@ class Packer:
             return self._tensor_array(value, what)
         if isinstance(value, tf.Operation):
             raise ConversionError(f"{what} holds a graph operation ({value.type}), which eager does not have",
-                                  permanent=True)
+                                  permanent=True, code=Code.LEAVES_GRAPH)
         components = composite_components(value)
         if components is not None and any(is_symbolic(t) for t in components):
             if isinstance(value, tf.data.Dataset):
                 raise ConversionError(f"{what} holds a tf.data.Dataset built in the graph: eager's is a "
                                       f"{type(value).__name__} of its own, the graph's only its variant tensor",
-                                      permanent=True)
+                                      permanent=True, code=Code.LEAVES_GRAPH)
             first = len(self.tensors)
             self.tensors += components
             return Composite(tf.type_spec_from_value(value), first, len(components))
@@ -310,7 +312,7 @@ class Packer:
                               types.ModuleType, type, types.MethodType)) or is_framework_object(value):
             if _holds_graph_tensors(value):
                 raise ConversionError(f"{what} holds a {type(value).__name__} holding tensors of the graph",
-                                      permanent=True)
+                                      permanent=True, code=Code.LEAVES_GRAPH)
             return Constant(value)
         return None
 
@@ -327,11 +329,13 @@ class Packer:
             return seen[1]
         if self._arrays:
             raise ConversionError(f"{what} holds a second TensorArray leaving the graph (eager's write changes "
-                                  "its array in place: which handles are one array is unknown)", permanent=True)
+                                  "its array in place: which handles are one array is unknown)", permanent=True,
+                                  code=Code.GRAPH_LIST)
         made = settings_of(value, self.ctx.tensor_arrays, what)
         if made.clear_after_read and reads_items(tf.compat.v1.get_default_graph()):
             raise ConversionError(f"{what} holds a TensorArray after the graph read items of a TensorList "
-                                  "(eager's clear_after_read clears what it reads)", permanent=True)
+                                  "(eager's clear_after_read clears what it reads)", permanent=True,
+                                  code=Code.GRAPH_LIST)
         lineage = self.ctx.arrays.lineage(value)
         exact = lineage.shape is not None and not lineage.merged  # eager's element shape: no write merged it
         if exact:

@@ -39,6 +39,7 @@ import gast
 
 from janus.convert import registry
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
 
 AST_LOCK = threading.RLock()
 """Held while the converter parses, transforms or compiles (reentrant)."""
@@ -101,9 +102,9 @@ def function_ast(fn: types.FunctionType) -> tuple[gast.FunctionDef, str, int, in
     try:
         lines, first = inspect.getsourcelines(fn)
     except (OSError, TypeError) as e:
-        raise ConversionError(f"source of {fn.__qualname__} is not available ({e})") from None
+        raise ConversionError(f"source of {fn.__qualname__} is not available ({e})", code=Code.NO_SOURCE) from None
     if not lines:
-        raise ConversionError(f"source of {fn.__qualname__} is not available (no lines)")
+        raise ConversionError(f"source of {fn.__qualname__} is not available (no lines)", code=Code.NO_SOURCE)
     with AST_LOCK:
         tree, body = _parse_in_scope(fn, lines, first)
         _check_same_code(fn, tree, first)
@@ -112,7 +113,7 @@ def function_ast(fn: types.FunctionType) -> tuple[gast.FunctionDef, str, int, in
         return _lambda_as_def(fn, module), code.co_filename, 0, 0
     defs = [n for n in module.body if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef))]
     if len(defs) != 1 or defs[0].name != fn.__name__:
-        raise ConversionError(f"source of {fn.__qualname__} is not a single def")
+        raise ConversionError(f"source of {fn.__qualname__} is not a single def", code=Code.NO_SOURCE)
     return defs[0], code.co_filename, 0, 0
 
 
@@ -143,7 +144,7 @@ def _parse_in_scope(fn: types.FunctionType, lines: list[str], first: int) -> tup
         headers.append("if 1:")
     if len(headers) > len(indent):
         raise ConversionError(f"source of {fn.__qualname__} cannot be checked against its code "
-                              f"(indented too little for its scopes)", permanent=True)
+                              f"(indented too little for its scopes)", permanent=True, code=Code.NO_SOURCE)
     text = "".join(indent[:i] + h + "\n" for i, h in enumerate(headers)) + "".join(lines)
     if not text.endswith("\n"):
         text += "\n"
@@ -151,7 +152,8 @@ def _parse_in_scope(fn: types.FunctionType, lines: list[str], first: int) -> tup
         tree = source_tree(text, fn.__code__.co_filename)
     except (SyntaxError, ValueError) as e:
         msg = getattr(e, "msg", None) or str(e)
-        raise ConversionError(f"source of {fn.__qualname__} does not parse on its own ({msg})") from None
+        raise ConversionError(f"source of {fn.__qualname__} does not parse on its own ({msg})",
+                              code=Code.NO_SOURCE) from None
     body = tree.body
     for _ in headers:
         body = body[0].body
@@ -175,7 +177,7 @@ def _check_same_code(fn: types.FunctionType, tree: ast.Module, first: int) -> No
     except (SyntaxError, ValueError) as e:
         msg = getattr(e, "msg", None) or str(e)
         raise ConversionError(f"source of {fn.__qualname__} at {where} does not compile on its own ({msg})",
-                              permanent=True) from None
+                              permanent=True, code=Code.NO_SOURCE) from None
     candidates = [c for c in _code_objects(compiled)
                   if c.co_name == code.co_name and c.co_firstlineno == code.co_firstlineno]
     if any(_same_code(c, code) for c in candidates):
@@ -184,7 +186,7 @@ def _check_same_code(fn: types.FunctionType, tree: ast.Module, first: int) -> No
         return
     raise ConversionError(f"source of {fn.__qualname__} at {where} is not the source of the code that "
                           f"runs (the file was edited after it was loaded, or the function's code "
-                          f"comes from elsewhere)", permanent=True)
+                          f"comes from elsewhere)", permanent=True, code=Code.NO_SOURCE)
 
 
 _imports: dict[str, tuple[list[str], frozenset[str]]] = {}
@@ -274,7 +276,7 @@ def _lambda_as_def(fn: types.FunctionType, module: gast.Module) -> gast.Function
         line, col = next(((p[0], p[2]) for p in fn.__code__.co_positions() if p[2] is not None), (None, None))
         lambdas = [n for n in lambdas if n.body.lineno == line and n.body.col_offset == col]
     if len(lambdas) != 1:
-        raise ConversionError("cannot tell which lambda of its source line this is")
+        raise ConversionError("cannot tell which lambda of its source line this is", code=Code.NO_SOURCE)
     node = lambdas[0]
     return gast.FunctionDef(name=LAMBDA_NAME, args=node.args, body=[gast.Return(value=node.body)],
                             decorator_list=[], returns=None, type_comment=None, type_params=[])

@@ -49,6 +49,7 @@ from janus.convert.passes.undefined import BindUndefined
 from janus.convert.sites import SiteInfo
 from janus.convert.unparse import unparse
 from janus.errors import ConversionError
+from janus.reporting.codes import code_of
 from janus_profiler import site_of
 
 # Keyed by file and line too: code objects compare equal regardless of where they come from.
@@ -129,7 +130,7 @@ def _compiled(fn: types.FunctionType) -> tuple[str, types.CodeType, tuple]:
     node, filename, line_offset, indent = parse.function_ast(fn)
     reason = support.unsupported_in(node)
     if reason:
-        raise ConversionError(reason, permanent=True)
+        raise ConversionError(reason, permanent=True, code=code_of(reason))
     _TagSites(filename, line_offset, indent).visit(node)
     node.decorator_list = []
     node.args.defaults = [gast.Constant(value=None, kind=None) for _ in node.args.defaults]

@@ -37,6 +37,7 @@ from janus.convert import segment_code as code
 from janus.convert import templates as T
 from janus.convert.analysis import breaks as facts
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
 
 SEGMENTS = "_jn_segs"
 RUNTIME = code.RUNTIME
@@ -107,7 +108,7 @@ def split(node: gast.FunctionDef, breaks: Iterable[int], freevars: tuple[str, ..
     if reason is None and not any(s.lineno <= line <= s.end_lineno for line in breaks for s in node.body):
         reason = "the break is at no statement of its body"
     if reason is not None:
-        raise ConversionError(f"cannot split at a graph break: {reason}")
+        raise ConversionError(f"cannot split at a graph break: {reason}", code=Code.UNSPLITTABLE)
     return _Splitter(node, breaks, freevars, segment, inline).plan()
 
 

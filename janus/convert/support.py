@@ -14,6 +14,7 @@ import gast
 from janus.convert import analysis
 from janus.convert.libraries import ALLOWED_BUILTINS
 from janus.errors import ConversionError
+from janus.reporting.codes import Code, Reason, reason as _reason
 
 # The attribute ``janus.do_not_convert`` sets on a function: Janus never converts it.
 DO_NOT_CONVERT = "__janus_do_not_convert__"
@@ -26,17 +27,17 @@ def marked_do_not_convert(fn: object) -> bool:
 
 
 _REASONS = {
-    gast.Yield: "generator (yield)",
-    gast.YieldFrom: "generator (yield from)",
-    gast.Await: "coroutine (await)",
-    gast.AsyncFunctionDef: "coroutine (async def)",
-    gast.AsyncFor: "async for",
-    gast.AsyncWith: "async with",
-    gast.ClassDef: "class definition inside the function",
-    gast.Delete: "del statement",
-    gast.NamedExpr: "assignment expression (:=)",
-    gast.Match: "match statement",
-    gast.TryStar: "try/except* (exception groups)",
+    gast.Yield: _reason(Code.GENERATOR, "generator (yield)"),
+    gast.YieldFrom: _reason(Code.GENERATOR, "generator (yield from)"),
+    gast.Await: _reason(Code.COROUTINE, "coroutine (await)"),
+    gast.AsyncFunctionDef: _reason(Code.COROUTINE, "coroutine (async def)"),
+    gast.AsyncFor: _reason(Code.COROUTINE, "async for"),
+    gast.AsyncWith: _reason(Code.COROUTINE, "async with"),
+    gast.ClassDef: _reason(Code.STATEMENT, "class definition inside the function"),
+    gast.Delete: _reason(Code.STATEMENT, "del statement"),
+    gast.NamedExpr: _reason(Code.STATEMENT, "assignment expression (:=)"),
+    gast.Match: _reason(Code.STATEMENT, "match statement"),
+    gast.TryStar: _reason(Code.STATEMENT, "try/except* (exception groups)"),
 }
 
 
@@ -64,7 +65,7 @@ def breaks_at_statement(reason: str) -> bool:
     return not any(text == reason for kind, text in _REASONS.items() if kind in _WHOLE_FUNCTION)
 
 
-def unsupported_in(node: gast.FunctionDef) -> str | None:
+def unsupported_in(node: gast.FunctionDef) -> Reason | None:
     """The first construct in ``node`` the converter does not handle, or None (a property
     getter's body is checked like any function's)."""
     reason = _declarations(node)
@@ -78,12 +79,12 @@ def unsupported_in(node: gast.FunctionDef) -> str | None:
     return None
 
 
-def _declarations(node: gast.FunctionDef) -> str | None:
+def _declarations(node: gast.FunctionDef) -> Reason | None:
     """``global`` / ``nonlocal`` are converted in the function's own body, for names it
     rebinds only by assignment (``X = ...``, ``X += ...``, tuple targets)."""
     own = [n for n in analysis.scope_nodes(node.body) if isinstance(n, (gast.Global, gast.Nonlocal))]
     if any(isinstance(n, (gast.Global, gast.Nonlocal)) and n not in own for n in gast.walk(node)):
-        return "global or nonlocal statement in a nested function"
+        return _reason(Code.GLOBAL_NONLOCAL, "global or nonlocal statement in a nested function")
     declared = {name for n in own for name in n.names}
     targets = set()
     for n in analysis.scope_nodes(node.body):
@@ -91,35 +92,35 @@ def _declarations(node: gast.FunctionDef) -> str | None:
             targets |= {id(t) for t in gast.walk(target) if isinstance(t, gast.Name)}
     for n in analysis.scope_nodes(node.body):
         if isinstance(n, gast.Name) and n.id in declared and isinstance(n.ctx, gast.Store) and id(n) not in targets:
-            return f"{n.id}, declared global or nonlocal, is bound other than by an assignment"
+            return _reason(Code.GLOBAL_NONLOCAL, f"{n.id}, declared global or nonlocal, is bound other than by an assignment")
         if isinstance(n, (gast.FunctionDef, gast.ClassDef)) and n.name in declared:
-            return f"{n.name}, declared global or nonlocal, is bound by a definition"
+            return _reason(Code.GLOBAL_NONLOCAL, f"{n.name}, declared global or nonlocal, is bound by a definition")
     return None
 
 
-def unsupported_reason(fn: types.FunctionType) -> str | None:
-    """None if Janus can convert ``fn``; otherwise why not (e.g. "generator (yield)")."""
+def unsupported_reason(fn: types.FunctionType) -> Reason | None:
+    """None if Janus can convert ``fn``; otherwise why not (e.g. "generator (yield)", carrying its code)."""
     from janus.convert.parse import function_ast
 
     fn = getattr(fn, "python_function", fn)
     fn = getattr(fn, "__func__", fn)
     if not isinstance(fn, types.FunctionType):
-        return f"not a Python function ({type(fn).__name__})"
+        return _reason(Code.NO_SOURCE, f"not a Python function ({type(fn).__name__})")
     if fn.__code__.co_flags & 0x20:
-        return "generator (yield)"
+        return _REASONS[gast.Yield]
     if fn.__code__.co_flags & 0x80 or fn.__code__.co_flags & 0x200:
-        return "coroutine (async def)"
+        return _REASONS[gast.AsyncFunctionDef]
     try:
         node, *_ = function_ast(fn)
     except ConversionError as e:
-        return str(e)
+        return e.reason
     return unsupported_in(node) or _builtin_calls(node, fn.__globals__)
 
 
 _BUILTIN_REASON = ", a builtin Janus does not run in a graph"
 
 
-def _builtin_calls(node: gast.FunctionDef, module_globals: dict) -> str | None:
+def _builtin_calls(node: gast.FunctionDef, module_globals: dict) -> Reason | None:
     """A call of a builtin Janus never calls in a graph (``open(path)``), by name, where the
     name is not rebound locally or by the module."""
     local = analysis.local_names(node)
@@ -132,5 +133,5 @@ def _builtin_calls(node: gast.FunctionDef, module_globals: dict) -> str | None:
             continue
         if value in ALLOWED_BUILTINS or isinstance(value, type) and issubclass(value, BaseException):
             continue
-        return f"calls {name}(){_BUILTIN_REASON}"
+        return _reason(Code.BUILTIN, f"calls {name}(){_BUILTIN_REASON}")
     return None

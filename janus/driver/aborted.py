@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from janus.commit import undo as undoing
 from janus.convert.libraries import is_user_code_file
 from janus.driver.entry import CacheEntry
+from janus.reporting.codes import Code, reason
 from janus.trace import aborts
 
 if TYPE_CHECKING:
@@ -30,28 +31,30 @@ def learn_from_abort(jf: "JanusFunction", entry: CacheEntry, error: BaseExceptio
     or a list index out of range."""
     note = jf._note  # noqa: SLF001 - the function's reasons, for janus.explain
     if isinstance(error, undoing.Disturbed):
-        note(f"ran eagerly: {error.reason}")
+        note(reason(Code.RUN_ABORTED, f"ran eagerly: {error.reason}"))
         return
     match aborts.classify(error, entry.report.assumptions):
         case aborts.SeedsOverflowed():
             entry.graph.seeds.grow()
-            note("the graph made more random draws than seeds were reserved; re-ran eagerly, reserving more")
+            note(reason(Code.RUN_ABORTED, "the graph made more random draws than seeds were reserved; re-ran eagerly, "
+                                                 "reserving more"))
         case aborts.AssertFailed():
-            note("an assert statement failed in the graph; re-ran eagerly (graph kept)")
+            note(reason(Code.RUN_ABORTED, "an assert statement failed in the graph; re-ran eagerly (graph kept)"))
         case aborts.OpFailed() as failed:
-            note(f"graph run aborted{failed.location(is_user_code_file)}, re-ran eagerly: {failed.summary}")
+            note(reason(Code.RUN_ABORTED,
+                        f"graph run aborted{failed.location(is_user_code_file)}, re-ran eagerly: {failed.summary}"))
             if entry.counters.hits == 0 and entry.counters.failures >= RETIRE_AFTER_FAILED_RUNS:
                 # never ran through: a graph TensorFlow cannot run, not an input eager also fails on
                 jf.entries.drop(lambda e: e is entry)
-                jf.policy.give_up(f"its graph failed on each of its {entry.counters.failures} runs "
-                                  f"({failed.summary})", "See janus.explain(f).")
+                jf.policy.give_up(reason(Code.ALWAYS_ABORTS, f"its graph failed on each of its "
+                                         f"{entry.counters.failures} runs ({failed.summary})"), "See janus.explain(f).")
         case aborts.AssumptionFailed(assumption=failed):
             failed.failed += 1
             if failed.kind in _EAGER_RAISES and failed.failed <= failed.held:
-                note(f"{_EAGER_RAISES[failed.kind]}, re-ran eagerly (graph kept): {failed.description}")
+                note(reason(Code.RUN_ABORTED, f"{_EAGER_RAISES[failed.kind]}, re-ran eagerly (graph kept): {failed.description}"))
                 return
             jf.policy.ban(failed)
             jf.entries.drop(lambda e: any(a.ban == failed.ban for a in e.report.assumptions))
             jf.policy.retry_next_call(jf.options.profile_calls)  # re-convert next call, without it
             jf.conversion.why = f"a failed assumption (#{failed.id} {failed.description})"
-            note(f"assumption failed, re-ran eagerly: {failed.description}")
+            note(reason(Code.ASSUMPTION_FAILED, f"assumption failed, re-ran eagerly: {failed.description}"))

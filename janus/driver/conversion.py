@@ -29,6 +29,7 @@ from janus.convert.registry import is_converted_code
 from janus.driver import xla_choice
 from janus.driver.entry import RAISED_UNDER, CacheEntry, TracePlan, build_entry, convert, input_leaves
 from janus.errors import ConversionError, NotYet, Restart, UndefinedValueError
+from janus.reporting.codes import Code, derived, reason as _reason
 from janus.runtime.islands import IslandsRefused
 from janus.runtime.recursion import Regroup
 from janus.trace.aborts import summary
@@ -124,7 +125,7 @@ class Conversion:
                 if plan is None:
                     break
         else:
-            self.failed("the trace kept being restarted")
+            self.failed(_reason(Code.RESTARTS, "the trace kept being restarted"))
         if entry is not None:
             self._last_failed = None
         policy.converted(entry is not None)
@@ -172,8 +173,8 @@ class Conversion:
             return
         reason, location = attempt[0]
         self.permanent_location = location
-        self.note("the conversion failed twice the same way; running eagerly")
-        self.policy.give_up(f"its conversion failed twice the same way: {reason}",
+        self.note(_reason(Code.FAILED_TWICE, "the conversion failed twice the same way; running eagerly"))
+        self.policy.give_up(_reason(Code.FAILED_TWICE, f"its conversion failed twice the same way: {reason}"),
                             "See janus.explain(f) for the construct; janus.do_not_convert marks it on purpose.")
 
     def raises(self, args: tuple, kwargs: dict) -> bool:
@@ -206,14 +207,16 @@ class Conversion:
         if error is not None and type(error) is raised.kind and str(error) == raised.message:
             if len(self.raising) < MAX_RAISING:
                 self.raising.append(raised.check)
-            self.note(f"raises {raised.kind.__name__} on such calls, as eager does: they run eagerly")
-        elif raised.line is not None and self.may_break:
+            self.note(_reason(Code.RAISES_AS_EAGER,
+                              f"raises {raised.kind.__name__} on such calls, as eager does: they run eagerly"))
+        elif error is None and raised.line is not None and self.may_break:
             # eager ran the statement its trace raised in: it needs eager (a library call that
             # reads values, as get_weights() does), not this call's values; a break at once
             # rather than a conversion failed again on every call
-            reason = f"tracing it raised {raised.kind.__name__} where eager does not ({raised.message[:80]})"
+            reason = _reason(Code.NEEDS_EAGER, f"tracing it raised {raised.kind.__name__} where eager does not "
+                                               f"({raised.message[:80]})")
             self.next_break = BreakSite(raised.line, reason)
-            self.note(f"graph break at line {raised.line} from the next call: {reason}")
+            self.note(_reason(Code.NEEDS_EAGER, f"graph break at line {raised.line} from the next call: {reason}"))
         elif raised.attempt is not None:
             self._count_failed(raised.attempt)
 
@@ -223,20 +226,20 @@ class Conversion:
         if not policy.due(bool(entries), profile_calls):
             return False
         if policy.budget_exhausted():
-            self.note("conversion budget exhausted; running eagerly")
+            self.note(_reason(Code.BUDGET, "conversion budget exhausted; running eagerly"))
             policy.give_up_on_budget()
             self.permanent_location = None
             return False
         if policy.reuse_unlikely(entries):
             stopped = policy.stop_specializing_values()
             if stopped:
-                self.note(f"the last graphs were never reused: {', '.join(sorted(s.label for s in stopped))} "
-                          "no longer specialized by value")
+                self.note(_reason(Code.REPLANNED, f"the last graphs were never reused: "
+                                  f"{', '.join(sorted(s.label for s in stopped))} no longer specialized by value"))
                 entries.drop(lambda e: e.counters.hits <= 1)
                 return True
-            self.note("the last graphs were never reused; running eagerly")
-            policy.give_up(f"its last {len(entries[:3])} graphs were never reused "
-                           f"({policy.misses.most_common(1)[0][0] if policy.misses else 'new guards every call'})",
+            self.note(_reason(Code.NEVER_REUSED, "the last graphs were never reused; running eagerly"))
+            policy.give_up(_reason(Code.NEVER_REUSED, f"its last {len(entries[:3])} graphs were never reused "
+                           f"({policy.misses.most_common(1)[0][0] if policy.misses else 'new guards every call'})"),
                            "Values it specializes on change at every call; see janus.explain(f).")
             entries.drop(lambda e: e.counters.hits <= 1)
             self.permanent_location = None
@@ -247,7 +250,8 @@ class Conversion:
         """The converted function, or None after giving up (a construct never converted)."""
         fn = self.fn
         self.permanent_location = None
-        reason = "marked janus.do_not_convert" if support.marked_do_not_convert(fn) else support.unsupported_reason(fn)
+        reason = _reason(Code.DO_NOT_CONVERT, "marked janus.do_not_convert") if support.marked_do_not_convert(fn) \
+            else support.unsupported_reason(fn)
         if reason is None:
             try:
                 self.source = convert_source(fn)
@@ -255,19 +259,19 @@ class Conversion:
             except ConversionError as e:
                 reason = e.reason
             except Exception as e:  # noqa: BLE001 - Janus's own failure: never the user's exception
-                self.note(f"converting failed inside Janus: {summary(e)}")
-                self.failed(f"converting failed inside Janus: {summary(e)}")
+                self.note(_reason(Code.JANUS_BUG, f"converting failed inside Janus: {summary(e)}"))
+                self.failed(_reason(Code.JANUS_BUG, f"converting failed inside Janus: {summary(e)}"))
                 self.policy.converted(False)
                 return None
         else:
             line = construct_line(fn, reason)
             self.permanent_location = None if line is None else f"{os.path.basename(fn.__code__.co_filename)}:{line}"
             if self.may_break and line is not None and support.breaks_at_statement(reason):
-                self.note(f"cannot convert line {line}: {reason}; splitting there")
+                self.note(derived(reason, f"cannot convert line {line}: {reason}; splitting there"))
                 self.break_site = BreakSite(line, reason)
                 self.policy.converted(False)
                 return None
-        self.note(f"cannot convert: {reason}")
+        self.note(derived(reason, f"cannot convert: {reason}"))
         self.policy.give_up(reason, "It contains a construct Janus does not convert; see janus.explain(f).")
         return None
 
@@ -277,29 +281,30 @@ class Conversion:
         if isinstance(error, StateBeforeAssertion) and error.assumptions:
             for a in error.assumptions:
                 self.policy.ban(a)
-            self.note(f"not speculated, checked after a state update: "
-                      f"{'; '.join(a.description for a in error.assumptions)}")
+            self.note(_reason(Code.REPLANNED, f"not speculated, checked after a state update: "
+                                                f"{'; '.join(a.description for a in error.assumptions)}"))
             return plan
         if isinstance(error, StateArraysKept):
-            self.note(f"kept as NumPy values (read as NumPy): {error.reason}")
+            self.note(_reason(Code.REPLANNED, f"kept as NumPy values (read as NumPy): {error.reason}"))
             return plan
         if isinstance(error, TensorValuesKept):
-            self.note(f"specialized by value (Python needs values made of them): {error.reason}")
+            self.note(_reason(Code.REPLANNED, f"specialized by value (Python needs values made of them): {error.reason}"))
             # a number fed to the graph among them (a recursion's depth) is a value again
             return replace(plan, fed={s: kind for s, kind in plan.fed.items() if s not in error.sources})
         if isinstance(error, IslandsRefused):
-            self.note(f"called as written, not as Python islands (their arrays are used as NumPy): {error.reason}")
+            self.note(_reason(Code.REPLANNED, f"called as written, not as Python islands (their arrays are used as NumPy): "
+                                                f"{error.reason}"))
             return plan
         if isinstance(error, Regroup):
             regrouped = plan.regrouped(error)
             if regrouped is not None:
                 return regrouped
-            error = ConversionError("recursive calls on trees changed between traces")
+            error = ConversionError("recursive calls on trees changed between traces", code=Code.TREE_RECURSION)
         if isinstance(error, StateBeforeAssertion):
-            self.note(f"trace failed: {error.reason} (an assert in the code)")
-            self.failed(f"trace failed: {error.reason} (an assert in the code)", where or None)
+            self.note(derived(error.reason, f"trace failed: {error.reason} (an assert in the code)"))
+            self.failed(derived(error.reason, f"trace failed: {error.reason} (an assert in the code)"), where or None)
         elif isinstance(error, ConversionError):
-            self.note(f"trace failed{_at(where)}: {error.reason}")
+            self.note(derived(error.reason, f"trace failed{_at(where)}: {error.reason}"))
             self.failed(error.reason, where or None)
             if error.permanent and self._break_at(error, error.reason):
                 return None
@@ -308,11 +313,11 @@ class Conversion:
                 self.policy.give_up(error.reason, "It reaches code Janus never converts; see janus.explain(f).")
                 return None
         elif isinstance(error, Restart):
-            self.note(f"trace failed{_at(where)}: an unexpected restart ({type(error).__name__})")
-            self.failed(f"an unexpected restart ({type(error).__name__})", where or None)
+            self.note(_reason(Code.RESTARTS, f"trace failed{_at(where)}: an unexpected restart ({type(error).__name__})"))
+            self.failed(_reason(Code.RESTARTS, f"an unexpected restart ({type(error).__name__})"), where or None)
         else:  # eager will raise it (or not) for real
-            self.note(f"trace raised{_at(where)} {summary(error)}")
-            self.failed(f"tracing it raised {summary(error)}", where or None)
+            self.note(_reason(Code.RAISES_AS_EAGER, f"trace raised{_at(where)} {summary(error)}"))
+            self.failed(_reason(Code.RAISES_AS_EAGER, f"tracing it raised {summary(error)}"), where or None)
             check = getattr(error, RAISED_UNDER, None)
             if check is not None:
                 line = self._own_line(error) if self.may_break and not self._unsplittable() else None
@@ -351,7 +356,7 @@ class Conversion:
             node, _, _, _ = function_ast(self.fn)
             self._why_unsplittable = unsplittable_reason(node, self.fn.__qualname__) or ""
             if self._why_unsplittable:
-                self.note(f"not split at graph breaks: {self._why_unsplittable}")
+                self.note(_reason(Code.UNSPLITTABLE, f"not split at graph breaks: {self._why_unsplittable}"))
         return self._why_unsplittable or None
 
 

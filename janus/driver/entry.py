@@ -26,6 +26,7 @@ from janus.commit.packing import Packer, Recipe, Run
 from janus.convert import support
 from janus.convert.pipeline import converted_function
 from janus.errors import ConversionError, Restart
+from janus.reporting.codes import Code
 from janus.runtime import islands, ops
 from janus.runtime.recursion import Regroup, TreeRecursion
 from janus.trace import guards, known_values, output, xla as xla_marks
@@ -177,7 +178,8 @@ def convert(fn: types.FunctionType) -> types.FunctionType:
     A function marked ``janus.do_not_convert`` is never converted: a trace that reaches it
     fails for good, and its caller runs eagerly (no graph breaks yet)."""
     if support.marked_do_not_convert(fn):
-        raise ConversionError(f"calls {fn.__qualname__}, marked janus.do_not_convert", permanent=True)
+        raise ConversionError(f"calls {fn.__qualname__}, marked janus.do_not_convert", permanent=True,
+                              code=Code.DO_NOT_CONVERT)
     return converted_function(fn, ops)
 
 
@@ -209,7 +211,7 @@ RAISED_UNDER = "_janus_raised_under"
 
 
 def _forbid_variables(next_creator, **kwargs):
-    raise ConversionError("creates a tf.Variable (eager creates a new one at every call)")
+    raise ConversionError("creates a tf.Variable (eager creates a new one at every call)", code=Code.CREATES_VARIABLE)
 
 
 def _param_names(fn: Callable) -> list[str]:
@@ -344,10 +346,12 @@ def _trace(python_fn: types.FunctionType, converted: Callable, args: tuple, kwar
             state["effects"] = effects.pack_effects(ctx, packer)
         if ctx.collective is not None and ctx.checks.assertions:
             raise ConversionError("a graph of a multi-worker step may not carry assertions: a worker whose run "
-                                  "aborted would re-run the step eagerly while the others went on")
+                                  "aborted would re-run the step eagerly while the others went on",
+                                  code=Code.DISTRIBUTED)
         if ctx.heap.random_datasets and ctx.checks.assertions:
             raise ConversionError(f"iterates {ctx.heap.random_datasets[0]}, whose order or elements are random, in a "
-                                  "graph with assertions: a run that fails one would have advanced its random state")
+                                  "graph with assertions: a run that fails one would have advanced its random state",
+                                  code=Code.DISTRIBUTED)
         before = atomicity.gate_state_on_assertions(ctx.heap.outer_graph, ctx.checks)
         candidates = xla_marks.candidates(before, [op for op, _ in ctx.checks.assertions])
         state["xla_rounding"] = xla_marks.rounds_differently(candidates)
@@ -377,7 +381,8 @@ def _trace(python_fn: types.FunctionType, converted: Callable, args: tuple, kwar
     if printed.getvalue():
         # The user's prints are deferred effects; this came from library code that prints
         # from Python: in a graph it would print once, at trace time, and never again.
-        raise ConversionError(f"library code printed while tracing ({printed.getvalue().strip()[:60]!r})", permanent=True)
+        raise ConversionError(f"library code printed while tracing ({printed.getvalue().strip()[:60]!r})", permanent=True,
+                              code=Code.LIBRARY_EFFECT)
     _refuse_stateful_random(concrete)
     undo = _undo(ctx, concrete, args, kwargs) if ctx.checks.late_failures else None
     check, guard_source = guards.compile_guard(ctx.guard_set.guards, len(args), tuple(kwargs), ctx.guard_set.namespace)
@@ -446,4 +451,4 @@ def _refuse_stateful_random(concrete: Any) -> None:
     found = sorted({n.op for n in nodes if n.op in STATEFUL_RANDOM_OPS or n.op in DATASET_RANDOM_OPS})
     if found:
         raise ConversionError(f"library code draws random numbers with {', '.join(found)}, which a graph "
-                              f"would draw differently from eager", permanent=True)
+                              f"would draw differently from eager", permanent=True, code=Code.RANDOM)

@@ -36,6 +36,8 @@ from janus.driver.aborted import learn_from_abort
 from janus.driver.segments import SplitFunction, split_at
 from janus.driver.xla_choice import XlaTrials
 from janus.errors import GraphBreakError
+from janus.reporting import events, session
+from janus.reporting.codes import Code, reason
 from janus.trace import aborts
 from janus.trace.active import current
 from janus_profiler import Profiler
@@ -78,6 +80,7 @@ class JanusFunction:
         self.segment_of: JanusFunction | None = None  # the function this one is a segment of
         self.breaks_made = 0  # splits of this function and its segments
         _REGISTRY.add(self)
+        session.start_from_environment()
 
     @property
     def __janus_function__(self) -> "JanusFunction":
@@ -108,6 +111,12 @@ class JanusFunction:
 
     # -- one call: look up -> run -> commit, or eager -----------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        recording = events.ACTIVE  # the report's per-call log (janus.reporting.events), None when off
+        if recording is not None and current() is None:
+            return recording.call(self, self._call, args, kwargs)
+        return self._call(*args, **kwargs)
+
+    def _call(self, *args: Any, **kwargs: Any) -> Any:
         ctx = current()
         if ctx is not None:  # reached from library code while another function is traced: inline
             return ctx.convert(self.python_function)(*args, **kwargs)
@@ -131,15 +140,16 @@ class JanusFunction:
             self._break()
         if self.collective is not None and not workers.every_worker_runs_a_graph(self.collective, entry is not None):
             if entry is not None:
-                self._note("another worker could not run a graph at this step: every worker runs it eagerly")
+                self._note(reason(Code.OTHER_WORKER, "another worker could not run a graph at this step: every worker runs it "
+                                                      "eagerly"))
             entry = None
         if entry is not None:
             return self._run(entry, args, kwargs)
         if self.split is not None:  # split at a break on this call: its segments run it
             return self.split(args, kwargs)
         if busy:
-            return self._as_written(args, kwargs, "another thread was profiling or converting this function: "
-                                                  "ran as written")
+            return self._as_written(args, kwargs, reason(Code.BUSY, "another thread was profiling or converting this "
+                                                                    "function: ran as written"))
         return self._eager(args, kwargs)
 
     def _miss(self, args: tuple, kwargs: dict) -> CacheEntry | None:
@@ -153,15 +163,16 @@ class JanusFunction:
             entry = self.conversion.run(args, kwargs, self.entries, self.options, self.collective,
                                         self._collective_seen)
         except Exception as e:  # noqa: BLE001 - Janus's own failure: never the user's exception
-            self._note(f"converting failed inside Janus: {aborts.summary(e)}")
-            self.conversion.failed(f"converting failed inside Janus: {aborts.summary(e)}")
+            self._note(reason(Code.JANUS_BUG, f"converting failed inside Janus: {aborts.summary(e)}"))
+            self.conversion.failed(reason(Code.JANUS_BUG, f"converting failed inside Janus: {aborts.summary(e)}"))
             return None
         if entry is not None:
             self.counts.add("conversions")
             self.entries.insert(entry)
             if not entry.graph.check(args, kwargs):
-                self._note("a new graph's guards did not hold on the call that built it")
-                self.conversion.failed("a new graph's guards did not hold on the call that built it (a Janus bug)")
+                self._note(reason(Code.JANUS_BUG, "a new graph's guards did not hold on the call that built it"))
+                self.conversion.failed(reason(Code.JANUS_BUG, "a new graph's guards did not hold on the call that built it "
+                                                              "(a Janus bug)"))
                 return None
         elif self.conversion.break_site is not None:
             split = split_at(self, self.conversion.break_site, JanusFunction._segment(self))
@@ -169,7 +180,7 @@ class JanusFunction:
                 self.entries.clear()
                 self.split = split
         elif miss is not None:
-            self._note(f"no cached graph's guards held ({miss})")
+            self._note(reason(Code.GUARD_MISS, f"no cached graph's guards held ({miss})"))
             self.conversion.why = f"a guard miss ({miss})"
         return entry
 

@@ -29,6 +29,7 @@ import tensorflow as tf
 
 from janus import config
 from janus.commit.effects import Effect, SetAttr, When
+from janus.reporting.codes import Code, reason, tagged
 from janus.trace.guards import GuardKind
 from janus.trace.sources import Arg, Attr, KwArg, Source
 from janus.trace.speculation import Assumption, Speculator
@@ -145,15 +146,15 @@ class ConversionPolicy:
         if not self._warned:
             self._warned = True
             if self.segment:  # its statements go back into the driver: the other segments stay graphs
-                log.warning("janus: %s, a graph segment, runs as written from now on: %s. %s", self.qualname, reason,
+                log.warning("janus: %s, a graph segment, runs as written from now on: %s. %s", self.qualname, tagged(reason),
                             advice)
             else:
-                log.warning("janus: %s runs eagerly from now on: %s. %s", self.qualname, reason, advice)
+                log.warning("janus: %s runs eagerly from now on: %s. %s", self.qualname, tagged(reason), advice)
 
     def give_up_on_budget(self) -> None:
         miss = self.misses.most_common(1)
         cause = f"the guard that kept failing: {miss[0][0]}" if miss else "its conversions kept failing"
-        self.give_up(f"it used its {config.MAX_CONVERSIONS} conversions ({cause})",
+        self.give_up(reason(Code.BUDGET, f"it used its {config.MAX_CONVERSIONS} conversions ({cause})"),
                      "If that value changes by design, pass it as a tensor; see janus.explain(f) for every reason.")
 
     # -- what to relax --------------------------------------------------------------

@@ -27,6 +27,8 @@ from janus.convert.segments import RUNTIME, SEGMENTS, BreakSite, Segment, split
 from janus.convert.pipeline import with_user_lines
 from janus.convert.unparse import unparse
 from janus.runtime import ops
+from janus.reporting import events
+from janus.reporting.codes import Code, derived, reason
 from janus.trace import aborts
 
 if TYPE_CHECKING:
@@ -103,6 +105,8 @@ class SegmentCall:
             finally:
                 elapsed = time.perf_counter() - start
                 self.seconds += elapsed
+                if events.ACTIVE is not None:
+                    events.ACTIVE.segment_as_written(jf, start, elapsed)
                 if trial:
                     self._eager_ran(elapsed)
         graphs = jf.counts["graph_calls"]
@@ -124,7 +128,7 @@ class SegmentCall:
             if self.as_written:
                 self._settled(self.segment.index)
 
-    def describe(self) -> str | None:
+    def describe(self) -> "str | None":
         """The trial's outcome, for ``janus.explain`` (None while it has not run)."""
         if len(self.eager_times) < TRIAL:
             return None
@@ -132,8 +136,8 @@ class SegmentCall:
             verdict = "runs as written (in the driver: whole calls were faster so)"
         else:
             verdict = "runs as written (in the driver)" if self.as_written else "stays a graph"
-        return (f"{verdict}: eagerly {statistics.median(self.eager_times) * 1e3:.3f} ms a call, as a graph "
-                f"{statistics.median(self.graph_times) * 1e3:.3f} ms")
+        return reason(Code.SEGMENT_TRIAL, f"{verdict}: eagerly {statistics.median(self.eager_times) * 1e3:.3f} ms a "
+                      f"call, as a graph {statistics.median(self.graph_times) * 1e3:.3f} ms")
 
 
 class SplitFunction:
@@ -297,7 +301,8 @@ def split_at(jf: "JanusFunction", site: BreakSite,
         root = root.segment_of
     root.breaks_made += 1
     if root.breaks_made > MAX_BREAKS:
-        jf.policy.give_up(f"more than {MAX_BREAKS} graph breaks (the last at {where}: {site.reason})",
+        jf.policy.give_up(reason(Code.TOO_MANY_BREAKS, f"more than {MAX_BREAKS} graph breaks (the last at {where}: "
+                                                        f"{site.reason})"),
                           "See janus.explain(f).")
         return None
     try:
@@ -305,8 +310,9 @@ def split_at(jf: "JanusFunction", site: BreakSite,
         options = replace(jf.options, given_profile_calls=min(1, jf.options.profile_calls))
         split = SplitFunction(jf.python_function, {site.line: site}, options, make)
     except Exception as e:  # noqa: BLE001 - cannot split: the function runs eagerly, as before breaks
-        jf._note(f"graph break at {where} ({site.reason}) but {aborts.summary(e)}")  # noqa: SLF001
-        jf.policy.give_up(f"{site.reason} (at {where}); {aborts.summary(e)}", "See janus.explain(f).")
+        jf._note(reason(Code.UNSPLITTABLE, f"graph break at {where} ({site.reason}) but {aborts.summary(e)}"))  # noqa: SLF001
+        jf.policy.give_up(reason(Code.UNSPLITTABLE, f"{site.reason} (at {where}); {aborts.summary(e)}"),
+                          "See janus.explain(f).")
         return None
-    jf._note(f"graph break at {where}: {site.reason}")  # noqa: SLF001 - the function's reasons, for explain
+    jf._note(derived(site.reason, f"graph break at {where}: {site.reason}"))  # noqa: SLF001 - the function's reasons, for explain
     return split

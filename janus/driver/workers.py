@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-IN_REPLICA = ("called inside strategy.run (a replica context): runs as written; "
-              "convert the function that calls strategy.run instead")
+from janus.reporting.codes import Code, reason
+
+IN_REPLICA = reason(Code.IN_REPLICA, "called inside strategy.run (a replica context): runs as written; "
+                                    "convert the function that calls strategy.run instead")
 
 
 def in_replica() -> bool:

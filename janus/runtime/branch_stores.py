@@ -29,6 +29,7 @@ from typing import Any, Callable, Sequence
 from janus.commit.branch_effects import BranchSink
 from janus.commit.effects import Effect, SetAttr, SetCell, SetGlobal, SetItem, When
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
 from janus.runtime.reconcile import joinable
 from janus.trace.scalars import PY_SCALARS, PyOrTensor
 from janus.trace.values import SCALARS, PyScalar, is_symbolic
@@ -49,7 +50,7 @@ class Unjoined:
 def readable(value: Any) -> Any:
     """``value`` read from a place, unless it is an :class:`Unjoined` marker."""
     if isinstance(value, Unjoined):
-        raise ConversionError(value.reason)
+        raise ConversionError(value.reason, code=Code.STATE_IN_TENSOR_FLOW)
     return value
 
 
@@ -131,10 +132,10 @@ def item(heap: Any, container: list | dict, index: Any, label: str, effect: Call
     body; the heap model keeps the container's copy the one every side and later code reads."""
     if type(index) not in SCALARS:
         raise ConversionError(f"write of {label}[...] with an index the graph computes, inside tensor-dependent "
-                              f"control flow")
+                              f"control flow", code=Code.STATE_IN_TENSOR_FLOW)
     if isinstance(container, dict) and index not in container:
         raise ConversionError(f"{label}[{index!r}] is added inside tensor-dependent control flow (its keys would "
-                              f"depend on the run)")
+                              f"depend on the run)", code=Code.STATE_IN_TENSOR_FLOW)
     container[index]  # noqa: B018 - a list index out of range raises as eager's assignment would
     heap.pin(container)
     slot = index % len(container) if not isinstance(container, dict) else index
@@ -160,9 +161,9 @@ def side_stores(ctx: Any, what: str) -> dict | None:
         return None
     sink = log.sinks[-1] if log.sinks else None
     if not isinstance(sink, BranchSink):
-        raise ConversionError(f"{what} inside a graph a library builds")
+        raise ConversionError(f"{what} inside a graph a library builds", code=Code.LIBRARY_EFFECT)
     if isinstance(sink, LoopSink) and sink.testing:
-        raise ConversionError(f"{what} in the condition of a tensor-dependent loop")
+        raise ConversionError(f"{what} in the condition of a tensor-dependent loop", code=Code.STATE_IN_TENSOR_FLOW)
     return sink.stores
 
 
@@ -188,7 +189,7 @@ class LoopSink(BranchSink):
 
     def append(self, effect: Effect) -> None:
         if not _is_write(effect):
-            raise ConversionError(f"{effect.describe()} inside a tensor-dependent loop")
+            raise ConversionError(f"{effect.describe()} inside a tensor-dependent loop", code=Code.STATE_IN_TENSOR_FLOW)
 
     def hold(self, place: Place, value: Any) -> None:
         """``place`` holds ``value`` (a loop variable) while the body or condition is traced."""
@@ -204,6 +205,8 @@ class Carry(ConversionError):
     """The body of a tensor-dependent loop writes places of Python state the loop does not
     carry yet: it is traced again carrying them."""
 
+    code = Code.STATE_IN_TENSOR_FLOW
+
     def __init__(self, places: list[Place]) -> None:
         super().__init__(f"the loop body writes {', '.join(p.label for p in places)}")
         self.places = places
@@ -215,14 +218,14 @@ def loop_initial(place: Place, what: str) -> Any:
     value = place.before()
     if isinstance(value, Unjoined):
         raise ConversionError(f"{what}: {place.label} is set inside a tensor-dependent loop and has no value "
-                              f"before it")
+                              f"before it", code=Code.STATE_IN_TENSOR_FLOW)
     if type(value) in PY_SCALARS:
         return PyScalar.of(value)
     if isinstance(value, PyScalar):
         return value
     kind = "tensor" if is_symbolic(value) or isinstance(value, PyOrTensor) else type(value).__name__
     raise ConversionError(f"{what}: {place.label} (a {kind}) is set inside a tensor-dependent loop; only a "
-                          f"Python number there is carried through the loop")
+                          f"Python number there is carried through the loop", code=Code.STATE_IN_TENSOR_FLOW)
 
 
 def _is_write(effect: Effect) -> bool:
@@ -261,7 +264,7 @@ class Joined:
             write(ctx, place, value, f"write of {place.label}")
         for place, reason in self.unjoined:
             if not place.holds_marker:
-                raise ConversionError(reason)
+                raise ConversionError(reason, code=Code.STATE_IN_TENSOR_FLOW)
             write(ctx, place, Unjoined(reason), f"write of {place.label}")
 
 

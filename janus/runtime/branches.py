@@ -25,6 +25,7 @@ from janus.commit.branch_effects import BranchSink
 from janus.commit.effects import When
 from janus.convert.sites import SiteInfo
 from janus.errors import ConversionError, InternalSignal
+from janus.reporting.codes import Code
 from janus.runtime import branch_stores, escapes
 from janus.runtime.dunders import truth_operand
 from janus.runtime.checks import assertion, speculate_branch
@@ -81,7 +82,7 @@ def and_(left: Any, right: Callable[[], Any]) -> Any:
     if not is_tensor(test):
         return right() if test else left
     if test is not left:
-        raise ConversionError("`and` of an object whose truth the graph computes")
+        raise ConversionError("`and` of an object whose truth the graph computes", code=Code.TENSOR_BRANCH)
     known = known_truth(left)
     if known is not None:
         return right() if known else left
@@ -94,7 +95,7 @@ def or_(left: Any, right: Callable[[], Any]) -> Any:
     if not is_tensor(test):
         return left if test else right()
     if test is not left:
-        raise ConversionError("`or` of an object whose truth the graph computes")
+        raise ConversionError("`or` of an object whose truth the graph computes", code=Code.TENSOR_BRANCH)
     known = known_truth(left)
     if known is not None:
         return left if known else right()
@@ -227,7 +228,8 @@ def _trace_side(fn: Callable, side: bool, scope: str, what: str) -> _Side:
         raise
     except Exception as e:  # noqa: BLE001
         if result.raised is None:
-            raise ConversionError(f"{what}: {type(e).__name__}: {first_line(e, 200)}") from None
+            raise ConversionError(f"{what}: {type(e).__name__}: {first_line(e, 200)}",
+                                  code=Code.TENSOR_BRANCH) from None
     finally:
         branch_stores.undo(result.effects)
     return result
@@ -262,7 +264,8 @@ def _finish_side(s: _Side, side_fixes: dict, extra: Callable[[], list]) -> tuple
         gate, s.fails = atomicity.seal_body([tf.constant(True)], checks)
         outputs = [traced[id(x)] if id(x) in traced else _captured(s.graph, x) for x in tensors + extra()] + gate
     if any(getattr(x, "graph", None) is not s.graph for x in outputs):
-        raise ConversionError("a value of one side of a tensor-dependent branch is not in its graph")
+        raise ConversionError("a value of one side of a tensor-dependent branch is not in its graph",
+                              code=Code.TENSOR_BRANCH)
     _tf_private.set_branch_outputs(s.graph, outputs)
     return out, leaves, kinds
 
@@ -299,12 +302,15 @@ def _both_sides(pred, t: _Side, f: _Side, scope: str, names: Sequence[str], what
     try:
         tf.nest.assert_same_structure(t_out, f_out, expand_composites=False)
     except (TypeError, ValueError):
-        raise ConversionError(f"{what}: the two sides produce different structures for {', '.join(names)}") from None
+        raise ConversionError(f"{what}: the two sides produce different structures for {', '.join(names)}",
+                              code=Code.TENSOR_BRANCH) from None
     if t_kinds != f_kinds:
-        raise ConversionError(f"{what}: a variable has a different kind on each side ({', '.join(names)})")
+        raise ConversionError(f"{what}: a variable has a different kind on each side ({', '.join(names)})",
+                              code=Code.TENSOR_BRANCH)
     for kind, a, b in zip(t_kinds, t_leaves, f_leaves):
         if kind == "py" and not same_python(a, b):
-            raise ConversionError(f"{what}: a Python value differs between the two sides ({a!r} vs {b!r})")
+            raise ConversionError(f"{what}: a Python value differs between the two sides ({a!r} vs {b!r})",
+                                  code=Code.TENSOR_BRANCH)
     outs = _build(pred, t, f, scope, what, start)
     if carry:
         n_t, n_f = len(specs[True]), len(specs[False])
@@ -357,7 +363,8 @@ def _never_taken(specs: list[tf.TensorSpec], leaves: list) -> list[tf.Tensor]:
             return branch_effects.zeros_like_specs([spec])[0]
         graph_list = next(lists, None)
         if graph_list is None:
-            raise ConversionError("a side that raises beside one that gives a variant value of its own")
+            raise ConversionError("a side that raises beside one that gives a variant value of its own",
+                                  code=Code.TENSOR_BRANCH)
         return GraphList.of([], *graph_list.spec()).handle
 
     return [placeholder(s) for s in specs]
@@ -373,7 +380,8 @@ def _build(pred, t: _Side, f: _Side, scope: str, what: str, start: int) -> list:
     try:
         outs = _tf_private.build_cond(pred, t.graph, f.graph, scope)
     except (TypeError, ValueError) as e:
-        raise ConversionError(f"{what}: the two sides do not agree ({type(e).__name__}: {first_line(e, 200)})") from None
+        raise ConversionError(f"{what}: the two sides do not agree ({type(e).__name__}: {first_line(e, 200)})",
+                              code=Code.TENSOR_BRANCH) from None
     construct = op_of(outs)
     ctx.bounds.built_cond(construct, t.graph, f.graph)
     ctx.checks.nested_assertions(start, lambda: construct)

@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from janus.commit.effects import Print
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
 from janus.runtime import dunders, graph_lists, state, tensor_arrays
 from janus.runtime.loops import EnumeratedDataset, TensorRange
 from janus.runtime.truth import to_bool
@@ -31,14 +32,14 @@ from janus.trace.values import SymbolicShape
 def print_(*args: Any, sep: str | None = " ", end: str | None = "\n", file: Any = None, flush: bool = False) -> None:
     """``print``: replayed after the graph ran, with the values it computed."""
     if file is not None and file is not sys.stdout:
-        raise ConversionError("print to a file other than stdout", permanent=True)
+        raise ConversionError("print to a file other than stdout", permanent=True, code=Code.STRING_FORMAT)
     current().effect(Print(args, sep, end), "print")
 
 
 def mod(left: Any, right: Any) -> Any:
     """``left % right``: string formatting of a graph tensor is refused."""
     if isinstance(left, (str, bytes)) and (is_symbolic(right) or isinstance(right, tuple) and any(map(is_symbolic, right))):
-        raise ConversionError("formats a tensor into a string inside the graph")
+        raise ConversionError("formats a tensor into a string inside the graph", code=Code.STRING_FORMAT)
     if isinstance(left, (str, bytes)):
         for value in right if isinstance(right, tuple) else (right,):
             dunders.as_text(value, "% formatting")
@@ -50,7 +51,7 @@ def no_symbolic(fn: Callable) -> Callable:
     the formatting builtins, a user object whose text its own dunders compute)."""
     def check(*args: Any, **kwargs: Any) -> Any:
         if any(is_symbolic(a) or isinstance(a, PyScalar) for a in args):
-            raise ConversionError(f"{fn.__name__}() of a tensor the graph has not computed yet")
+            raise ConversionError(f"{fn.__name__}() of a tensor the graph has not computed yet", code=Code.TENSOR_VALUE)
         if fn in (str, repr, format):
             args = tuple(dunders.as_text(a, f"{fn.__name__}()") for a in args)
         return fn(*args, **kwargs)
@@ -68,7 +69,7 @@ def _len(x: Any) -> Any:
         return graph_lists.length(x)
     if is_symbolic(x):
         if x.shape.rank is None or x.shape.rank == 0:
-            raise ConversionError("len() of a tensor whose rank the graph does not know")
+            raise ConversionError("len() of a tensor whose rank the graph does not know", code=Code.UNKNOWN_SHAPE)
         return x.shape[0] if x.shape[0] is not None else SymbolicShape.of(x)[0]
     return dunders.length(x)
 
@@ -81,10 +82,11 @@ def _enumerate(x: Any, start: int = 0) -> Any:
 
 def _iterable(x: Any) -> Any:
     if isinstance(x, (tf.data.Dataset, tf.data.Iterator)):
-        raise ConversionError("a dataset iterated other than by a for loop (list(), zip(), ...)")
+        raise ConversionError("a dataset iterated other than by a for loop (list(), zip(), ...)", code=Code.DATASET)
     if is_symbolic(x):
         if x.shape.rank is None or x.shape.rank == 0 or x.shape[0] is None:
-            raise ConversionError("iteration over a tensor whose length the graph does not know")
+            raise ConversionError("iteration over a tensor whose length the graph does not know",
+                                  code=Code.UNKNOWN_SHAPE)
         return tf.unstack(x)
     return dunders.iterate(x)
 
@@ -107,7 +109,7 @@ def _scalar(kind: type):
         if kind is bool:
             return PyScalar(to_bool(x), bool)
         if x.shape.num_elements() != 1:
-            raise ConversionError(f"{kind.__name__}() of a non-scalar tensor")
+            raise ConversionError(f"{kind.__name__}() of a non-scalar tensor", code=Code.TENSOR_VALUE)
         t = tf.reshape(x, [])
         if kind is int and not x.dtype.is_integer:
             t = tf.cast(t, tf.float64)
@@ -150,7 +152,8 @@ def _inferred_dtype(value: Any) -> tf.DType:
 
     walk(value)
     if not kinds <= {bool, int, float}:
-        raise ConversionError(f"tf.constant of {sorted(k.__name__ for k in kinds)} the graph computes")
+        raise ConversionError(f"tf.constant of {sorted(k.__name__ for k in kinds)} the graph computes",
+                              code=Code.TENSOR_VALUE)
     return tf.float32 if float in kinds else tf.int32 if int in kinds else tf.bool
 
 
@@ -166,11 +169,12 @@ def _type(*args: Any) -> Any:
     if len(args) == 1 and type(args[0]) is NodeView:
         return args[0].__class__  # the node's class (now a test of its case)
     if len(args) == 1 and is_symbolic(args[0]):
-        raise ConversionError("type() of a graph tensor differs from eager's EagerTensor")
+        raise ConversionError("type() of a graph tensor differs from eager's EagerTensor", code=Code.TYPE_QUERY)
     if len(args) == 1 and isinstance(args[0], PyScalar):
         return args[0].kind  # the Python number's type, as eager has it
     if len(args) == 1 and isinstance(args[0], PyOrTensor):
-        raise ConversionError("type() of a value that is a Python number or a tensor, depending on the path")
+        raise ConversionError("type() of a value that is a Python number or a tensor, depending on the path",
+                              code=Code.TYPE_QUERY)
     return type(*args)
 
 
@@ -179,7 +183,8 @@ def _isinstance(obj: Any, classes: Any) -> bool:
     if isinstance(obj, PyScalar):
         return issubclass(obj.kind, classes)
     if isinstance(obj, PyOrTensor):
-        raise ConversionError("isinstance() of a value that is a Python number or a tensor, depending on the path")
+        raise ConversionError("isinstance() of a value that is a Python number or a tensor, depending on the path",
+                              code=Code.TYPE_QUERY)
     return isinstance(obj, classes)
 
 
@@ -195,7 +200,7 @@ def _getattr(obj: Any, name: str, *default: Any) -> Any:
 def _hasattr(obj: Any, name: str) -> bool:
     ctx = current()
     if ctx is not None and ctx.source_of(obj) is not None and not isinstance(obj, tf.Module):
-        raise ConversionError("hasattr() on Python state")
+        raise ConversionError("hasattr() on Python state", code=Code.TYPE_QUERY)
     return hasattr(obj, name)
 
 

@@ -16,6 +16,7 @@ from janus.commit import atomicity, branch_effects
 from janus.convert.libraries import is_user_function, is_user_method, qualified_name
 from janus.convert.registry import is_converted_function
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
 from janus.trace import active
 from janus.trace.active import current
 
@@ -60,7 +61,7 @@ def _callback(fn: Any, site: Any, ctx: Any, library: Any, args: tuple, kwargs: d
     with branch_effects.tensor_dependent(ctx.log), ctx.seeds.forbidden(f"{what} draws random numbers"):
         out = call(fn, *args, **kwargs)
     if atomicity.graph_writes_state(graph, ctx.checks.writer_constructs):
-        raise ConversionError(f"{what} changes a variable in a graph of its own")
+        raise ConversionError(f"{what} changes a variable in a graph of its own", code=Code.LIBRARY_EFFECT)
     return out
 
 
@@ -90,7 +91,7 @@ def user_layer_call(layer: Any, args: tuple, kwargs: dict) -> Any:
     if not is_user_function(method):
         return layer(*args, **kwargs)
     if not layer.built:
-        raise ConversionError(f"{type(layer).__qualname__} is not built yet")
+        raise ConversionError(f"{type(layer).__qualname__} is not built yet", code=Code.LIBRARY_EFFECT)
     conv = types.MethodType(current().convert(method), layer)
     had = "call" in vars(layer)
     previous = vars(layer).get("call")

@@ -32,6 +32,7 @@ from janus.convert.libraries import (
 )
 from janus.convert.registry import is_converted_function
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
 from janus.runtime import builtins, callbacks, containers, dunders, islands, random, recursion, state, tensor_arrays
 from janus.runtime.graph_lists import GraphList
 from janus.trace import kinds
@@ -84,7 +85,8 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
     if rec is not None and rec.active is not None:
         if f not in builtins.VIEW_CALLS and any(type(v) is NodeView for v in (*args, *kwargs.values())) \
                 and not is_user_method(f):
-            raise ConversionError(f"passes a tree node to {qualified_name(f)} during the recursion over it")
+            raise ConversionError(f"passes a tree node to {qualified_name(f)} during the recursion over it",
+                                  code=Code.TREE_RECURSION)
         # Nodes are computed in batches by TensorFlow's vectorizer, which batches a gather
         # from a variable's value but not from the variable (ResourceGather): pass the value.
         args = tuple(_variable_value(v) for v in args)
@@ -100,16 +102,16 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
             out = islands.island(f, args, kwargs)
             return inline(f.__func__, (f.__self__, *args), kwargs) if out is islands.NOT_AN_ISLAND else out
         if f.__name__ == "numpy" and isinstance(f.__self__, tf.Variable):
-            raise ConversionError(".numpy() of a variable the graph reads")
+            raise ConversionError(".numpy() of a variable the graph reads", code=Code.TENSOR_VALUE)
         if isinstance(f.__self__, tf.GradientTape) and f.__self__ not in current().tapes:
             # a tape recording eagerly, outside this graph (across a graph break): its gradient
             # of the graph's tensors would be None, eager's is not
-            raise ConversionError("uses a tf.GradientTape recorded outside the graph")
+            raise ConversionError("uses a tf.GradientTape recorded outside the graph", code=Code.TAPE_OUTSIDE)
         if isinstance(f.__self__, tf.distribute.MultiWorkerMirroredStrategy):
             current().uses_collective(f.__self__)
         if isinstance(f.__self__, tf.distribute.experimental.ParameterServerStrategy):
             raise ConversionError("uses a ParameterServerStrategy, whose coordinator schedules tf.functions of "
-                                  "its own", permanent=True)
+                                  "its own", permanent=True, code=Code.DISTRIBUTED)
         if is_allowed_library(f.__func__) or is_allowed_library(f.__self__) or _named_tuple_method(f):
             return f(*callbacks.library_arguments(_protocols(f, _shapes(args)), f, call),
                      **callbacks.library_arguments(_protocols(f, _shapes(kwargs)), f, call))
@@ -133,7 +135,7 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
         if not is_user_class(f) and is_allowed_library(f):
             return f(*args, **kwargs)
         if not is_user_class(f):
-            raise ConversionError(f"constructs a {f.__qualname__} object", permanent=True)
+            raise ConversionError(f"constructs a {f.__qualname__} object", permanent=True, code=Code.CONSTRUCTS)
         return _construct(f, args, kwargs)
     if isinstance(f, tf.keras.layers.Layer) and is_user_class(type(f)):
         return callbacks.user_layer_call(f, args, kwargs)
@@ -141,19 +143,22 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
         method = getattr(type(f), "__call__", None)
         if is_user_function(method):
             return inline(method, (f, *args), kwargs)
-        raise ConversionError(f"callee not allow-listed: {type(f).__qualname__} instance", permanent=True)
+        raise ConversionError(f"callee not allow-listed: {type(f).__qualname__} instance", permanent=True,
+                              code=Code.NOT_ALLOWED)
     if f in ALLOWED_BUILTINS:
         return f(*callbacks.builtin_arguments(_protocols(f, args), call), **callbacks.builtin_keywords(kwargs, call))
     if is_allowed_library(f):
         if f in callbacks.RUN_TIME_PYTHON:
             raise ConversionError(f"{qualified_name(f)} runs Python while the graph runs: an aborted run could "
-                                  "not take its effects back", permanent=True)
+                                  "not take its effects back", permanent=True, code=Code.PY_FUNCTION)
         if qualified_name(f).startswith("numpy.") and any(is_symbolic(v) for v in (*args, *kwargs.values())):
-            raise ConversionError(f"{qualified_name(f)} reads the values of a tensor the graph computes")
+            raise ConversionError(f"{qualified_name(f)} reads the values of a tensor the graph computes",
+                                  code=Code.TENSOR_VALUE)
         if qualified_name(f).startswith("numpy.") and any(_holds_traced_number(v) for v in (*args, *kwargs.values())):
             # np.round(float(t), 4): NumPy would raise TypeError on the traced number (no
             # `rint` method), taken for an error eager raises; it needs the number's value
-            raise ConversionError(f"{qualified_name(f)} reads a Python number the graph computes")
+            raise ConversionError(f"{qualified_name(f)} reads a Python number the graph computes",
+                                  code=Code.TENSOR_VALUE)
         return f(*callbacks.library_arguments(_protocols(f, _shapes(args)), f, call),
                  **callbacks.library_arguments(_protocols(f, _shapes(kwargs)), f, call))
     if f in vars(operator).values() or f in vars(math).values():
@@ -181,7 +186,7 @@ def _not_allowed(fn: Any, name: str) -> ConversionError:
     installed = isinstance(fn, types.FunctionType) and fn.__module__ and \
         {"site-packages", "dist-packages"} & set(os.path.normpath(fn.__code__.co_filename).split(os.sep))
     hint = f" (an installed package's Python: janus.allow({fn.__module__}) converts it)" if installed else ""
-    return ConversionError(f"callee not allow-listed: {name}{hint}", permanent=True)
+    return ConversionError(f"callee not allow-listed: {name}{hint}", permanent=True, code=Code.NOT_ALLOWED)
 
 
 def mutate_attr(obj: Any, name: str, method: str, *args: Any) -> Any:
@@ -221,10 +226,12 @@ def _construct(cls: type, args: tuple, kwargs: dict) -> Any:
     """
     bases = [k for k in cls.__mro__ if k is not object]
     if type(cls) is not type or not all(is_user_class(k) for k in bases):
-        raise ConversionError(f"constructs a {cls.__qualname__} object (a metaclass or library base class)", permanent=True)
+        raise ConversionError(f"constructs a {cls.__qualname__} object (a metaclass or library base class)", permanent=True,
+                              code=Code.TENSOR_VALUE)
     for special in ("__new__", "__setattr__", "__slots__", "__getattr__", "__getattribute__", "__del__"):
         if any(special in vars(k) for k in bases):
-            raise ConversionError(f"constructs a {cls.__qualname__} object ({special})", permanent=True)
+            raise ConversionError(f"constructs a {cls.__qualname__} object ({special})", permanent=True,
+                                  code=Code.CONSTRUCTS)
     obj = current().heap.adopt(object.__new__(cls))
     init = next((vars(k)["__init__"] for k in bases if "__init__" in vars(k)), None)
     if init is None:
@@ -232,7 +239,8 @@ def _construct(cls: type, args: tuple, kwargs: dict) -> Any:
             raise TypeError(f"{cls.__name__}() takes no arguments")
     elif dataclasses.is_dataclass(cls) and init.__code__.co_filename.startswith("<"):
         if any("__post_init__" in vars(k) for k in bases):
-            raise ConversionError(f"constructs a {cls.__qualname__} dataclass with __post_init__", permanent=True)
+            raise ConversionError(f"constructs a {cls.__qualname__} dataclass with __post_init__", permanent=True,
+                                  code=Code.TENSOR_VALUE)
         init(obj, *args, **kwargs)  # the dataclass's generated __init__ only sets fields
     else:
         converted(init)(obj, *args, **kwargs)

@@ -17,6 +17,7 @@ import tensorflow as tf
 from janus.convert.registry import is_converted_code
 from janus.convert.sites import SiteInfo
 from janus.errors import ConversionError, InternalSignal
+from janus.reporting.codes import Code
 from janus.runtime.dunders import truth_operand
 from janus.runtime.truth import is_tensor, to_bool
 from janus.trace import aborts
@@ -92,5 +93,6 @@ def caught(error: BaseException) -> None:
         if not (is_converted_code(tb.tb_frame.f_code) or usercode.is_user_file(filename)
                 or os.path.realpath(filename).startswith(_JANUS_DIR + os.sep)):
             raise ConversionError(f"an except clause catches {type(error).__name__} raised by library code while "
-                                  f"the graph was built ({os.path.basename(filename)}); eager may raise another error")
+                                  f"the graph was built ({os.path.basename(filename)}); eager may raise another error",
+                                  code=Code.EXCEPT_LIBRARY)
         tb = tb.tb_next

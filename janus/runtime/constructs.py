@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from janus.commit import atomicity
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
 from janus.trace.active import current
 
 
@@ -19,7 +20,7 @@ def no_cells(cells: Sequence[str], what: str) -> None:
     """A tensor-dependent construct cannot rebind a closure's cell: refuse the conversion."""
     if cells:
         raise ConversionError(f"{what}: {', '.join(cells)} is read by a closure and rebound inside "
-                              f"tensor-dependent control flow")
+                              f"tensor-dependent control flow", code=Code.TENSOR_BRANCH)
 
 
 def op_of(outs: list) -> Any:
@@ -32,7 +33,7 @@ def op_of(outs: list) -> Any:
             return op
     if len(outs) == 1 and isinstance(outs[0], tf.Operation):
         return outs[0]
-    raise ConversionError("a tensor-dependent construct without outputs")
+    raise ConversionError("a tensor-dependent construct without outputs", code=Code.TENSOR_BRANCH)
 
 
 def body_writes_state() -> bool:

@@ -15,6 +15,7 @@ from typing import Any
 
 from janus.commit.effects import CallMethod
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
 from janus.runtime import state
 from janus.trace import kinds
 from janus.trace.active import current
@@ -45,7 +46,7 @@ def container_method(obj: Any, name: str, args: tuple, kwargs: dict) -> Any:
     ctx = current()
     changes = name in mutators(obj)
     if changes and is_tree_part(ctx, obj):
-        raise ConversionError("changes a tree during the recursion over it")
+        raise ConversionError("changes a tree during the recursion over it", code=Code.TREE_RECURSION)
     source = ctx.source_of(obj) if ctx is not None else None
     if source is None or not changes:
         if changes:
@@ -53,7 +54,8 @@ def container_method(obj: Any, name: str, args: tuple, kwargs: dict) -> Any:
         return method(*args, **kwargs)
     state.no_mutation_in_dynamic_flow(ctx, f"{source.label}.{name}(...)")
     if kwargs:
-        raise ConversionError(f"{type(obj).__name__}.{name} with keyword arguments on Python state")
+        raise ConversionError(f"{type(obj).__name__}.{name} with keyword arguments on Python state",
+                              code=Code.UNMODELED_VALUE)
     ctx.effect(CallMethod(source, name, tuple(args)), f"{source.label}.{name}(...)")
     return method(*args)  # on the trace's own copy of the container
 
@@ -64,7 +66,7 @@ def defer_attr(obj: Any, name: str, method: str, args: tuple) -> bool:
     trace; False when the caller must make the ordinary call."""
     ctx = current()
     if isinstance(obj, NodeView):
-        raise ConversionError(f"changes {obj.path}.{name} during the recursion over the tree")
+        raise ConversionError(f"changes {obj.path}.{name} during the recursion over the tree", code=Code.TREE_RECURSION)
     source = ctx.source_of(obj) if ctx is not None else None
     d = state.instance_dict(obj) if source is not None else None
     if d is None or (id(obj), name) in ctx.heap.overlay or state.is_data_descriptor(type(obj), name) or name not in d:
@@ -88,7 +90,7 @@ def defer_cell(cells: tuple, index: int, name: str, method: str, args: tuple) ->
     try:
         target = cells[index].cell_contents
     except ValueError:
-        raise ConversionError(f"free variable {name} is empty") from None
+        raise ConversionError(f"free variable {name} is empty", code=Code.UNDEFINED) from None
     return _defer(ctx, target, Cell(ctx.const(cells[index], "c"), name), method, args)
 
 

@@ -17,6 +17,7 @@ import contextlib
 from typing import Any, TypeVar
 
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
 from janus.trace.active import current
 
 FRAMEWORK_ROOTS = frozenset({"tensorflow", "keras", "tf_keras"})
@@ -53,4 +54,4 @@ def context_manager(manager: M) -> M:
         func = getattr(manager, "func", None)
         what = f"@contextmanager {getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', '?')}"
     raise ConversionError(f"with {what}: a context manager that is not TensorFlow's would be entered "
-                          "only while tracing", permanent=True)
+                          "only while tracing", permanent=True, code=Code.CONTEXT_MANAGER)

@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator
 
 from janus.commit.effects import CallMethod
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
 from janus.runtime.truth import is_tensor, to_bool
 from janus.trace import kinds, mappings
 from janus.trace.active import current
@@ -57,7 +58,7 @@ def refuse_unmodeled(obj: Any, names: tuple[str, ...], what: str) -> None:
     source = ctx.source_of(obj) if ctx is not None else None
     if source is not None and kinds.classify(obj) in _UNMODELED and any(hasattr(type(obj), n) for n in names):
         raise ConversionError(f"{what} of {source.label}, a {type(obj).__qualname__} whose {names[0]} is library "
-                              "code Janus does not model (it would be frozen into the graph)")
+                              "code Janus does not model (it would be frozen into the graph)", code=Code.PROTOCOL)
 
 
 class Subscriptable:
@@ -95,12 +96,12 @@ def _default_item(d: collections.defaultdict, key: Any) -> Any:
         return d[key]
     if factory not in (int, float, bool, str, bytes, complex, tuple, frozenset):
         raise ConversionError(f"reads a missing key of a defaultdict whose factory is {factory!r} (the new item "
-                              "would be an object the trace does not track)")
+                              "would be an object the trace does not track)", code=Code.MAPPING)
     ctx = current()
     source = ctx.source_of(d)
     if not ctx.log.may_change(None):  # state.no_mutation_in_dynamic_flow: importing state here closes a cycle
         raise ConversionError(f"a read of a missing key of {source.label} (a write) inside tensor-dependent control "
-                              "flow")
+                              "flow", code=Code.STATE_IN_TENSOR_FLOW)
     ctx.effect(CallMethod(source, "__getitem__", (key,)), f"{source.label}[{key!r}] (a missing key)")
     value = factory()
     dict.__setitem__(d, key, value)
@@ -175,7 +176,7 @@ def iterate(x: Any) -> Iterator:
         it = method()
         if kinds.classify(it) is kinds.Kind.USER_OBJECT:
             raise ConversionError(f"iterates a {type(x).__qualname__} whose __iter__ returns an iterator of the "
-                                  "user's (its __next__ is not converted)")
+                                  "user's (its __next__ is not converted)", code=Code.PROTOCOL)
         return iter(it)
     if not hasattr(type(x), "__iter__") and user_method(x, "__getitem__") is not None:
         return _by_index(Subscriptable(x))
@@ -204,7 +205,7 @@ def as_text(x: Any, what: str) -> Any:
     for name in ("__format__", "__str__", "__repr__"):
         if user_method(x, name) is not None:
             raise ConversionError(f"{what} of a {type(x).__qualname__}, whose {name} reads what it holds while "
-                                  "tracing")
+                                  "tracing", code=Code.PROTOCOL)
     return x
 
 
@@ -213,10 +214,11 @@ def own_dict(x: Any = None, *rest: Any) -> dict:
     (and changed) past every guard, so that fails the trace; so does ``vars()`` (converted
     code's locals are not the user's)."""
     if x is None or rest:
-        raise ConversionError("vars() of the local scope")
+        raise ConversionError("vars() of the local scope", code=Code.PROTOCOL)
     ctx = current()
     if ctx is not None and ctx.source_of(x) is not None:
-        raise ConversionError(f"vars() of {ctx.source_of(x).label}: its __dict__ would be read unguarded")
+        raise ConversionError(f"vars() of {ctx.source_of(x).label}: its __dict__ would be read unguarded",
+                              code=Code.PROTOCOL)
     return vars(x)
 
 
@@ -249,7 +251,7 @@ def library_argument(fn: Any, arg: Any) -> Any:
     for name in _PROTOCOLS:
         if user_method(arg, name) is not None:
             raise ConversionError(f"passes a {type(arg).__qualname__} to {getattr(fn, '__name__', fn)}, which "
-                                  f"would call its {name} unseen")
+                                  f"would call its {name} unseen", code=Code.PROTOCOL)
     refuse_unmodeled(arg, _PROTOCOLS, f"{getattr(fn, '__name__', fn)}()")
     return arg
 
@@ -271,4 +273,4 @@ def _checked(out: Any, types_: tuple[type, ...], message: str) -> Any:
     anything else (a tensor) makes eager raise TypeError, so the trace fails."""
     if isinstance(out, PyScalar) and out.kind in types_ or isinstance(out, types_) and not is_tensor(out):
         return out
-    raise ConversionError(f"a dunder returned a {type(out).__name__} ({message} in eager)")
+    raise ConversionError(f"a dunder returned a {type(out).__name__} ({message} in eager)", code=Code.PROTOCOL)

@@ -10,13 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
 from janus.runtime.dunders import as_text
 from janus.trace.values import DeferredStr, Field, PyScalar, is_symbolic
 
 
 def field(value: Any, conversion: int = -1, spec: Any = "") -> Field:
     if isinstance(spec, DeferredStr):
-        raise ConversionError("a format spec computed by the graph")
+        raise ConversionError("a format spec computed by the graph", code=Code.STRING_FORMAT)
     return Field(value, conversion, spec)
 
 
@@ -25,6 +26,6 @@ def fstring(*parts: Any) -> Any:
     if any(isinstance(p, Field) and (is_symbolic(p.value) or isinstance(p.value, (PyScalar, DeferredStr)))
            for p in parts):
         if any(isinstance(p, Field) and isinstance(p.value, DeferredStr) for p in parts):
-            raise ConversionError("nested f-strings of values the graph computes")
+            raise ConversionError("nested f-strings of values the graph computes", code=Code.STRING_FORMAT)
         return DeferredStr(parts)
     return "".join(p if isinstance(p, str) else p.render(as_text(p.value, "an f-string field")) for p in parts)

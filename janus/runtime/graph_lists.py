@@ -23,6 +23,7 @@ from typing import Any, Sequence
 import tensorflow as tf
 
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
 from janus.runtime.checks import assertion
 from janus.trace.active import current
 from janus.trace.scalars import PyScalar, converted_line
@@ -76,7 +77,8 @@ class GraphList:
     def pop(self, index: Any = -1) -> tf.Tensor:
         self._may_change("pop")
         if not (type(index) is int and index == -1):
-            raise ConversionError("list.pop of an item other than the last on a list whose length the graph computes")
+            raise ConversionError("list.pop of an item other than the last on a list whose length the graph computes",
+                                  code=Code.GRAPH_LIST)
         with tf.control_dependencies([self._in_range(self.length() - 1)]):
             self.handle, item = _RAW.TensorListPopBack(input_handle=self.handle, element_shape=_shape(self.shape),
                                                        element_dtype=self.dtype)
@@ -98,12 +100,13 @@ class GraphList:
     def _may_change(self, what: str) -> None:
         ctx = current()
         if ctx is not None and not ctx.log.may_change(self):
-            raise ConversionError(f"list.{what} inside tensor-dependent control flow on a list it did not copy")
+            raise ConversionError(f"list.{what} inside tensor-dependent control flow on a list it did not copy",
+                                  code=Code.GRAPH_LIST)
 
     def _item(self, value: Any) -> tf.Tensor:
         if not is_symbolic(value) or value.dtype != self.dtype or _dims(value) != self.shape:
             raise ConversionError(f"puts a {_describe(value)} in a list of {self.dtype.name}{list(self.shape)} "
-                                  "tensors whose length the graph computes")
+                                  "tensors whose length the graph computes", code=Code.GRAPH_LIST)
         return value
 
     def _position(self, index: Any) -> tf.Tensor:
@@ -115,7 +118,8 @@ class GraphList:
         elif type(index) is int:
             position = index + length if index < 0 else tf.constant(index)
         else:
-            raise ConversionError(f"indexes a list whose length the graph computes with a {type(index).__name__}")
+            raise ConversionError(f"indexes a list whose length the graph computes with a {type(index).__name__}",
+                                  code=Code.GRAPH_LIST)
         with tf.control_dependencies([self._in_range(position)]):
             return tf.identity(position)
 
@@ -126,17 +130,18 @@ class GraphList:
         return assertion(tf.logical_and(position >= 0, position < self.length()), assumption.message, assumption)
 
     def __len__(self) -> int:
-        raise ConversionError("len() of a list whose length the graph computes, where Python needs an int")
+        raise ConversionError("len() of a list whose length the graph computes, where Python needs an int",
+                              code=Code.GRAPH_LIST)
 
     def __iter__(self):
-        raise ConversionError("iterates over a list whose length the graph computes")
+        raise ConversionError("iterates over a list whose length the graph computes", code=Code.GRAPH_LIST)
 
     def __bool__(self) -> bool:
-        raise ConversionError("the truth of a list whose length the graph computes")
+        raise ConversionError("the truth of a list whose length the graph computes", code=Code.GRAPH_LIST)
 
     def __getattr__(self, name: str) -> Any:
         if hasattr(list, name):
-            raise ConversionError(f"list.{name} on a list whose length the graph computes")
+            raise ConversionError(f"list.{name} on a list whose length the graph computes", code=Code.GRAPH_LIST)
         raise AttributeError(name)
 
 
@@ -156,11 +161,11 @@ def common_spec(values: Sequence[Any], name: str) -> tuple[tf.DType, tuple]:
         for item in value:
             if not is_symbolic(item) or item.shape.rank is None:
                 raise ConversionError(f"{name} changes length in tensor-dependent control flow and holds a "
-                                      f"{_describe(item)}")
+                                      f"{_describe(item)}", code=Code.GRAPH_LIST)
             specs.add((item.dtype, _dims(item)))
     if len(specs) != 1:
         raise ConversionError(f"{name} changes length in tensor-dependent control flow and holds tensors of "
-                              f"several dtypes or shapes ({len(specs) or 'no'} kinds)")
+                              f"several dtypes or shapes ({len(specs) or 'no'} kinds)", code=Code.GRAPH_LIST)
     return specs.pop()
 
 

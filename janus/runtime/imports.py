@@ -15,7 +15,8 @@ import importlib.util
 import sys
 from typing import Any
 
-from janus.errors import ConversionError
+from janus.errors import ConversionError, NotYet
+from janus.reporting.codes import Code
 from janus.runtime import state
 
 
@@ -49,7 +50,8 @@ def _attribute(module: Any, module_name: str, name: str) -> Any:
     if full in sys.modules:
         return state.ld_global(sys.modules, full)
     if hasattr(module, name):  # a module's __getattr__: eager calls it at every call
-        raise ConversionError(f"imports {name} from {module_name}, which makes it on demand (module __getattr__)")
+        raise ConversionError(f"imports {name} from {module_name}, which makes it on demand (module __getattr__)",
+                              code=Code.NOT_LOADED)
     raise NotYet(f"imports {full}, which is not loaded yet (eager loads it at this call)")
 
 
@@ -72,4 +74,4 @@ def _resolve(module: str, g: dict, level: int) -> str:
     try:
         return importlib.util.resolve_name("." * level + module, package)
     except (ImportError, ValueError) as e:
-        raise ConversionError(f"relative import of {module!r}: {e}") from None
+        raise ConversionError(f"relative import of {module!r}: {e}", code=Code.NOT_LOADED) from None

@@ -44,6 +44,7 @@ from janus.commit.island_copies import RANDOM_GENERATORS, CommitIsland, IslandCo
 from janus.convert.analysis.confined import Confined, confinement_of
 from janus.convert.libraries import is_user_function, qualified_name
 from janus.errors import ConversionError, Restart
+from janus.reporting.codes import Code
 from janus.runtime.state import instance_dict, is_data_descriptor
 from janus.trace.active import current
 from janus.trace.arrays import FED_DTYPES, FedArray
@@ -87,12 +88,14 @@ class IslandArray(FedArray):
 
     def read_as_numpy(self, what: str) -> None:
         self._marks.setdefault(self._source, what)
-        raise ConversionError(f"uses as NumPy ({what}) an array a Python island returned")
+        raise ConversionError(f"uses as NumPy ({what}) an array a Python island returned", code=Code.ISLAND)
 
 
 class IslandsRefused(Restart):
     """A trace used an island's array as NumPy: the next trace does not make islands of
     these methods (``speculator.no_islands``), so they are inlined or break as before."""
+
+    code = Code.REPLANNED
 
     def __init__(self, misused: dict[types.FunctionType, str]):
         super().__init__(", ".join(f"{qualified_name(fn)} ({what})" for fn, what in misused.items()))
@@ -122,10 +125,10 @@ def island(f: types.MethodType, args: tuple, kwargs: dict) -> Any:
     why = why or _refusal(ctx, obj, summaries, args, kwargs)
     if why is not None:
         raise ConversionError(f"{qualified_name(fn)} draws from a NumPy generator and cannot run as a Python "
-                              f"island: {why}")
+                              f"island: {why}", code=Code.ISLAND)
     spec = _result_spec(ctx, fn)
     if isinstance(spec, str):
-        raise ConversionError(f"{qualified_name(fn)} cannot run as a Python island: {spec}")
+        raise ConversionError(f"{qualified_name(fn)} cannot run as a Python island: {spec}", code=Code.ISLAND)
     record = ctx.heap.islands.get(id(obj))
     if record is None:
         source = ctx.source_of(obj)
@@ -179,6 +182,8 @@ class IslandRunFailed(ConversionError):
     """An island cannot run as traced — a name it reads is no longer plain, or it returned
     what the profile did not show: raised inside the graph run, which aborts (the call
     re-runs eagerly)."""
+
+    code = Code.ISLAND
 
 
 def _result_spec(ctx: Any, fn: types.FunctionType) -> Any:

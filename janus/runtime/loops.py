@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from janus.convert.sites import SiteInfo
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
 from janus.runtime import escapes
 from janus.runtime.dunders import iterate, truth_operand
 from janus.runtime.branches import if_stmt
@@ -36,7 +37,7 @@ def _counted(count: int) -> int:
     """``count + 1``, failing the conversion past :data:`MAX_TRACED_ITERATIONS`."""
     if count >= MAX_TRACED_ITERATIONS:
         raise ConversionError(f"a loop ran {MAX_TRACED_ITERATIONS} iterations while tracing: "
-                              "too many to unroll into a graph")
+                              "too many to unroll into a graph", code=Code.TRACE_TOO_LARGE)
     current().bounds.check_ops()
     return count + 1
 
@@ -56,7 +57,7 @@ def while_stmt(test: Callable, body: Callable, args: tuple, names: Sequence[str]
                 if assumed is None:
                     no_cells(cells, "while loop")
                     if not same_position(before, seeds.position):
-                        raise ConversionError(DRAW_IN_TEST)
+                        raise ConversionError(DRAW_IN_TEST, code=Code.RANDOM)
                     with current().bounds.deciding(cond):
                         return escapes.in_graph(while_loop, lambda *s: truth_operand(test(*s)), body, state, names,
                                                 "while loop")
@@ -95,12 +96,12 @@ class TensorRange:
             bounds = (bounds[0], bounds[1], 1)
         tensors = [b.tensor if isinstance(b, PyScalar) else b for b in bounds]
         if any(is_tensor(b) and not b.dtype.is_integer for b in tensors):
-            raise ConversionError("range() of a non-integer tensor")
+            raise ConversionError("range() of a non-integer tensor", code=Code.TENSOR_LOOP)
         self.bounds = bounds
         self.start, self.stop, self.step = (tf.cast(b, tf.int64) for b in tensors)
 
     def __iter__(self):
-        raise ConversionError("range() over a value the graph computes, iterated in Python")
+        raise ConversionError("range() over a value the graph computes, iterated in Python", code=Code.TENSOR_LOOP)
 
     def length(self) -> tf.Tensor:
         """``len(range(start, stop, step))``."""
@@ -201,7 +202,7 @@ class EnumeratedDataset:
         self.dataset, self.start = dataset, start
 
     def __iter__(self):
-        raise ConversionError("a dataset iterated other than by a for loop")
+        raise ConversionError("a dataset iterated other than by a for loop", code=Code.DATASET)
 
 
 def _dataset_for(iterable, extra_test, body, state, names):

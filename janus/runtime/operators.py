@@ -15,6 +15,7 @@ import types
 from typing import Any, Callable
 
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
 from janus.runtime.dunders import refuse_unmodeled, user_method
 from janus.trace.values import is_user_class
 
@@ -55,7 +56,7 @@ def _binary(fn: Callable, name: str, reflected: str, swap_eq: bool = False) -> C
             if swap_eq:
                 return (a is b) if name == "__eq__" else (a is not b)
             raise ConversionError(f"{name} of a {type(a).__qualname__} and a {type(b).__qualname__}: both decline "
-                                  "(eager raises TypeError)")
+                                  "(eager raises TypeError)", code=Code.PROTOCOL)
         return out
     apply.__name__ = fn.__name__
     return apply
@@ -67,7 +68,8 @@ def _unary(fn: Callable, name: str) -> Callable:
             return fn(a)
         out = _dunder(a, name)
         if out is NotImplemented:
-            raise ConversionError(f"{name} of a {type(a).__qualname__} it does not define (eager raises TypeError)")
+            raise ConversionError(f"{name} of a {type(a).__qualname__} it does not define (eager raises TypeError)",
+                                  code=Code.PROTOCOL)
         return out
     apply.__name__ = fn.__name__
     return apply
@@ -84,7 +86,8 @@ def _in_place(name: str) -> Callable:
     def apply(a: Any, b: Any) -> Any:
         if not _is_user(a):
             if _is_user(b) and hasattr(type(a), own):  # list += obj would iterate obj unseen
-                raise ConversionError(f"{own} of a {type(a).__name__} with a {type(b).__qualname__} of the user's")
+                raise ConversionError(f"{own} of a {type(a).__name__} with a {type(b).__qualname__} of the user's",
+                                      code=Code.PROTOCOL)
             return in_place(a, b) if not _is_user(b) else binary(a, b)
         method = user_method(a, own)
         if method is not None:

@@ -18,6 +18,7 @@ from tensorflow.python.ops import gen_stateless_random_ops_v2 as stateless
 
 from janus import _tf_private
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
 from janus.trace.active import current
 from janus.trace.values import PyScalar
 
@@ -29,15 +30,16 @@ def _seed(seed: Any, what: str) -> tuple[tf.Tensor, tf.Tensor]:
     """Key and counter of eager's next draw (``random_seed.get_seed(None)``)."""
     if seed is not None:
         raise ConversionError(f"{what}(seed={seed!r}): an op seed continues one random stream per kernel "
-                              f"across eager calls, which a graph cannot reproduce", permanent=True)
+                              f"across eager calls, which a graph cannot reproduce", permanent=True, code=Code.RANDOM)
     if _tf_private.global_seed() is None and _tf_private.op_determinism_enabled():
-        raise ConversionError(f"{what} without a seed while op determinism is enabled (eager raises)")
+        raise ConversionError(f"{what} without a seed while op determinism is enabled (eager raises)", code=Code.RANDOM)
     return current().seeds.draw()
 
 
 def _number(value: Any, what: str) -> Any:
     if isinstance(value, PyScalar):
-        raise ConversionError(f"{what}: a parameter is a Python number fed to the graph (eager folds it in Python)")
+        raise ConversionError(f"{what}: a parameter is a Python number fed to the graph (eager folds it in Python)",
+                              code=Code.RANDOM)
     return value
 
 
@@ -122,7 +124,7 @@ def gamma(shape, alpha, beta=None, dtype=tf.float32, seed=None, name=None):
         alpha = tf.convert_to_tensor(alpha, dtype=dtype)
         beta = tf.convert_to_tensor(beta if beta is not None else 1, dtype=dtype)
         if alpha.shape.rank != 0 or beta.shape.rank != 0:
-            raise ConversionError("tf.random.gamma with a non-scalar alpha or beta", permanent=True)
+            raise ConversionError("tf.random.gamma with a non-scalar alpha or beta", permanent=True, code=Code.RANDOM)
         key, counter = _seed(seed, "tf.random.gamma")
         rnd = stateless.stateless_random_gamma_v3(shape, key=key, counter=counter, alg=_PHILOX, alpha=alpha)
         return tf.maximum(np.finfo(alpha.dtype.as_numpy_dtype).tiny, rnd / beta)
@@ -205,7 +207,7 @@ def random_crop(value, size, seed=None, name=None):
 
 def _refused(what: str, why: str) -> Callable:
     def refuse(*args, **kwargs):
-        raise ConversionError(f"{what} {why}", permanent=True)
+        raise ConversionError(f"{what} {why}", permanent=True, code=Code.RANDOM)
     return refuse
 
 

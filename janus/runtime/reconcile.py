@@ -17,6 +17,7 @@ from typing import Any, Sequence
 import tensorflow as tf
 
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
 from janus.runtime.graph_lists import GraphList, common_spec
 from janus.trace.values import UNDEF, PyScalar, is_symbolic
 from janus.trace.scalars import DTYPES, PY_SCALARS, PyOrTensor
@@ -32,7 +33,8 @@ def _kind(leaf: Any) -> Any:
     if is_symbolic(leaf):
         return "tensor"
     if any(is_symbolic(t) for t in tf.nest.flatten(leaf, expand_composites=True)):
-        raise ConversionError(f"a {type(leaf).__name__} the graph computes flows through tensor-dependent control flow")
+        raise ConversionError(f"a {type(leaf).__name__} the graph computes flows through tensor-dependent control flow",
+                              code=Code.TENSOR_BRANCH)
     return "py"
 
 
@@ -132,12 +134,14 @@ def union_kind(a: Any, b: Any, name: str) -> tuple[type, tf.DType]:
     dtypes = {x.dtype for x in (a, b) if is_symbolic(x) or isinstance(x, PyOrTensor)}
     if len(kinds) != 1 or len(dtypes) != 1:
         raise ConversionError(f"{name} is a Python number on one side of a tensor-dependent branch and a tensor "
-                              f"on the other, of kinds that do not convert ({kinds}, {dtypes})")
+                              f"on the other, of kinds that do not convert ({kinds}, {dtypes})",
+                              code=Code.TENSOR_BRANCH)
     (kind,), (dtype,) = kinds, dtypes
     if (kind is bool) != (dtype == tf.bool) or kind is float and not dtype.is_floating \
             or not (dtype.is_floating or dtype.is_integer or dtype == tf.bool):
         raise ConversionError(f"{name} is a Python {kind.__name__} on one side of a tensor-dependent branch and a "
-                              f"{dtype.name} tensor on the other (eager would not convert one to the other)")
+                              f"{dtype.name} tensor on the other (eager would not convert one to the other)",
+                              code=Code.TENSOR_BRANCH)
     return kind, dtype
 
 

@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from janus.convert.analysis.recursion import StructuralRecursion
 from janus.errors import ConversionError, InternalSignal
+from janus.reporting.codes import Code
 from janus.runtime import state
 from janus.trace.forest import MAX_CASES, Case, CaseTest, ForestPlan, NodeView
 from janus.trace.scalars import DTYPES, PyScalar
@@ -60,9 +61,10 @@ def discover(rec: Any, plan: ForestPlan, fn: Any, info: StructuralRecursion, bou
     """Trace the code once on ``node`` (in a scratch graph) to learn its case; ``rec`` is
     the trace's :class:`~janus.runtime.recursion.TreeRecursion`."""
     if len(plan.cases) >= MAX_CASES:
-        raise ConversionError(f"recursion over {plan.label}: more than {MAX_CASES} kinds of node")
+        raise ConversionError(f"recursion over {plan.label}: more than {MAX_CASES} kinds of node",
+                              code=Code.TREE_RECURSION)
     if id(node) in rec.discovering:
-        raise ConversionError(f"recursion over {plan.label}: a node is its own descendant")
+        raise ConversionError(f"recursion over {plan.label}: a node is its own descendant", code=Code.TREE_RECURSION)
     rec.discovering.add(id(node))
     try:
         while True:  # a node's case is traced once its children's cases are known
@@ -73,7 +75,8 @@ def discover(rec: Any, plan: ForestPlan, fn: Any, info: StructuralRecursion, bou
                 child = first.node
             discover(rec, plan, fn, info, bound, child)
             if plan.match(child) < 0:
-                raise ConversionError(f"recursion over {plan.label}: the tests of a node's case do not hold on it")
+                raise ConversionError(f"recursion over {plan.label}: the tests of a node's case do not hold on it",
+                                      code=Code.TREE_RECURSION)
             known = plan.match(node)
             if known >= 0:  # its case was found below it
                 return plan.cases[known]
@@ -126,7 +129,7 @@ class CaseTrace:
         return tuple(self.tests), tuple(self.children), tuple(self.columns)
 
     def refuse(self, what: str) -> None:
-        raise ConversionError(f"recursion over {self.plan.label}: {what}")
+        raise ConversionError(f"recursion over {self.plan.label}: {what}", code=Code.TREE_RECURSION)
 
     def test(self, expr: str, description: str) -> None:
         t = CaseTest(expr, description)

@@ -22,6 +22,7 @@ from janus import _tf_private, config
 from janus.commit import atomicity
 from janus.convert.analysis.recursion import StructuralRecursion
 from janus.errors import ConversionError, InternalSignal
+from janus.reporting.codes import Code
 from janus.runtime import recursion_rows
 from janus.runtime.recursion_cases import Batch, CaseTrace, differentiable, discover, gate, row_of, rowed, scratch
 from janus.trace.active import CALL
@@ -64,7 +65,7 @@ def build(rec: Any, fn: Any, info: StructuralRecursion, bound: inspect.BoundArgu
     specs = {repr(c.spec) for c in plan.cases}
     if len(specs) > 1:
         raise ConversionError(f"recursion over {plan.label}: its cases return different structures or shapes "
-                              f"({' vs '.join(sorted(specs))})")
+                              f"({' vs '.join(sorted(specs))})", code=Code.TREE_RECURSION)
     name = ctx.const(plan, "forest")
     plan.roots_of = eval(f"lambda a, k: ({''.join(s.expr + ', ' for _, s in roots)})",  # noqa: S307
                          ctx.guard_set.namespace)
@@ -178,11 +179,11 @@ def _plan(rec: Any, fn: Any, info: StructuralRecursion, bound: inspect.BoundArgu
             discover(rec, plan, fn, info, bound, found.node)
             if plan.match(found.node) < 0:  # would loop: what the trace recorded does not recognize it
                 raise ConversionError(f"recursion over {plan.label}: the tests of a node's case do not hold "
-                                      f"on it")
+                                      f"on it", code=Code.TREE_RECURSION)
         elif found.kind == "height" and plan.levels < MAX_LEVELS:
             plan.levels *= 2
         else:
-            raise ConversionError(f"recursion over {plan.label}: {found.reason}")
+            raise ConversionError(f"recursion over {plan.label}: {found.reason}", code=Code.TREE_RECURSION)
     if all(case.exemplar is not None or case.index in exemplars for case in plan.cases):
         plan.reached, plan.traced = found.height, found
         for case in plan.cases:
@@ -235,4 +236,4 @@ def _block(rec: Any, plan: ForestPlan, fn: Any, info: StructuralRecursion, bound
         raise
     except Exception as e:  # noqa: BLE001 - TensorFlow's vectorizer refuses what it cannot batch exactly
         raise ConversionError(f"recursion over {plan.label}: TensorFlow cannot batch its code over nodes "
-                              f"({str(e).splitlines()[0][:120]})") from None
+                              f"({str(e).splitlines()[0][:120]})", code=Code.TREE_RECURSION) from None

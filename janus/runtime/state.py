@@ -20,6 +20,7 @@ from typing import Any
 from janus.commit.effects import SetAttr, SetCell, SetGlobal, SetItem
 from janus.convert import libraries
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
 from janus.runtime import branch_stores
 from janus.trace import kinds, known_values
 from janus.trace.active import current
@@ -35,7 +36,7 @@ _CELL = "<cell contents>"  # the overlay key of a closure cell's rebound value
 def active_trace():
     ctx = current()
     if ctx is None:
-        raise ConversionError("converted code ran outside a Janus trace")
+        raise ConversionError("converted code ran outside a Janus trace", code=Code.JANUS_BUG)
     return ctx
 
 
@@ -66,7 +67,7 @@ def ld_cell(cells: tuple, index: int, name: str) -> Any:
     try:
         value = cell.cell_contents
     except ValueError:
-        raise ConversionError(f"free variable {name} is empty") from None
+        raise ConversionError(f"free variable {name} is empty", code=Code.UNDEFINED) from None
     return ctx.read(value, Cell(ctx.const(cell, "c"), name))
 
 
@@ -76,7 +77,7 @@ def _numpy_of(t: Any) -> Any:
     (``janus.trace.known_values``)."""
     value = known_values.needed_value(t, ".numpy() of it") if is_symbolic(t) else None
     if value is None:
-        raise ConversionError(".numpy() of a tensor the graph computes")
+        raise ConversionError(".numpy() of a tensor the graph computes", code=Code.TENSOR_VALUE)
     return known_values.KnownValue(value).numpy
 
 
@@ -113,7 +114,7 @@ def _state_attr(ctx, obj: Any, source: Any, name: str) -> Any:
     island = ctx.heap.islands.get(id(obj))
     if island is not None and (d is not None and name in d or name in island.writes):
         raise ConversionError(f"reads {source.label}.{name} after a Python island changed {source.label} "
-                              "(the graph has its value of before the run)")
+                              "(the graph has its value of before the run)", code=Code.ISLAND)
     cls = type(obj)
     if d is not None and name in d and not is_data_descriptor(cls, name):
         return ctx.read(d[name], source.attr(name))
@@ -125,10 +126,11 @@ def _state_attr(ctx, obj: Any, source: Any, name: str) -> Any:
         prop = inspect.getattr_static(obj, name)
         if isinstance(prop, property) and prop.fget is not None:
             return ctx.convert(prop.fget)(obj)  # a property getter is user code: convert and inline it
-        raise ConversionError(f"{cls.__qualname__}.{name} is a data descriptor")
+        raise ConversionError(f"{cls.__qualname__}.{name} is a data descriptor", code=Code.ATTRIBUTE_HOOK)
     if not _defined_by_user(cls, name):
         if inspect.getattr_static(obj, name, _MISSING) is _MISSING:
-            raise ConversionError(f"{cls.__qualname__}.{name}: attribute comes from __getattr__")
+            raise ConversionError(f"{cls.__qualname__}.{name}: attribute comes from __getattr__",
+                                  code=Code.ATTRIBUTE_HOOK)
         return getattr(obj, name)
     return class_attribute(ctx, cls, obj, name)
 
@@ -142,7 +144,7 @@ def _library_attribute(obj: Any, source: Any, name: str) -> Any:
     found = inspect.getattr_static(obj, name, _MISSING)
     if found is _MISSING or is_data_descriptor(type(obj), name):
         raise ConversionError(f"reads {source.label}.{name}, which {type(obj).__qualname__}'s own code computes "
-                              "(Janus could not guard it)")
+                              "(Janus could not guard it)", code=Code.ATTRIBUTE_HOOK)
     return getattr(obj, name)
 
 
@@ -156,7 +158,8 @@ def module_attribute(ctx, module: types.ModuleType, name: str) -> Any:
         return branch_stores.readable(rebound)
     if name not in g:
         if is_user_module(module):
-            raise ConversionError(f"{module.__name__}.{name}: attribute comes from the module's __getattr__")
+            raise ConversionError(f"{module.__name__}.{name}: attribute comes from the module's __getattr__",
+                                  code=Code.ATTRIBUTE_HOOK)
         return getattr(module, name)
     value = g[name]
     if not is_user_module(module) and kinds.classify(value) in _LIBRARY_API:
@@ -183,11 +186,11 @@ def _created_attr(ctx, obj: Any, name: str) -> Any:
         prop = inspect.getattr_static(obj, name)
         if isinstance(prop, property) and prop.fget is not None:
             return ctx.convert(prop.fget)(obj)
-        raise ConversionError(f"{cls.__qualname__}.{name} is a data descriptor")
+        raise ConversionError(f"{cls.__qualname__}.{name} is a data descriptor", code=Code.ATTRIBUTE_HOOK)
     if _defined_by_user(cls, name):
         return class_attribute(ctx, cls, obj, name)
     if inspect.getattr_static(obj, name, _MISSING) is _MISSING:
-        raise ConversionError(f"{cls.__qualname__}.{name}: attribute comes from __getattr__")
+        raise ConversionError(f"{cls.__qualname__}.{name}: attribute comes from __getattr__", code=Code.ATTRIBUTE_HOOK)
     return getattr(obj, name)
 
 
@@ -213,24 +216,25 @@ def st_attr(obj: Any, name: str, value: Any) -> None:
     """``obj.name = value``: immediate on objects the call created, deferred on the heap."""
     ctx = current()
     if isinstance(obj, NodeView):
-        raise ConversionError(f"sets .{name} of a tree node during the recursion over it")
+        raise ConversionError(f"sets .{name} of a tree node during the recursion over it", code=Code.TREE_RECURSION)
     source = ctx.source_of(obj) if ctx is not None else None
     if source is None:
         if ctx is not None and not ctx.heap.is_created(obj):
             # A class, module or function: a write now would outlive a failed run.
-            raise ConversionError(f"sets attribute .{name} of a {type(obj).__name__} Janus does not track")
+            raise ConversionError(f"sets attribute .{name} of a {type(obj).__name__} Janus does not track",
+                                  code=Code.UNMODELED_VALUE)
         no_mutation_in_dynamic_flow(ctx, f"attribute .{name} set")
         setattr(obj, name, value)
         return
     if id(obj) in ctx.heap.islands:
-        raise ConversionError(f"writes {source.label}.{name}, which a Python island changes")
+        raise ConversionError(f"writes {source.label}.{name}, which a Python island changes", code=Code.ISLAND)
     cls = type(obj)
     if getattr(cls, "__setattr__", object.__setattr__) is not object.__setattr__ and not is_framework_object(obj):
-        raise ConversionError(f"{cls.__qualname__} defines __setattr__")
+        raise ConversionError(f"{cls.__qualname__} defines __setattr__", code=Code.ATTRIBUTE_HOOK)
     if is_data_descriptor(cls, name):
-        raise ConversionError(f"{cls.__qualname__}.{name} is a property or descriptor")
+        raise ConversionError(f"{cls.__qualname__}.{name} is a property or descriptor", code=Code.ATTRIBUTE_HOOK)
     if instance_dict(obj) is None:
-        raise ConversionError(f"{cls.__qualname__} instances have no __dict__")
+        raise ConversionError(f"{cls.__qualname__} instances have no __dict__", code=Code.ATTRIBUTE_HOOK)
     what = f"write of {source.label}.{name}"
     place = branch_stores.Overlaid(ctx.heap, (id(obj), name), f"{source.label}.{name}", lambda: ld_attr(obj, name),
                                    lambda v: SetAttr(source, name, v))
@@ -270,7 +274,8 @@ def aug_operand(value: Any, name: str) -> Any:
     mutate in place."""
     if isinstance(value, (list, dict, set, bytearray)) or (hasattr(value, "__dict__") and not is_symbolic(value)
                                                             and not is_framework_object(value)):
-        raise ConversionError(f"augmented assignment to {name}, a {type(value).__name__} it would change in place")
+        raise ConversionError(f"augmented assignment to {name}, a {type(value).__name__} it would change in place",
+                              code=Code.UNMODELED_VALUE)
     return value
 
 
@@ -278,14 +283,14 @@ def st_subscr(obj: Any, key: Any, value: Any) -> None:
     """``obj[key] = value``: immediate on containers the call created, deferred on the heap."""
     ctx = current()
     if is_tree_part(ctx, obj):
-        raise ConversionError("changes a tree during the recursion over it")
+        raise ConversionError("changes a tree during the recursion over it", code=Code.TREE_RECURSION)
     source = ctx.source_of(obj) if ctx is not None else None
     if source is None:
         no_mutation_in_dynamic_flow(ctx, "item assignment", obj)
         obj[key] = value
         return
     if type(obj) not in (list, collections.deque) and not kinds.is_modeled_mapping(obj):
-        raise ConversionError(f"item assignment on a {type(obj).__name__} from Python state")
+        raise ConversionError(f"item assignment on a {type(obj).__name__} from Python state", code=Code.UNMODELED_VALUE)
     what = f"write of {source.label}[{key!r}]"
     if branch_stores.side_stores(ctx, what) is not None:
         place = branch_stores.item(ctx.heap, obj, key, source.label, lambda v: SetItem(source, key, v))
@@ -300,7 +305,7 @@ def no_mutation_in_dynamic_flow(ctx, what: str, obj: Any = None) -> None:
     container method) there would happen twice, unless the side made ``obj`` itself (a copy of
     an own list, ``janus.runtime.graph_lists``)."""
     if ctx is not None and not ctx.log.may_change(obj):
-        raise ConversionError(f"{what} inside tensor-dependent control flow")
+        raise ConversionError(f"{what} inside tensor-dependent control flow", code=Code.STATE_IN_TENSOR_FLOW)
 
 
 def instance_dict(obj: Any) -> dict | None:

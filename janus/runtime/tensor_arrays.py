@@ -15,8 +15,10 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from janus._tf_private import set_tensor_array_flow
+from janus._tf_private import repeats_in_loop, set_tensor_array_flow
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
+from janus.trace import aborts
 from janus.trace.active import current
 from janus.trace.tensor_arrays import FILLS, WRITES, Lineage, TensorArrayMade, settings_of
 
@@ -42,15 +44,16 @@ def method(array: tf.TensorArray, name: str, args: tuple, kwargs: dict) -> Any:
     ctx = current()
     lineage = ctx.arrays.lineage(array)
     if lineage.spoiled is not None:
-        raise ConversionError(f"uses a TensorArray after it was {lineage.spoiled}")
+        raise ConversionError(f"uses a TensorArray after it was {lineage.spoiled}", code=Code.TENSOR_ARRAY)
     if array.flow.graph is not tf.compat.v1.get_default_graph():
         return _nested(lineage, array, name, args, kwargs)
     if name == "read":
         return _read(lineage, array, *args, **kwargs)
-    if name in FILLS and (lineage.cleared or lineage.unsure) and \
+    if name in FILLS and (lineage.cleared or lineage.unsure or lineage.read_at) and \
             (lineage.shape is None or not lineage.shape.is_fully_defined()):
         raise ConversionError(f"{name}s a TensorArray with items a read cleared, of an element shape the trace "
-                              "does not know fully (eager's zeros for them take it, or eager raises)")
+                              "does not know fully (eager's zeros for them take it, or eager raises)",
+                              code=Code.TENSOR_ARRAY)
     out = getattr(array, name)(*args, **kwargs)
     _account(lineage, name, *args, **kwargs)
     if isinstance(out, tf.TensorArray):
@@ -61,40 +64,58 @@ def method(array: tf.TensorArray, name: str, args: tuple, kwargs: dict) -> Any:
 def _nested(lineage: Lineage, array: tf.TensorArray, name: str, args: tuple, kwargs: dict) -> Any:
     """A method of an array made outside the conditional or loop body being traced: a write
     or a clearing read there cannot change the array outside, as eager's does, so the array
-    is spoiled for any later use; a read at a static index would repeat in every iteration."""
+    is spoiled for any later use.  A clearing read inside a tensor loop may read one item in
+    two iterations (eager raises; the graph cannot tell): the trace fails.  A read in a
+    conditional's branch runs at most once: asserted not to be an item read before."""
     if name in WRITES:
         lineage.spoiled = "written inside a conditional or loop (eager changes it in place)"
     elif name == "read" and _clears(lineage, array):
-        if lineage.cleared or lineage.unsure or _static(_index(*args, **kwargs)) is not None:
-            raise ConversionError("reads a TensorArray inside a conditional or loop at an index eager may "
-                                  "already have cleared (clear_after_read)")
+        if lineage.unsure or repeats_in_loop(tf.compat.v1.get_default_graph(), array.flow.graph):
+            raise ConversionError("reads a TensorArray made outside a tensor loop inside it: whether two "
+                                  "iterations read one item (eager raises) is unknown (clear_after_read)",
+                                  code=Code.TENSOR_ARRAY)
+        _assert_not_read(lineage, _index(*args, **kwargs))
         lineage.spoiled = "read inside a conditional or loop (eager cleared the items it read)"
     return getattr(array, name)(*args, **kwargs)
 
 
 def _read(lineage: Lineage, array: tf.TensorArray, *args: Any, **kwargs: Any) -> tf.Tensor:
     """``array.read(index)``: eager clears the item (``clear_after_read``); the graph writes
-    zeros there, which a later ``stack``/``gather``/``concat`` sees as eager's does."""
+    zeros there, which a later ``stack``/``gather``/``concat`` sees as eager's does.  A read
+    eager would refuse (the item read before) fails the trace when the indices are Python's,
+    and is an assertion of the graph when it computes them (eager re-runs and raises)."""
     if not _clears(lineage, array):
         return array.read(*args, **kwargs)
     index = _index(*args, **kwargs)
     static = _static(index)
     if lineage.carried and not _was_written(lineage, index, static):
         raise ConversionError("reads a TensorArray a loop or conditional carries at an index not written in "
-                              "this trace: whether eager cleared it before is unknown")
+                              "this trace: whether eager cleared it before is unknown", code=Code.TENSOR_ARRAY)
     if static is not None and static in lineage.cleared:
         raise ConversionError(f"reads item {static} of a TensorArray a second time: eager raises "
-                              "(clear_after_read)")
-    if lineage.unsure or (static is None and lineage.cleared):
-        raise ConversionError("reads a TensorArray again after a read or write at an index the graph "
-                              "computes: whether eager raises is unknown (clear_after_read)")
+                              "(clear_after_read)", code=Code.TENSOR_ARRAY)
+    if lineage.unsure:
+        raise ConversionError("reads a TensorArray again after a write at an index the graph computes: which "
+                              "items eager had cleared is unknown (clear_after_read)", code=Code.TENSOR_ARRAY)
+    if static is None or lineage.read_at:
+        _assert_not_read(lineage, index)
     value = array.read(*args, **kwargs)
     current().arrays.adopt(lineage, array.write(index, tf.zeros_like(value)), set_tensor_array_flow)
     if static is None:
-        lineage.unsure = True
+        lineage.read_at.append(index)
     else:
         lineage.cleared.add(static)
     return value
+
+
+def _assert_not_read(lineage: Lineage, index: Any) -> None:
+    """An assertion of the graph that ``index`` is none of the items read (and not written
+    since, as far as Python knows): eager raises on such a read, so the run aborts and the
+    call re-runs eagerly."""
+    before = [tf.cast(i, tf.int32) for i in lineage.read_at] + [tf.constant(i) for i in sorted(lineage.cleared)]
+    if before:
+        fresh = tf.reduce_all(tf.not_equal(tf.stack(before), tf.cast(index, tf.int32)))
+        current().assert_that(fresh, f"{aborts.marker(aborts.CheckKind.USER_ASSERT)} a TensorArray item read twice")
 
 
 def _account(lineage: Lineage, name: str, *args: Any, **kwargs: Any) -> None:
@@ -102,9 +123,11 @@ def _account(lineage: Lineage, name: str, *args: Any, **kwargs: Any) -> None:
     if name in ("unstack", "split"):  # every item new
         lineage.cleared.clear()
         lineage.written.clear()
+        lineage.read_at.clear()
         lineage.unsure = lineage.carried = False
     elif name in FILLS and name != "gather":  # eager wrote zeros in every cleared item
         lineage.cleared.clear()
+        lineage.read_at.clear()
         lineage.unsure = False
     elif name in ("write", "scatter", "gather"):
         indices = args[0] if args else kwargs.get("index", kwargs.get("indices"))
@@ -113,7 +136,7 @@ def _account(lineage: Lineage, name: str, *args: Any, **kwargs: Any) -> None:
         static = _static(indices)
         items = ([static] if name == "write" else list(static)) if static is not None else None
         if items is None:
-            lineage.unsure = lineage.unsure or (name != "gather" and bool(lineage.cleared))
+            lineage.unsure = lineage.unsure or (name != "gather" and bool(lineage.cleared or lineage.read_at))
             if name == "write" and isinstance(indices, tf.Tensor):
                 lineage.written.add(indices.ref())
             return

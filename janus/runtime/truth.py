@@ -12,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
 from janus.trace import known_values
 from janus.trace.values import PyScalar, is_symbolic
 from janus.trace.scalars import PyOrTensor
@@ -30,7 +31,7 @@ def to_bool(cond: Any) -> tf.Tensor:
         number = tf.not_equal(cond.number, tf.zeros([], cond.number.dtype))
         return tf.where(cond.is_number, number, to_bool(cond.tensor))
     if cond.shape.rank is None or cond.shape.rank > 0 and cond.shape.num_elements() != 1:
-        raise ConversionError("truth value of a non-scalar tensor")
+        raise ConversionError("truth value of a non-scalar tensor", code=Code.TENSOR_VALUE)
     cond = tf.reshape(cond, [])
     if cond.dtype != tf.bool:
         cond = tf.not_equal(cond, tf.zeros([], cond.dtype))

@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from janus.commit import atomicity, branch_effects
 from janus.errors import ConversionError, InternalSignal
+from janus.reporting.codes import Code
 from janus.runtime import branch_stores
 from janus.runtime.branch_stores import LoopSink
 from janus.runtime.constructs import body_writes_state, op_of
@@ -48,9 +49,11 @@ def while_loop(test: Callable, body: Callable, state: tuple, names: Sequence[str
     for name, value in zip(names, state):
         for leaf in tf.nest.flatten(value):
             if leaf is UNDEF:
-                raise ConversionError(f"{what}: {name} is first assigned inside a tensor-dependent loop")
+                raise ConversionError(f"{what}: {name} is first assigned inside a tensor-dependent loop",
+                                      code=Code.TENSOR_LOOP)
             if not is_tensor(leaf) and type(leaf) not in PY_SCALARS and not isinstance(leaf, GraphList):
-                raise ConversionError(f"{what}: {name} holds a Python {type(leaf).__name__} across a tensor loop")
+                raise ConversionError(f"{what}: {name} holds a Python {type(leaf).__name__} across a tensor loop",
+                                      code=Code.TENSOR_LOOP)
         init_values.append(tf.nest.map_structure(lambda v: PyScalar.of(v) if type(v) in PY_SCALARS else v, value))
     structure = tuple(init_values)
     start = len(ctx.checks.assertions)
@@ -79,7 +82,7 @@ def while_loop(test: Callable, body: Callable, state: tuple, names: Sequence[str
                 leaves[j] = as_union(leaves[j], leaves[j].kind, dtype)
             structure = tf.nest.pack_sequence_as(structure, leaves)
     else:
-        raise ConversionError(f"{what}: the carried variables do not settle")
+        raise ConversionError(f"{what}: the carried variables do not settle", code=Code.TENSOR_LOOP)
     ctx.checks.nested_assertions(start, lambda: op_of(flat))
     if writes:
         ctx.checks.writer_constructs.add(op_of(flat))
@@ -94,6 +97,8 @@ def while_loop(test: Callable, body: Callable, state: tuple, names: Sequence[str
 
 class _Widen(ConversionError):
     """A carried Python number (flat index -> the tensor's dtype) became a tensor in the body."""
+
+    code = Code.TENSOR_LOOP
 
     def __init__(self, dtypes: dict[int, tf.DType]):
         super().__init__("a carried Python number becomes a tensor in the loop")
@@ -131,7 +136,7 @@ def _loop_attempt(test: Callable, body: Callable, structure: tuple, names: Seque
         try:
             tf.nest.assert_same_structure(out, structure)
         except (TypeError, ValueError):
-            raise ConversionError(f"{what}: a carried variable changes structure") from None
+            raise ConversionError(f"{what}: a carried variable changes structure", code=Code.TENSOR_LOOP) from None
         new = [as_union(o, leaf.kind, leaf.dtype) if isinstance(leaf, PyOrTensor) and number_or_tensor(o) else o
                for o, leaf in zip(tf.nest.flatten(out), leaves)]
         _, new_kinds, tensors = split(new)
@@ -142,7 +147,8 @@ def _loop_attempt(test: Callable, body: Callable, structure: tuple, names: Seque
                 for j in widen:
                     union_kind(leaves[j], new[j], what)  # only conversions eager makes
                 raise _Widen(widen)
-            raise ConversionError(f"{what}: a carried variable changes kind ({', '.join(names)})")
+            raise ConversionError(f"{what}: a carried variable changes kind ({', '.join(names)})",
+                                  code=Code.TENSOR_LOOP)
         writes[0] |= body_writes_state()
         return tensors
 
@@ -193,7 +199,7 @@ def _traced_while(cond: Callable, body: Callable, init: list, what: str, carry_s
     except InternalSignal:  # Janus's own signals pass through
         raise
     except (TypeError, ValueError) as e:
-        raise ConversionError(f"{what}: {first_line(e, 200)}") from None
+        raise ConversionError(f"{what}: {first_line(e, 200)}", code=Code.TENSOR_LOOP) from None
     finally:
         branch_stores.undo(sink)
         if not carry_seeds:
@@ -237,7 +243,7 @@ def _undefined_result_filled(body: Callable, state: tuple, names: Sequence[str],
     except InternalSignal:  # Janus's own signals pass through
         raise
     except Exception as e:  # noqa: BLE001 - eager raises it (or not) for real
-        raise ConversionError(f"{what}: {type(e).__name__}: {first_line(e, 200)}") from None
+        raise ConversionError(f"{what}: {type(e).__name__}: {first_line(e, 200)}", code=Code.TENSOR_LOOP) from None
     finally:
         branch_stores.undo(sink)
         ctx.rollback(checkpoint)
@@ -247,10 +253,12 @@ def _undefined_result_filled(body: Callable, state: tuple, names: Sequence[str],
             return PyScalar.of(spec.kind(0), spec.kind)
         if isinstance(spec, tf.TensorSpec):
             if spec.shape.rank is None:
-                raise ConversionError(f"{what}: a value returned from the loop has an unknown rank")
+                raise ConversionError(f"{what}: a value returned from the loop has an unknown rank",
+                                      code=Code.TENSOR_LOOP)
             return tf.zeros([d or 0 for d in spec.shape.as_list()], spec.dtype)
         if spec is UNDEF:
-            raise ConversionError(f"{what}: _jn_ret is first assigned inside a tensor-dependent loop")
+            raise ConversionError(f"{what}: _jn_ret is first assigned inside a tensor-dependent loop",
+                                  code=Code.TENSOR_LOOP)
         return PyScalar.of(type(spec)(0), type(spec)) if type(spec) in PY_SCALARS else spec
 
     filled = list(state)

@@ -31,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from janus.errors import ConversionError, Restart
+from janus.reporting.codes import Code
 from janus.trace.sources import Source
 from janus.trace.values import SymbolicShape
 
@@ -56,6 +57,8 @@ def is_fed_array(value: Any) -> bool:
 class ReadAsNumPy(ConversionError):
     """Converted code used fed arrays as NumPy arrays: they are traced again as Python values."""
 
+    code = Code.TENSOR_VALUE
+
     def __init__(self, sources: dict[Source, str]):
         first, what = next(iter(sources.items()))
         super().__init__(f"{first.what} is read as a NumPy array ({what}): it is guarded by value")
@@ -65,6 +68,8 @@ class ReadAsNumPy(ConversionError):
 class StateArraysKept(Restart):
     """A trace read arrays of Python state as NumPy: the policy now keeps them as values
     (``speculator.numpy_values``), and the conversion loop traces again."""
+
+    code = Code.REPLANNED
 
     def __init__(self, sources: set[Source]):
         super().__init__(", ".join(sorted(s.label for s in sources)))
@@ -134,7 +139,7 @@ class FedArray:
         if not self._dims:
             self.read_as_numpy("len() of a 0-d array or scalar")
         if self._dims[0] is None:  # not a value read: the trace is tried again with this call's shape
-            raise ConversionError("len() of a NumPy array whose first dimension varies")
+            raise ConversionError("len() of a NumPy array whose first dimension varies", code=Code.UNKNOWN_SHAPE)
         return self._dims[0]
 
     def __getattr__(self, name: str) -> Any:

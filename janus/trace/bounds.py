@@ -28,6 +28,7 @@ import tensorflow as tf
 
 from janus import _tf_private, config
 from janus.errors import ConversionError, TraceTooLarge
+from janus.reporting.codes import Code
 from janus.trace import known_values
 from janus.trace.scalars import PyScalar
 
@@ -108,4 +109,4 @@ class TraceBounds:
             self.heap.values_wanted.setdefault(source, f"decides where {fn.__qualname__}'s recursion ends")
         raise ConversionError(f"{fn.__qualname__} calls itself under a tensor condition on "
                               f"{', '.join(sorted(s.label for s in named))}, fed to the graph: the recursion "
-                              "would be inlined without end")
+                              "would be inlined without end", code=Code.TREE_RECURSION)

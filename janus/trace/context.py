@@ -19,6 +19,7 @@ from typing import Any, Callable
 import tensorflow as tf
 
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
 from janus.trace import active
 from janus.trace.bounds import TraceBounds
 from janus.trace.guards import GuardBuilder
@@ -74,7 +75,7 @@ class Checks:
         speculator = self.speculator if self.speculator is not None else _no_profile()
         assumption = speculator.check(kind, site, value, where, detail)
         if assumption is None:
-            raise ConversionError(f"{_CHECK_FAILED[kind]} (this failed in a graph before)")
+            raise ConversionError(f"{_CHECK_FAILED[kind]} (this failed in a graph before)", code=Code.FAILED_BEFORE)
         if assumption not in self.assumptions:
             self.assumptions.append(assumption)
         return assumption
@@ -118,7 +119,8 @@ class EffectLog:
         """
         if self.dynamic_depth:
             if not self.sinks or self.sinks[-1] is None:
-                raise ConversionError(f"{where} inside a graph a library builds around the user's function")
+                raise ConversionError(f"{where} inside a graph a library builds around the user's function",
+                                      code=Code.LIBRARY_EFFECT)
             self.sinks[-1].append(effect)
             return
         self.effects.append(effect)

@@ -46,6 +46,7 @@ import tensorflow as tf
 
 from janus import _tf_private
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
 from janus.trace.active import CALL
 from janus.trace import kinds, known_values, mappings
 from janus.trace.arrays import FedArray, is_fed_array
@@ -145,7 +146,7 @@ class HeapModel:
         if type(value) in SCALARS or is_plain_callable(value):
             return self._read(value, source)
         if id(value) in self.mutated_unread:
-            raise ConversionError(f"{source.what} is read after a deferred change to it")
+            raise ConversionError(f"{source.what} is read after a deferred change to it", code=Code.UNMODELED_VALUE)
         seen = self._by_id.get(id(value))
         if seen is not None:
             first, result = seen
@@ -210,16 +211,18 @@ class HeapModel:
 
     def _tensor_array(self, value: tf.TensorArray, source: Source) -> Any:
         raise ConversionError(f"{source.what} is an eager TensorArray, which its write changes in place (a trace "
-                              "would write graph tensors into the caller's array)", permanent=True)
+                              "would write graph tensors into the caller's array)", permanent=True,
+                              code=Code.GRAPH_LIST)
 
     def _unknown(self, value: Any, source: Source) -> Any:
         raise ConversionError(f"{source.what} is a {type(value).__qualname__}, whose contents Janus does not model "
-                              "(it is read in Python)")
+                              "(it is read in Python)", code=Code.UNMODELED_VALUE)
 
     def _py_iterator(self, value: Any, source: Source) -> Any:
         # Iterating it while tracing would consume the caller's iterator (or generator)
         # before the run is known to succeed.
-        raise ConversionError(f"{source.what} is an iterator ({type(value).__name__}): a trace would consume it")
+        raise ConversionError(f"{source.what} is an iterator ({type(value).__name__}): a trace would consume it",
+                              code=Code.DATASET)
 
     def _numpy(self, value: np.ndarray | np.generic, source: Source) -> Any:
         if source in self.arg_inputs:
@@ -291,7 +294,8 @@ class HeapModel:
         (``janus.trace.mappings``) that converted code reads and changes."""
         _check_size(value, source)
         if not all(type(k) in SCALARS for k in value):
-            raise ConversionError(f"{source.what} is a {type(value).__name__} with non-scalar keys")
+            raise ConversionError(f"{source.what} is a {type(value).__name__} with non-scalar keys",
+                                  code=Code.UNMODELED_VALUE)
         self.guard_set.mapping_keys(source, value)
         entry = Entry if hasattr(type(value), "__missing__") else Item  # never insert a key while checking
         out = mappings.mapping_copy(value, ((k, self.read(v, entry(source, k))) for k, v in value.items()), source.what)
@@ -326,7 +330,7 @@ class HeapModel:
         """A read-only view of a dict the caller may change: keys guarded, values read in turn."""
         _check_size(value, source)
         if not all(type(k) in SCALARS for k in value):
-            raise ConversionError(f"{source.what} is a mappingproxy with non-scalar keys")
+            raise ConversionError(f"{source.what} is a mappingproxy with non-scalar keys", code=Code.UNMODELED_VALUE)
         self.guard_set.mapping_keys(source, value)
         out = types.MappingProxyType({k: self.read(v, source.item(k)) for k, v in value.items()})
         self.track(out, source)
@@ -354,7 +358,8 @@ class HeapModel:
         """A set of Python scalars, guarded by value; converted code gets a copy (mutations
         of a set from Python state are deferred like a list's, never made while tracing)."""
         if not all(type(v) in SCALARS for v in value):
-            raise ConversionError(f"{source.what} is a {type(value).__name__} of objects other than Python scalars")
+            raise ConversionError(f"{source.what} is a {type(value).__name__} of objects other than Python scalars",
+                                  code=Code.UNMODELED_VALUE)
         self.guard_set.equals_set(source, value)
         out = type(value)(value)
         if type(out) is set:
@@ -489,7 +494,8 @@ def _capture_at_call_time(heap: HeapModel, hi: HeapInput) -> Any:
 
 def _check_size(value: Any, source: Source) -> None:
     if len(value) > 256:
-        raise ConversionError(f"{source.what} is a {type(value).__name__} of {len(value)} items: too long to specialize")
+        raise ConversionError(f"{source.what} is a {type(value).__name__} of {len(value)} items: too long to specialize",
+                              code=Code.UNMODELED_VALUE)
 
 
 def _only_scalars(value: Any) -> bool:

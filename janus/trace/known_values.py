@@ -28,6 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from janus import _tf_private
+from janus.reporting.codes import Code
 from janus.errors import ConversionError, Restart
 from janus.trace.active import current
 from janus.trace.sources import Source
@@ -46,6 +47,8 @@ _PYTHON_OPS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
 class TensorValuesKept(Restart):
     """A failed trace needed the values of tensors computed from these tensor inputs: the
     next trace specializes them by value (``speculator.tensor_values``)."""
+
+    code = Code.REPLANNED
 
     def __init__(self, wanted: dict[Source, str]):
         super().__init__(", ".join(f"{s.label} ({why})" for s, why in wanted.items()))

@@ -17,6 +17,7 @@ import collections.abc
 from typing import Any, Callable, Iterable
 
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
 from janus.trace.sources import Source
 
 _BASES = (collections.OrderedDict, collections.defaultdict, collections.Counter, dict)
@@ -34,7 +35,7 @@ class _CopysFactory:
 
     def __call__(self) -> Any:
         raise ConversionError(f"reads a missing key of {self.what}, a defaultdict, other than by [] "
-                              "(eager inserts the default)")
+                              "(eager inserts the default)", code=Code.MAPPING)
 
 
 def mapping_copy(value: dict, items: Iterable[tuple[Any, Any]], what: str = "it") -> dict:
@@ -68,7 +69,8 @@ class EnvironView(collections.abc.Mapping):
 
     def _value(self, key: Any) -> str | None:
         if type(key) is not str:
-            raise ConversionError(f"reads {self._source.label} with a key of type {type(key).__name__}")
+            raise ConversionError(f"reads {self._source.label} with a key of type {type(key).__name__}",
+                                  code=Code.MAPPING)
         value = self._environ.get(key)
         self._guards.environment_variable(self._source, key, value)
         return value
@@ -101,6 +103,7 @@ class EnvironView(collections.abc.Mapping):
         return self._all()
 
     def _write(self, *args: Any, **kwargs: Any) -> None:
-        raise ConversionError(f"changes {self._source.label} (the process's environment) inside the step")
+        raise ConversionError(f"changes {self._source.label} (the process's environment) inside the step",
+                              code=Code.MAPPING)
 
     __setitem__ = __delitem__ = setdefault = pop = popitem = update = clear = _write

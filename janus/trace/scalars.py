@@ -27,6 +27,7 @@ import tensorflow as tf
 
 from janus.convert.registry import is_converted_code
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
 from janus.trace.active import current
 
 EAGER_TENSOR = type(tf.constant(0))
@@ -120,7 +121,7 @@ class PyOrTensor:
         if _kind_of(other) is not None:
             return self._with_number(other, op, reflected)
         if not is_symbolic(other) or other.dtype != self.tensor.dtype:
-            raise ConversionError(self._what(f"used with a {type(other).__name__}"))
+            raise ConversionError(self._what(f"used with a {type(other).__name__}"), code=Code.TENSOR_VALUE)
         a, b = (other, self.tensor) if reflected else (self.tensor, other)
         return _OPS[op](a, b)
 
@@ -133,7 +134,7 @@ class PyOrTensor:
         if not isinstance(other, PyScalar):
             theirs = tf.convert_to_tensor(other, self.tensor.dtype)
         elif other.kind is float and not self.tensor.dtype.is_floating:
-            raise ConversionError(self._what("used with a float"))
+            raise ConversionError(self._what("used with a float"), code=Code.TENSOR_VALUE)
         else:
             theirs = tf.cast(other.tensor, self.tensor.dtype)
         a, b = (theirs, self.tensor) if reflected else (self.tensor, theirs)
@@ -151,17 +152,17 @@ class PyOrTensor:
         raise TypeError(self._what("passed to TensorFlow"))
 
     def __bool__(self) -> bool:
-        raise ConversionError(self._what("used as a truth value"))
+        raise ConversionError(self._what("used as a truth value"), code=Code.TENSOR_VALUE)
 
     def __getattr__(self, name: str) -> Any:
-        raise ConversionError(self._what(f"asked for .{name}"))
+        raise ConversionError(self._what(f"asked for .{name}"), code=Code.TENSOR_VALUE)
 
     __hash__ = None
 
 
 def _refuse(use: str):
     def method(self, *args):
-        raise ConversionError(self._what(use))
+        raise ConversionError(self._what(use), code=Code.TENSOR_VALUE)
     return method
 
 
@@ -296,11 +297,12 @@ class PyScalar:
 
     def __round__(self, ndigits: int | None = None):
         if ndigits is not None:
-            raise ConversionError("round() to decimal digits of a value computed from tensors")
+            raise ConversionError("round() to decimal digits of a value computed from tensors", code=Code.TENSOR_VALUE)
         return PyScalar.of(tf.round(PyScalar.of(self, float).tensor), int)
 
     def _concrete(self, *args, **kwargs):
-        raise ConversionError(f"a Python {self.kind.__name__} computed from tensors is needed while tracing")
+        raise ConversionError(f"a Python {self.kind.__name__} computed from tensors is needed while tracing",
+                              code=Code.TENSOR_VALUE)
 
     __bool__ = __index__ = __int__ = __float__ = __len__ = __iter__ = __hash__ = _concrete
     __format__ = __str__ = _concrete

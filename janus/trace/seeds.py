@@ -34,6 +34,7 @@ import tensorflow as tf
 from janus import _tf_private
 from janus.trace import aborts
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
 
 # A Philox key/counter row of the fed table: (s1, 0, s2) -> key [s1], counter [0, s2].
 ROW = 3
@@ -102,7 +103,7 @@ class SeedStream:
     def draw(self) -> tuple[tf.Tensor, tf.Tensor]:
         """The Philox key and counter of the next draw eager would make (uint64 tensors)."""
         if self._forbidden is not None:
-            raise ConversionError(self._forbidden)
+            raise ConversionError(self._forbidden, code=Code.RANDOM)
         if self.uncarried_loops:
             raise DrawInLoop()
         if self._table is None:
@@ -149,6 +150,8 @@ class SeedStream:
 class DrawInLoop(ConversionError):
     """A draw inside a ``tf.while_loop`` that does not carry the seed position yet: the loop
     is traced again, carrying it."""
+
+    code = Code.RANDOM
 
     def __init__(self) -> None:
         super().__init__("a random draw inside a tensor-dependent loop")

@@ -21,6 +21,7 @@ from typing import Any, Iterable
 import tensorflow as tf
 
 from janus.errors import ConversionError
+from janus.reporting.codes import Code
 
 READ_OPS = frozenset({"TensorListGetItem"})  # TensorArray.read: eager clears the item (clear_after_read)
 
@@ -45,13 +46,14 @@ def settings_of(value: tf.TensorArray, made: Iterable[TensorArrayMade], what: st
     kinds = {m for m in made if m.dtype == value.dtype and m.dynamic_size == bool(value.dynamic_size)}
     if not kinds:
         raise ConversionError(f"{what} is a TensorArray library code made inside the graph: its eager settings "
-                              "are unknown", permanent=True)
+                              "are unknown", permanent=True, code=Code.GRAPH_LIST)
     if len(kinds) > 1:
         raise ConversionError(f"{what} is one of TensorArrays made with different settings inside the graph: "
-                              "which eager one it is is unknown", permanent=True)
+                              "which eager one it is is unknown", permanent=True, code=Code.GRAPH_LIST)
     settings = kinds.pop()
     if not settings.given:
-        raise ConversionError(f"{what} is a TensorArray whose settings are computed inside the graph", permanent=True)
+        raise ConversionError(f"{what} is a TensorArray whose settings are computed inside the graph", permanent=True,
+                              code=Code.GRAPH_LIST)
     return settings
 
 
@@ -103,8 +105,9 @@ class Lineage:
     """One eager ``TensorArray``: the graph ``TensorArray`` objects that are its handles (all
     on its newest flow), and which items eager's reads cleared.
 
-    ``cleared`` holds static indices read and not written since; ``unsure`` says a read or
-    write at an index the graph computes makes ``cleared`` incomplete; ``carried``: the trace
+    ``cleared`` holds static indices read and not written since, ``read_at`` the index tensors
+    of reads at indices the graph computes; ``unsure`` says a write at a computed index made
+    them incomplete; ``carried``: the trace
     met it as a loop's or branch's input, so items read before (in an earlier iteration) are
     unknown; ``written`` the indices (values, or the index tensors) written in this trace;
     ``spoiled`` why it can no longer be used (read or written inside a nested graph)."""
@@ -116,6 +119,7 @@ class Lineage:
     infers: bool = False  # infer_shape: a write merges its item's shape into ``shape``
     merged: bool = False  # a write merged an item's shape (whose run-time dims the trace may not know)
     cleared: set = field(default_factory=set)
+    read_at: list = field(default_factory=list)  # index tensors read (and so cleared) at indices the graph computes
     written: set = field(default_factory=set)
     unsure: bool = False
     spoiled: str | None = None

@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from janus.convert import libraries
 from janus.errors import ConversionError, UndefinedAttributeError, UndefinedValueError
+from janus.reporting.codes import Code
 from janus.trace.scalars import PyScalar, is_eager_tensor, is_symbolic  # noqa: F401 - is_symbolic: a kind of value too
 from janus_profiler import usercode
 
@@ -130,7 +131,8 @@ class DeferredStr:
         return "".join(p if isinstance(p, str) else p.render(next(it)) for p in self.parts)
 
     def _concrete(self, *args: Any, **kwargs: Any):
-        raise ConversionError("uses a string formatted from values the graph has not computed yet")
+        raise ConversionError("uses a string formatted from values the graph has not computed yet",
+                              code=Code.STRING_FORMAT)
 
     __str__ = __repr__ = __add__ = __radd__ = __len__ = __eq__ = __hash__ = __iter__ = __format__ = _concrete
     __getitem__ = __contains__ = __mod__ = __mul__ = _concrete
@@ -164,14 +166,16 @@ class SymbolicShape:
         is known to eager, so one the graph does not know is computed."""
         static = tensor.shape
         if static.rank is None:
-            raise ConversionError("reads the shape of a tensor whose rank the graph does not know")
+            raise ConversionError("reads the shape of a tensor whose rank the graph does not know",
+                                  code=Code.UNKNOWN_SHAPE)
         dims = static.as_list()
         if isinstance(tensor, tf.SparseTensor):
             dynamic = tensor.dense_shape
             return cls([d if d is not None else PyScalar(dynamic[i], int) for i, d in enumerate(dims)])
         if isinstance(tensor, tf.RaggedTensor):
             if any(p.uniform_row_length is not None for p in _partitions(tensor)):
-                raise ConversionError("reads the shape of a ragged tensor with uniform row lengths")
+                raise ConversionError("reads the shape of a ragged tensor with uniform row lengths",
+                                      code=Code.UNKNOWN_SHAPE)
             ragged = tensor.ragged_rank
             inner = tf.shape(tensor.flat_values, out_type=tf.int64)
 
@@ -216,9 +220,9 @@ class SymbolicShape:
         return total
 
     def _concrete(self, *args, **kwargs):
-        raise ConversionError("uses a shape the graph computes where Python needs its value")
+        raise ConversionError("uses a shape the graph computes where Python needs its value", code=Code.UNKNOWN_SHAPE)
 
     __eq__ = __ne__ = __hash__ = __str__ = __repr__ = __format__ = __bool__ = _concrete
 
     def __getattr__(self, name: str):
-        raise ConversionError(f"TensorShape.{name} of a shape the graph computes")
+        raise ConversionError(f"TensorShape.{name} of a shape the graph computes", code=Code.UNKNOWN_SHAPE)
