@@ -209,10 +209,11 @@ class Conversion:
                 self.raising.append(raised.check)
             self.note(_reason(Code.RAISES_AS_EAGER,
                               f"raises {raised.kind.__name__} on such calls, as eager does: they run eagerly"))
-        elif error is None and raised.line is not None and self.may_break:
+        elif error is None and raised.line is not None and self.may_break and not issubclass(raised.kind, NameError):
             # eager ran the statement its trace raised in: it needs eager (a library call that
             # reads values, as get_weights() does), not this call's values; a break at once
-            # rather than a conversion failed again on every call
+            # rather than a conversion failed again on every call.  (A NameError is a local the
+            # trace did not bind where eager had: the trace's bookkeeping, not the statement.)
             reason = _reason(Code.NEEDS_EAGER, f"tracing it raised {raised.kind.__name__} where eager does not "
                                                f"({raised.message[:80]})")
             self.next_break = BreakSite(raised.line, reason)
