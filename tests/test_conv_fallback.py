@@ -206,7 +206,8 @@ def test_property_getter_gets_the_support_check():
             @property
             def total(self):
                 rest = list(self.values)
-                del rest[0]
+                if (first := rest[0]) is not None:  # := : a construct Janus does not convert
+                    rest.remove(first)
                 self.values.append(0.0)
                 return sum(rest)
 

@@ -67,6 +67,27 @@ class SetAttr(Effect):
 
 
 @dataclass
+class DelAttr(Effect):
+    """``del obj.name`` on an object of Python state."""
+
+    target: Source
+    name: str
+    find: Finder | None = None
+
+    def pack(self, ctx: TraceContext, packer: Packer) -> "DelAttr":
+        return dataclasses.replace(self, find=ctx.getter(self.target))
+
+    def commit(self, run: Run) -> None:
+        delattr(self.find(run.a, run.k), self.name)
+
+    def describe(self) -> str:
+        return f"delete {self.target.label}.{self.name}"
+
+    def map_values(self, fn):
+        return self
+
+
+@dataclass
 class SetGlobal(Effect):
     """``name = value`` on a module's globals (under a ``global`` statement)."""
 

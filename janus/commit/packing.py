@@ -262,6 +262,8 @@ class Packer:
             return Output(len(self.tensors) - 1, value.scalar_type)
         if type(value) in SCALARS or isinstance(value, np.generic):
             return Constant(value)
+        if type(value) is slice and all(type(p) in SCALARS for p in (value.start, value.stop, value.step)):
+            return Constant(value)  # immutable, of Python numbers: del lst[:1]
         source = self.ctx.source_of(value)
         if source is not None:
             return FromState(self.ctx.getter(source))

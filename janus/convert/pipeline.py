@@ -3,6 +3,7 @@
 The passes run in this order, each needing what the earlier ones produced:
 
 1. ``Desugar``            — explicit ``super()``, augmented assignment to state
+   ``LowerDelete``        — ``del`` unbinds a local, deletes an item or an attribute
 2. ``CatchForFinally``    — a ``finally`` that returns, breaks or continues swallows
                              the pending exception (caught, re-raised if it completes)
 3. ``LowerReturns``       — single exit; returns become a flag and a result
@@ -39,6 +40,7 @@ from janus.convert.passes.calls import LowerCalls
 from janus.convert.passes.contexts import CheckContextManagers
 from janus.convert.passes.control_flow import LowerControlFlow
 from janus.convert.passes.exceptions import GuardHandlers
+from janus.convert.passes.deletes import LowerDelete
 from janus.convert.passes.desugar import Desugar
 from janus.convert.passes.expressions import LowerExpressions
 from janus.convert.passes.finally_exits import CatchForFinally
@@ -141,6 +143,7 @@ def _compiled(fn: types.FunctionType) -> tuple[str, types.CodeType, tuple]:
     passes = [
         _StripSignatureExtras(),
         Desugar(first[0] if first else None),
+        LowerDelete(),
         CatchForFinally(),
         LowerReturns(),
         LowerBreakContinue(),

@@ -34,7 +34,6 @@ _REASONS = {
     gast.AsyncFor: _reason(Code.COROUTINE, "async for"),
     gast.AsyncWith: _reason(Code.COROUTINE, "async with"),
     gast.ClassDef: _reason(Code.STATEMENT, "class definition inside the function"),
-    gast.Delete: _reason(Code.STATEMENT, "del statement"),
     gast.NamedExpr: _reason(Code.STATEMENT, "assignment expression (:=)"),
     gast.Match: _reason(Code.STATEMENT, "match statement"),
     gast.TryStar: _reason(Code.STATEMENT, "try/except* (exception groups)"),

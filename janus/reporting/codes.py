@@ -175,15 +175,14 @@ async def f(x):
 for _ in range(4): f(tf.ones(2)).close()
 """),
     _e(Code.STATEMENT, Kind.BREAK, "statement Janus does not convert",
-       "A `class` definition, `del`, `:=`, `match` or `except*` in the function. The statement runs in Python at a "
-       "graph break; the rest of the function runs in graph segments.",
-       "Write it another way (`y = None` for `del y`, an `if` chain for `match`), or leave it: a break costs one "
+       "A `class` definition, `:=`, `match`, `except*`, or `del` of a global name in the function. The statement "
+       "runs in Python at a graph break; the rest of the function runs in graph segments.",
+       "Write it another way (an `if` chain for `match`, the class defined outside), or leave it: a break costs one "
        "hand-over between Python and graphs.", _STRICT, """
 @janus.function
 def f(x):
-    y = x * 2.0
-    del x
-    return y
+    class Box: pass
+    return x * 2.0
 for _ in range(6): f(tf.ones(2))
 """),
     _e(Code.GLOBAL_NONLOCAL, Kind.BREAK, "global or nonlocal Janus cannot defer",

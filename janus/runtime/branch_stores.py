@@ -41,16 +41,16 @@ class Unjoined:
     """What a place holds after a conditional whose sides left values there that no output
     can carry: reading it fails the conversion, with the reason."""
 
-    __slots__ = ("reason",)
+    __slots__ = ("reason", "code")
 
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
+    def __init__(self, reason: str, code: Code = Code.STATE_IN_TENSOR_FLOW) -> None:
+        self.reason, self.code = reason, code
 
 
 def readable(value: Any) -> Any:
     """``value`` read from a place, unless it is an :class:`Unjoined` marker."""
     if isinstance(value, Unjoined):
-        raise ConversionError(value.reason, code=Code.STATE_IN_TENSOR_FLOW)
+        raise ConversionError(value.reason, code=value.code)
     return value
 
 

@@ -8,6 +8,8 @@ from janus.runtime.builtins import mod
 from janus.runtime.calls import call, mutate_attr, mutate_cell, mutate_global
 from janus.runtime.checks import assert_, caught
 from janus.runtime.contexts import context_manager
+from janus.runtime.deletes import del_attr, del_subscr, unbind
+from janus.runtime.deletes import declared as del_declared
 from janus.runtime.dunders import contains, proto, unpack
 from janus.runtime.escapes import block_left, escaped
 from janus.runtime.fstrings import field, fstring
@@ -23,5 +25,5 @@ __all__ = [
     "UNDEF", "and_", "assert_", "caught", "for_stmt", "if_stmt", "ifexp", "not_", "or_", "test_and", "test_or", "while_stmt",
     "ld_attr", "ld_cell", "ld_global", "mutate_attr", "mutate_cell", "mutate_global", "st_attr", "st_subscr",
     "aug_operand", "st_global", "st_cell", "context_manager", "import_name", "import_from", "block_left", "escaped",
-    "own_lists", "proto", "contains", "unpack", "op",
+    "own_lists", "proto", "contains", "unpack", "op", "unbind", "del_attr", "del_subscr", "del_declared",
 ]
