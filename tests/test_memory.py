@@ -1,0 +1,73 @@
+"""What a conversion keeps is released with what it belongs to (issue #39: memory flat
+across conversions).
+
+A Janus function made anew every epoch, ``janus.reset`` and re-conversion, a function the
+take-over made: once nothing of the user's refers to them, their graphs (concrete
+function, ``FuncGraph``, the function in TensorFlow's context), generated code and
+records are collected.  Deterministic: weak references and counts, never RSS (the
+numbers are in ``benchmarks/memory.py`` and ``docs/memory.md``).
+"""
+from __future__ import annotations
+
+import gc
+import weakref
+
+import tensorflow as tf
+
+import janus
+from janus.convert import pipeline
+from janus.driver.function import JanusFunction
+
+
+def _collect() -> None:
+    for _ in range(3):  # a finalizer run by one collection may free a cycle for the next
+        gc.collect()
+
+
+def make_step(w):
+    def step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(x * w)
+        w.assign_sub(0.1 * tape.gradient(loss, w))
+        return loss
+    return step
+
+
+def _converted(jf: JanusFunction, x) -> JanusFunction:
+    for _ in range(8):
+        jf(x)
+        if janus.stats(jf)["graph_calls"]:
+            return jf
+    raise AssertionError(f"never ran as a graph: {janus.explain(jf)}")
+
+
+def _context_functions() -> set[str]:
+    from tensorflow.python.eager import context
+    return set(context.context().list_function_names())
+
+
+def test_a_janus_function_dropped_frees_its_graphs_and_generated_code():
+    w, x = tf.Variable([1.0, 2.0]), tf.constant([3.0, 4.0])
+    jf = _converted(janus.function(make_step(w)), x)
+    concrete = jf.entries[0].graph.concrete
+    names = {concrete.function_def.signature.name}
+    dead = [weakref.ref(o) for o in (jf, jf.python_function, jf.entries[0], concrete, concrete.graph,
+                                     pipeline._fn_cache[jf.python_function])]
+    assert names <= _context_functions()
+    del jf, concrete
+    _collect()
+    assert [r() for r in dead] == [None] * len(dead)
+    assert not names & _context_functions()  # TensorFlow's context let go of the function too
+
+
+def test_a_new_janus_function_per_epoch_keeps_nothing_of_the_old_ones():
+    w, x = tf.Variable([1.0, 2.0]), tf.constant([3.0, 4.0])
+    before = len(_context_functions())
+    dead = []
+    for _ in range(4):
+        step = _converted(janus.function(make_step(w)), x)
+        dead.append(weakref.ref(step.entries[0].graph.concrete))
+    del step
+    _collect()
+    assert [r() for r in dead] == [None] * 4
+    assert len(_context_functions()) <= before
