@@ -10,13 +10,19 @@ numbers are in ``benchmarks/memory.py`` and ``docs/memory.md``).
 from __future__ import annotations
 
 import gc
+import importlib
+import sys
+import textwrap
 import weakref
 
+import pytest
 import tensorflow as tf
 
 import janus
+from janus import introspect
 from janus.convert import pipeline
 from janus.driver.function import JanusFunction
+from janus.takeover import hook, redirect
 
 
 def _collect() -> None:
@@ -71,3 +77,62 @@ def test_a_new_janus_function_per_epoch_keeps_nothing_of_the_old_ones():
     _collect()
     assert [r() for r in dead] == [None] * 4
     assert len(_context_functions()) <= before
+
+
+# ------------------------------------------------------------------ what the take-over made
+def test_a_function_take_over_made_is_freed_with_its_janus_function():
+    w, x = tf.Variable([1.0, 2.0]), tf.constant([3.0, 4.0])
+    fn = make_step(w)
+    jf = _converted(hook.take_over(fn), x)           # the script rewrite's decorator
+    assert janus.stats(fn)["graph_calls"]            # the history answers for the function
+    dead = [weakref.ref(fn), weakref.ref(jf), weakref.ref(jf.entries[0].graph.concrete)]
+    del fn, jf
+    _collect()
+    assert [r() for r in dead] == [None] * 3
+    assert "make_step.<locals>.step" not in hook.taken_over()
+
+
+CLOSURE_MODULE = """
+import tensorflow as tf
+
+
+def make_step(w):
+    def step(x):                       # a closure made anew each epoch: the running take-over finds it
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(w * x) ** 2
+        w.assign_sub(0.01 * tape.gradient(loss, w))
+        return loss
+    return step
+"""
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("JANUS_TAKEOVER_SAMPLE_MS", "1")   # 3.11: the sampler finds short steps fast
+    (tmp_path / "memory_user.py").write_text(textwrap.dedent(CLOSURE_MODULE))
+    importlib.invalidate_caches()
+    yield importlib.import_module("memory_user")
+    hook.disable()
+    sys.modules.pop("memory_user", None)
+
+
+def test_closure_steps_the_running_take_over_found_each_epoch_are_freed(user_module):
+    w, x = tf.Variable([1.0, 2.0]), tf.constant([1.0, 0.5])
+    dead = []
+    janus.enable()
+    for _ in range(3):
+        step = user_module.make_step(w)
+        for _ in range(60):
+            step(x)
+            if any(f is step for f in redirect.redirected()):
+                break
+        jf = introspect.janus_function_of(step)
+        assert jf is not None, "the hook did not take the closure step over"
+        dead += [weakref.ref(step), weakref.ref(jf)]
+        del jf
+    del step
+    _collect()
+    assert [r() for r in dead] == [None] * len(dead)
+    assert not redirect.redirected()
