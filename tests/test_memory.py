@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import linecache
 import sys
 import textwrap
 import weakref
@@ -79,6 +80,28 @@ def test_a_new_janus_function_per_epoch_keeps_nothing_of_the_old_ones():
     assert len(_context_functions()) <= before
 
 
+def test_reset_frees_the_graphs_it_drops_and_the_function_converts_again():
+    w, x = tf.Variable([1.0, 2.0]), tf.constant([3.0, 4.0])
+    jf = _converted(janus.function(make_step(w)), x)
+    dead = []
+    for _ in range(3):
+        dead.append(weakref.ref(jf.entries[0].graph.concrete))
+        janus.reset(jf)
+        _converted(jf, x)
+    _collect()
+    assert [r() for r in dead] == [None] * 3
+    assert janus.stats(jf)["cache_entries"] == 1 and "graph 0:" in str(janus.explain(jf))
+
+
+def test_conversions_leave_no_linecache_entries():
+    w, x = tf.Variable([1.0, 2.0]), tf.constant([3.0, 4.0])
+    _converted(janus.function(make_step(w)), x)        # the user's file is read once
+    before = set(linecache.cache)
+    for _ in range(3):
+        _converted(janus.function(make_step(w)), x)
+    assert set(linecache.cache) == before
+
+
 # ------------------------------------------------------------------ what the take-over made
 def test_a_function_take_over_made_is_freed_with_its_janus_function():
     w, x = tf.Variable([1.0, 2.0]), tf.constant([3.0, 4.0])
@@ -124,7 +147,7 @@ def test_closure_steps_the_running_take_over_found_each_epoch_are_freed(user_mod
     janus.enable()
     for _ in range(3):
         step = user_module.make_step(w)
-        for _ in range(60):
+        for _ in range(1000):                       # 3.11: until the sampler sees it run (a busy machine)
             step(x)
             if any(f is step for f in redirect.redirected()):
                 break
