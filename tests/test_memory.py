@@ -80,6 +80,33 @@ def test_a_new_janus_function_per_epoch_keeps_nothing_of_the_old_ones():
     assert len(_context_functions()) <= before
 
 
+def make_logging_step(w, log):
+    def step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(x * w) ** 2
+        log.append(float(loss.numpy()))  # a graph break: the function is split into segments
+        w.assign_sub(0.01 * tape.gradient(loss, w))
+        return loss
+    return step
+
+
+def test_a_split_function_dropped_frees_its_segments_and_their_graphs():
+    w, x, log = tf.Variable([1.0, 2.0]), tf.constant([0.1, 0.2]), []
+    dead = []
+    for _ in range(2):
+        jf = janus.function(make_logging_step(w, log))
+        for _ in range(12):
+            jf(x)
+        segments = [c.function for c in jf.split.calls]
+        concretes = [e.graph.concrete for s in segments for e in s.entries]
+        assert concretes, janus.explain(jf)
+        dead += [weakref.ref(o) for o in [jf, jf.split] + segments + concretes]
+        del segments, concretes
+    del jf
+    _collect()
+    assert [r() for r in dead] == [None] * len(dead)
+
+
 def test_reset_frees_the_graphs_it_drops_and_the_function_converts_again():
     w, x = tf.Variable([1.0, 2.0]), tf.constant([3.0, 4.0])
     jf = _converted(janus.function(make_step(w)), x)
