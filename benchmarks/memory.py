@@ -21,7 +21,8 @@ The model's update is ``assign_sub``, not a Keras optimizer: ``tf.function`` alo
 epoch (Keras's own cache), which would hide what the comparison is about.
 
 Usage: ``python benchmarks/memory.py [--rounds 3] [--epochs 300] [--cycles 100]
-[--calls 30000] [--json out.json]``; ``--worker PROGRAM MODE`` is internal.  Run from
+[--calls 30000] [--programs epochs,reset,fed] [--modes eager,janus,tf.function] [--trim]
+[--json out.json]``; ``--worker PROGRAM MODE`` is internal.  Run from
 another checkout with ``PYTHONPATH=<checkout>`` to compare two versions of Janus.
 """
 from __future__ import annotations
@@ -46,9 +47,14 @@ MODES = {"epochs": ("eager", "janus", "tf.function"), "reset": ("eager", "janus"
 
 
 def rss_mb() -> float:
-    """Resident memory of this process, in MB, after a full collection."""
+    """Resident memory of this process, in MB, after a full collection (and, with
+    ``--trim``, after glibc's ``malloc_trim(0)``: what the allocator keeps of freed memory
+    then no longer counts, what is still held does)."""
     for _ in range(3):  # a finalizer run by one collection may free a cycle for the next
         gc.collect()
+    if os.environ.get("JANUS_BENCH_TRIM"):
+        import ctypes
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
@@ -176,6 +182,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=30000)
     parser.add_argument("--programs", default="epochs,reset,fed")
     parser.add_argument("--modes", default="eager,janus,tf.function", help="e.g. janus alone, from another checkout")
+    parser.add_argument("--trim", action="store_true", help="measure after malloc_trim(0) (glibc)")
     parser.add_argument("--json")
     parser.add_argument("--worker", nargs=3)
     args = parser.parse_args()
@@ -183,6 +190,8 @@ def main() -> None:
         program, mode, size = args.worker
         print(json.dumps(PROGRAMS[program](mode, int(size))))
         return
+    if args.trim:
+        os.environ["JANUS_BENCH_TRIM"] = "1"  # read by the workers
     sizes = {"epochs": args.epochs, "reset": args.cycles, "fed": args.calls}
     programs = args.programs.split(",")
     wanted = args.modes.split(",")
