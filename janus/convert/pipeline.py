@@ -213,6 +213,5 @@ def converted_function(fn: types.FunctionType, runtime: types.ModuleType) -> typ
     out = namespace[parse.LAMBDA_NAME if fn.__name__ == "<lambda>" else fn.__name__]
     out.__defaults__ = fn.__defaults__
     out.__kwdefaults__ = fn.__kwdefaults__
-    out.__janus_original__ = fn
-    _fn_cache[fn] = out
+    _fn_cache[fn] = out  # weak on ``fn``: ``out`` must not refer to it, or neither is ever freed
     return out

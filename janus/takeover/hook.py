@@ -113,7 +113,7 @@ def disable() -> None:
                     container[name] = original
                 else:
                     setattr(container, name, original)
-            registry.taken[:] = [t for t in registry.taken if t[1] is not jf]
+            registry.untake(lambda taken, jf=jf: taken is jf)
         registry.installed.clear()
 
 
@@ -136,13 +136,13 @@ def enabled() -> Iterator[None]:
 def taken_over() -> list[str]:
     """Qualified names of the functions currently taken over by the hook."""
     with registry.lock:
-        return [q for q, _ in registry.taken]
+        return [q for q, _ in registry.taken_now()]
 
 
 def taken_over_functions() -> list[Any]:
     """The Janus functions the hook installed, in the order they were taken over."""
     with registry.lock:
-        return [jf for _, jf in registry.taken]
+        return [jf for _, jf in registry.taken_now()]
 
 
 

@@ -67,6 +67,9 @@ def _wrap_candidate(obj: Any, module_name: str) -> Any | None:
     if wrapped is inner:  # JANUS_DISABLE
         return None
     registry.remember(inner, wrapped)
+    with registry.lock:
+        if not any(jf is wrapped for jf in registry.scanned):
+            registry.scanned.append(wrapped)  # runs ``inner``: history holds it weakly (see registry)
     return kind(wrapped) if kind is not None else wrapped
 
 

@@ -53,13 +53,26 @@ _JANUS_CALLS = frozenset({JanusFunction.__call__.__code__, BoundJanusFunction.__
 
 @dataclass
 class _Swap:
-    """A function object whose ``__code__`` was replaced, and how to undo it."""
+    """A function object whose ``__code__`` was replaced, and how to undo it.  The function
+    is held weakly: a step the user makes anew each epoch and drops is freed, its Janus
+    function and graphs with it (nothing is left to undo for it; the next swap prunes it)."""
 
-    fn: types.FunctionType
+    fn_ref: "weakref.ref[types.FunctionType] | None"
     code: types.CodeType
     target: Any
     set_wrapped: bool
     rewrapped: Any = None  # the scan's Janus function, whose python_function became a copy
+
+    @property
+    def fn(self) -> types.FunctionType | None:
+        return None if self.fn_ref is None else self.fn_ref()
+
+    def watch(self, fn: types.FunctionType) -> "_Swap":
+        """Refer to ``fn`` weakly, letting go of its Janus function when it dies."""
+        def gone(_: Any, swap: "_Swap" = self) -> None:
+            swap.target = swap.rewrapped = None
+        self.fn_ref = weakref.ref(fn, gone)
+        return self
 
 
 _lock = threading.RLock()
@@ -123,7 +136,8 @@ def take_over_function(fn: types.FunctionType) -> None:
             existing.python_function = existing.__wrapped__ = copy
         registry.remember(fn, target)
         set_wrapped = "__wrapped__" not in vars(fn)
-        _swaps.append(_Swap(fn, fn.__code__, target, set_wrapped, existing))
+        _swaps[:] = [s for s in _swaps if s.fn is not None]
+        _swaps.append(_Swap(None, fn.__code__, target, set_wrapped, existing).watch(fn))
         fn.__code__ = trampoline_code(fn.__code__, target)
         if set_wrapped:
             fn.__wrapped__ = target  # inspect.signature(fn) still shows the user's parameters
@@ -407,15 +421,18 @@ def stop() -> None:
         _watch.update(on=False, tool=None, sampler=None)
         targets = set()
         for swap in reversed(_swaps):
-            swap.fn.__code__ = swap.code
-            if swap.set_wrapped:
-                vars(swap.fn).pop("__wrapped__", None)
-            if swap.rewrapped is not None:
-                swap.rewrapped.python_function = swap.rewrapped.__wrapped__ = swap.fn
             targets.add(id(swap.target))
+            fn = swap.fn
+            if fn is None:
+                continue
+            fn.__code__ = swap.code
+            if swap.set_wrapped:
+                vars(fn).pop("__wrapped__", None)
+            if swap.rewrapped is not None:
+                swap.rewrapped.python_function = swap.rewrapped.__wrapped__ = fn
         _swaps.clear()
         _walked.clear()
-        registry.taken[:] = [t for t in registry.taken if id(t[1]) not in targets]
+        registry.untake(lambda jf: id(jf) in targets)
     if sampler is not None:
         sampler.join()
 
@@ -423,4 +440,4 @@ def stop() -> None:
 def redirected() -> list[types.FunctionType]:
     """The function objects whose code currently calls Janus."""
     with _lock:
-        return [s.fn for s in _swaps]
+        return [fn for fn in (s.fn for s in _swaps) if fn is not None]
