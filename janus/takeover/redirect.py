@@ -248,12 +248,23 @@ def _on_start(code: types.CodeType, offset: int) -> None:
 # as written.  Where a frame's function cannot be read, the main thread walks the heap for
 # the code, once (a heap walk is never made from the sampler thread).
 _PENDING_CALL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
-_pending: dict = {"scheduled": False, "closing": False}
+_pending: dict = {"scheduled": False, "closing": False, "parked": False}
 _sampled = threading.Event()   # the last pending call has run: the sampler's next interval starts
+_PARKED_SECONDS = 0.5          # a traced main thread is asked again only after this long
 
 
 def _run_pending(_: Any) -> int:
-    """The pending call, in the main thread: take over the steps running on its own stack."""
+    """The pending call, in the main thread: take over the steps running on its own stack.
+
+    No pending call may be queued until this one's ``make_pending_calls`` has returned: on
+    3.11 a second one run by the same loop, in a thread with a trace or profile function,
+    spins for ever on its first instruction (the eval breaker stays set while pending calls
+    are busy, and the tracing path re-checks it at ``RESUME`` without moving on).  So the
+    flag that lets the sampler queue the next call is cleared last, where no Python code
+    runs after it, unless a trace or profile function will run at this frame's return
+    (Python code: the GIL can pass to the sampler there); then the call stays "scheduled"
+    and the sampler clears it after ``_PARKED_SECONDS`` (the window left: a main thread held
+    up that long between that return and the end of ``make_pending_calls``)."""
     try:
         with _lock:
             if _pending["closing"] or not _watch["on"]:
@@ -262,9 +273,11 @@ def _run_pending(_: Any) -> int:
     except Exception:  # noqa: BLE001 - raising here would raise inside arbitrary user code
         log.exception("janus: taking over a running step failed")
     finally:
-        with _lock:
-            _pending["scheduled"] = False
+        hooked = sys.gettrace() is not None or sys.getprofile() is not None
+        _pending["parked"] = hooked
         _sampled.set()
+        if not hooked:
+            _pending["scheduled"] = False   # last: a plain store, no call after it
     return 0
 
 
@@ -325,6 +338,9 @@ class _Sampler(threading.Thread):
             if _ask_main_thread():
                 while not _sampled.wait(0.1) and not self.stopped.is_set():
                     pass
+                if _pending["parked"] and not self.stopped.wait(max(self.interval, _PARKED_SECONDS)):
+                    with _lock:
+                        _pending["parked"] = _pending["scheduled"] = False
 
 
 def _close() -> None:
