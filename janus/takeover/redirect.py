@@ -380,6 +380,10 @@ def start() -> bool:
                 # and long before modules (and _RUN_PENDING) are torn down; atexit runs too late.
                 threading._register_atexit(_close)
                 _close_registered = True
+            if _sampled.is_set() and threading.current_thread() is threading.main_thread():
+                # the last pending call has run, and this (main) thread runs Python: the loop
+                # that ran it has returned; a call left parked by a stopped sampler is over
+                _pending["scheduled"] = _pending["parked"] = False
             sampler = _Sampler(config.takeover_sample_seconds())
             sampler.start()
             _watch["sampler"] = sampler
