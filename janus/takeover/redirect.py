@@ -261,8 +261,9 @@ def _run_pending(_: Any) -> int:
     spins for ever on its first instruction (the eval breaker stays set while pending calls
     are busy, and the tracing path re-checks it at ``RESUME`` without moving on).  So the
     flag that lets the sampler queue the next call is cleared last, where no Python code
-    runs after it, unless a trace or profile function will run at this frame's return
-    (Python code: the GIL can pass to the sampler there); then the call stays "scheduled"
+    runs after it (a Python trace function is taken off this frame first), unless a profile
+    function or a C tracer will run at this frame's return (the GIL can pass to the sampler
+    there); then the call stays "scheduled"
     and the sampler clears it after ``_PARKED_SECONDS`` (the window left: a main thread held
     up that long between that return and the end of ``make_pending_calls``)."""
     try:
@@ -273,12 +274,27 @@ def _run_pending(_: Any) -> int:
     except Exception:  # noqa: BLE001 - raising here would raise inside arbitrary user code
         log.exception("janus: taking over a running step failed")
     finally:
-        hooked = sys.gettrace() is not None or sys.getprofile() is not None
+        hooked = _python_runs_at_return(sys._getframe())
         _pending["parked"] = hooked
         _sampled.set()
         if not hooked:
             _pending["scheduled"] = False   # last: a plain store, no call after it
     return 0
+
+
+def _python_runs_at_return(frame: Any) -> bool:
+    """Will Python code run at ``frame``'s return (a profile function, a C tracer's)?  A
+    Python trace function would (the profiler's, on 3.11): it is taken off this frame, so
+    that its remaining events go to no Python function."""
+    if sys.getprofile() is not None:
+        return True
+    tracer = sys.gettrace()
+    if tracer is None:
+        return False
+    if isinstance(tracer, (types.FunctionType, types.MethodType)):
+        frame.f_trace = None   # sys.settrace's trampoline passes later events to f_trace only
+        return False
+    return True
 
 
 def _take_over_own_stack(frame: Any) -> None:
