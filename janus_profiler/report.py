@@ -151,10 +151,22 @@ def arg_speculation(infos: list[TypeInfo]) -> str:
 
 # --- verdicts -----------------------------------------------------------------------------------
 def find_function(code: types.CodeType | None) -> types.FunctionType | None:
-    """A live function object whose code is ``code`` (found through the garbage collector)."""
+    """A live function object whose code is ``code`` (found through the garbage collector).
+
+    Automatic collection is off during the walk: on 3.11 a traverse called by the walk can
+    allocate (TensorFlow's ``EagerTensor_traverse`` builds instance dicts), and a collection
+    started there runs the walk off its generation's list into a NULL ``tp_traverse``
+    (issue #24 item 12; ``janus/takeover/redirect.py`` walks the same way)."""
     if code is None:
         return None
-    for ref in gc.get_referrers(code):
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        referrers = gc.get_referrers(code)
+    finally:
+        if collecting:
+            gc.enable()
+    for ref in referrers:
         if type(ref) is types.FunctionType and ref.__code__ is code:
             return ref
     return None

@@ -831,19 +831,28 @@ def test_without_the_frame_layout_a_code_is_walked_for_once(user_dir, fast_sampl
         assert counts["walk"] == 1, counts
 
 
-def test_a_step_in_another_thread_is_taken_over_while_the_main_thread_waits(user_dir, fast_sampling):
-    """The main thread inside ``thread.join()`` runs no bytecode (no pending call); the
-    step's function is taken over by the sampler (3.11) or at its tape (3.12+) anyway."""
+def test_a_step_in_another_thread_while_the_main_thread_waits(user_dir, fast_sampling):
+    """The main thread inside ``thread.join()`` runs no bytecode.  On 3.12+ the step is taken
+    over at its tape anyway.  On 3.11 no thread reads another's frames (such reads crash
+    3.11: issue #39 item 2), so a step running only in another thread is not found and runs
+    eagerly.  Its results are eager's either way."""
     import threading
 
     mod = importlib.import_module(user_dir("hook_thread_step", LONG_FIRST_CALL))
+    x = tf.constant([0.5, -0.25])
+    eager_step = mod.make_step(tf.Variable([1.0, 2.0]))
+    expected = [eager_step(x, 30 if i == 0 else 2) for i in range(6)]
     with janus.enabled():
         step = mod.make_step(tf.Variable([1.0, 2.0]))
-        x = tf.constant([0.5, -0.25])
-        thread = threading.Thread(target=lambda: [step(x, 30 if i == 0 else 2) for i in range(6)])
+        got = []
+        thread = threading.Thread(target=lambda: got.extend(step(x, 30 if i == 0 else 2) for i in range(6)))
         thread.start()
         thread.join()
-        assert janus.stats(step.__wrapped__)["calls"] == 5
+        if sys.version_info >= (3, 12):
+            assert janus.stats(step.__wrapped__)["calls"] == 5
+        else:
+            assert step not in redirect.redirected()
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
 
 
 def test_cli_step_reading_a_schedule_from_an_ordered_dict_follows_it():

@@ -76,10 +76,7 @@ def _read_function(frame: types.FrameType) -> types.FunctionType | None:
     fn = ctypes.c_void_p.from_address(base + _LAYOUT[0] * _P).value
     if not fn or ctypes.c_void_p.from_address(fn + object.__basicsize__ - _P).value != id(types.FunctionType):
         return None   # (ob_type is the header's last field)
-    found = ctypes.py_object.from_address(base + _LAYOUT[0] * _P).value   # a new reference
-    if ctypes.c_void_p.from_address(id(frame) + _F_FRAME).value != base:
-        return None   # the frame returned meanwhile (read from another thread): its data moved
-    return found
+    return ctypes.py_object.from_address(base + _LAYOUT[0] * _P).value   # a new reference
 
 
 def _probe() -> types.FunctionType | None:
@@ -96,12 +93,11 @@ def function_of(frame: types.FrameType) -> types.FunctionType | None:
     """The function object whose call ``frame`` runs, read from the interpreter frame
     without walking the heap; None where this Python's frame layout is not known.
 
-    Safe from the thread that runs ``frame`` (the frames below the reader cannot return
-    during the read; the interpreter frame holds the function).  From another thread the
-    reader can be switched out between two reads (a GIL switch) while the frame returns
-    and its data moves into the frame object: the frame pointer is read again after the
-    read, and a moved frame gives None, but the window between the first read and the
-    function's reference count is not closed."""
+    Call it only from the thread that runs ``frame`` (or on a frame that has returned):
+    the frames below the reader cannot return during the read, and the interpreter frame
+    holds the function.  From another thread the reader can be switched out between two
+    reads (a GIL switch) while the frame returns and its memory is reused or freed: no
+    caller does that (``janus/takeover/redirect.py``, issue #39 item 2)."""
     if not _LAYOUT_OK:
         return None
     return _read_function(frame)

@@ -13,10 +13,11 @@ Janus from their next call.  TensorFlow is not patched.
 
 The watcher is ``sys.monitoring`` limited to ``GradientTape.__init__`` on Python 3.12+
 (exact, and no cost anywhere else).  On 3.11, where the only exact watchers are per-call
-hooks that slow every Python call of the program, a thread samples the stacks every
-10 ms and takes over a function that records a tape (the namespace scan's static
-test) when it finds one running (``benchmarks/takeover_overhead.py`` measures both).
-Either way the function object is read from the running frame
+hooks that slow every Python call of the program, the main thread looks at its own
+stack every 10 ms (a thread asks it to) and takes over a function that records a tape
+(the namespace scan's static test) when it finds one running
+(``benchmarks/takeover_overhead.py`` measures both); no thread reads another's frames.
+Either way the function object is read from the running frame, by the thread running it
 (:func:`janus.takeover.detect.function_of`), not searched for on the heap: a function
 object is taken over once, by the first sample (or tape) that finds it running outside
 Janus, and no sample walks the heap.  :func:`stop` gives every function its own code back.
@@ -163,11 +164,12 @@ def running_step_frames(frame: Any) -> list[Any]:
     """The frames, of ``frame`` and its callers, running code that records a tape, except
     those running inside a Janus function (its eager run, or a trace)."""
     found = []
+    known = _candidates.get
     while frame is not None:
         code = frame.f_code
         if code in _JANUS_CALLS:
             found.clear()
-        elif _candidate(code):
+        elif known(code) or known(code) is None and _candidate(code):  # no call per frame: this walk runs every sample
             found.append(frame)
         frame = frame.f_back
     return found
@@ -215,8 +217,8 @@ def take_over_codes(codes: list[types.CodeType]) -> None:
 # A code is walked for at most once, ever: where a frame's function cannot be read
 # (``function_of`` is None: an unknown frame layout), the first frame found running the
 # code has its code walked for, and later frames of it are left alone.
-_QUEUED, _WALKED = "queued", "walked"
-_walked: dict[types.CodeType, str] = {}   # code -> _QUEUED (3.11: for the main thread) or _WALKED
+_WALKED = "walked"
+_walked: dict[types.CodeType, str] = {}   # code -> _WALKED
 
 
 def take_over_frames(frames: list[Any]) -> list[types.CodeType]:
@@ -243,49 +245,80 @@ def take_over_frames(frames: list[Any]) -> list[types.CodeType]:
 def _on_start(code: types.CodeType, offset: int) -> None:
     """Python 3.12+: ``GradientTape.__init__`` started; take over the running steps of
     this thread."""
-    walk = take_over_frames(running_step_frames(sys._getframe(1).f_back))
-    if walk:
-        with _lock:
-            _walked.update(dict.fromkeys(walk, _WALKED))
-        take_over_codes(walk)
+    _take_over_own_stack(sys._getframe(1).f_back)
 
 
-# Python 3.11: the sampler finds running steps.  A frame's function is read by the thread
-# that runs the frame wherever it can be: the frames of the main thread are read by the
-# main thread, as a pending call (``Py_AddPendingCall``) run between two of its bytecodes,
-# when the frames below it cannot return.  The sampler could be switched out between two
-# of its reads (a GIL switch after 5 ms) while that frame returns and its interpreter frame
-# is popped; so it reads only the frames of other threads, where no pending call can run
-# (the main thread may be waiting in ``thread.join()``), with the frame pointer checked
-# again after the read.  Where the function cannot be read, the main thread walks the
-# heap for the code, once: a heap walk is never made from the sampler thread, where the
-# thread it interrupts may be anywhere inside C code.
-#
-# Before, every episode of a code running outside Janus was walked for (and, before
-# that, every sample: a 2-second first call was walked 924 times, 24 s of a 29 s run,
-# and each walk was a chance for the crash above).
+# Python 3.11: the sampler thread reads no frame.  A frame of another thread (from
+# ``sys._current_frames()``, its ``f_back``, the function in its interpreter frame) can be
+# popped by its thread whenever the reader lets go of the GIL between two reads, and on
+# 3.11 such cross-thread reads crash the process: the sampling profilers that do it
+# (sentry-python #2386 and #6119, dd-trace-py #13567, on 3.11.5 to 3.11.12) segfault in
+# ``PyFrame_GetBack``, and so did Janus's concurrency probe once in six runs (issue #39
+# item 2: a null dereference in libpython3.11 in a thread other than the main one).  So the
+# sampler only asks, every interval, for a pending call (``Py_AddPendingCall``): the main
+# thread runs it between two of its bytecodes and reads its own stack, whose frames cannot
+# return during the read.  The price: a step running only in another thread is not found
+# on 3.11 (the namespace scan's steps are taken over wherever they run); it runs eagerly,
+# as written.  Where a frame's function cannot be read, the main thread walks the heap for
+# the code, once (a heap walk is never made from the sampler thread).
 _PENDING_CALL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
-_pending: dict = {"codes": set(), "frames": [], "scheduled": False, "closing": False}
+_pending: dict = {"scheduled": False, "closing": False, "parked": False}
+_sampled = threading.Event()   # the last pending call has run: the sampler's next interval starts
+_PARKED_SECONDS = 0.5          # a traced main thread is asked again only after this long
 
 
 def _run_pending(_: Any) -> int:
-    """The pending call, in the main thread: take over the functions of its queued frames,
-    walk for the queued codes."""
-    with _lock:
-        codes, _pending["codes"] = list(_pending["codes"]), set()
-        frames, _pending["frames"] = _pending["frames"], []
-        _pending["scheduled"] = False
-        if _pending["closing"] or not _watch["on"]:
-            return 0
+    """The pending call, in the main thread: take over the steps running on its own stack.
+
+    No pending call may be queued until this one's ``make_pending_calls`` has returned: on
+    3.11 a second one run by the same loop, in a thread with a trace or profile function,
+    spins for ever on its first instruction (the eval breaker stays set while pending calls
+    are busy, and the tracing path re-checks it at ``RESUME`` without moving on).  So the
+    flag that lets the sampler queue the next call is cleared last, where no Python code
+    runs after it (a Python trace function is taken off this frame first), unless a profile
+    function or a C tracer will run at this frame's return (the GIL can pass to the sampler
+    there); then the call stays "scheduled"
+    and the sampler clears it after ``_PARKED_SECONDS`` (the window left: a main thread held
+    up that long between that return and the end of ``make_pending_calls``)."""
     try:
-        codes += [code for code in take_over_frames(frames) if code not in codes]
-        take_over_codes(codes)
+        with _lock:
+            if _pending["closing"] or not _watch["on"]:
+                return 0
+        _take_over_own_stack(sys._getframe().f_back)
     except Exception:  # noqa: BLE001 - raising here would raise inside arbitrary user code
         log.exception("janus: taking over a running step failed")
     finally:
+        hooked = _python_runs_at_return(sys._getframe())
+        _pending["parked"] = hooked
+        _sampled.set()
+        if not hooked:
+            _pending["scheduled"] = False   # last: a plain store, no call after it
+    return 0
+
+
+def _python_runs_at_return(frame: Any) -> bool:
+    """Will Python code run at ``frame``'s return (a profile function, a C tracer's)?  A
+    Python trace function would (the profiler's, on 3.11): it is taken off this frame, so
+    that its remaining events go to no Python function."""
+    if sys.getprofile() is not None:
+        return True
+    tracer = sys.gettrace()
+    if tracer is None:
+        return False
+    if isinstance(tracer, (types.FunctionType, types.MethodType)):
+        frame.f_trace = None   # sys.settrace's trampoline passes later events to f_trace only
+        return False
+    return True
+
+
+def _take_over_own_stack(frame: Any) -> None:
+    """Take over the steps running in ``frame`` and its callers (the calling thread's own
+    frames); walk the heap, once per code, for those whose function cannot be read."""
+    codes = take_over_frames(running_step_frames(frame))
+    if codes:
         with _lock:
             _walked.update(dict.fromkeys(codes, _WALKED))
-    return 0
+        take_over_codes(codes)
 
 
 # ctypes: Py_AddPendingCall is the only way to run code in the main thread at its next
@@ -296,71 +329,48 @@ _add_pending_call = ctypes.pythonapi.Py_AddPendingCall
 _add_pending_call.argtypes, _add_pending_call.restype = [_PENDING_CALL, ctypes.c_void_p], ctypes.c_int
 
 
-def _in_main_thread(codes: list[types.CodeType], frames: list[Any] = ()) -> None:
-    """From the main thread, at its next bytecode boundary: take over the functions of
-    ``frames`` (the main thread's) and walk for ``codes``."""
-    frames = list(frames)
+def _ask_main_thread() -> bool:
+    """Queue one pending call; False if none was queued (one is queued or running already:
+    a main thread blocked in C code for a long time gets one call when it comes back, not
+    one per interval; the queue is full; the interpreter is closing)."""
     with _lock:
-        if _pending["closing"]:
-            return
-        codes = [code for code in codes if code not in _walked]
-        if not codes and not frames:
-            return
-        _walked.update(dict.fromkeys(codes, _QUEUED))
-        _pending["codes"].update(codes)
-        _pending["frames"] += frames
-        if _pending["scheduled"]:
-            return
+        if _pending["closing"] or _pending["scheduled"]:
+            return False
         _pending["scheduled"] = True
-    if _add_pending_call(_RUN_PENDING, None) != 0:  # the queue is full: try again at the next sample
+        _sampled.clear()
+    if _add_pending_call(_RUN_PENDING, None) != 0:  # the queue is full: try again at the next interval
         with _lock:
             _pending["scheduled"] = False
-            _pending["codes"].difference_update(codes)
-            _pending["frames"] = [f for f in _pending["frames"] if not any(f is g for g in frames)]
-            for code in codes:
-                _walked.pop(code, None)
+        return False
+    return True
 
 
 class _Sampler(threading.Thread):
-    """Python 3.11: look at every thread's stack every ``interval`` seconds
-    (``JANUS_TAKEOVER_SAMPLE_MS``, default 10 ms).
+    """Python 3.11: every ``interval`` seconds (``JANUS_TAKEOVER_SAMPLE_MS``, default
+    10 ms) have the main thread look at its own stack (:func:`_run_pending`).
 
     A per-call hook (``sys.setprofile``) would cost every Python call of the program
     (measured 1.8x on eager inference, 8x on plain Python calls); sampling costs a
     stack walk per interval.  A step is taken over once a sample finds it running: at
     its first call if it takes longer than the interval eagerly, a few calls later if
-    it is shorter.
+    it is shorter.  The thread itself touches no frame.  The interval runs from the end of
+    the main thread's last look, so that the looks take at most a share of the main thread
+    however slow a walk of its stack is (a profiled call's trace function slows it).
     """
 
     def __init__(self, interval: float):
         super().__init__(name="janus takeover", daemon=True)
         self.interval = interval
         self.stopped = threading.Event()
-        self.queued: set[int] = set()   # ids of the main thread's step frames the last sample queued
 
     def run(self) -> None:
         while not self.stopped.wait(self.interval):
-            try:
-                walk, frames = self.sample()
-            except Exception:  # noqa: BLE001 - the sampler must survive anything a sample meets
-                log.exception("janus: a take-over sample failed")
-                continue
-            if walk or frames:
-                _in_main_thread(walk, frames)
-
-    def sample(self) -> tuple[list[types.CodeType], list[Any]]:
-        """Take over the steps running now in threads other than the main one; return the
-        codes to walk for (their function could not be read, never walked for before)
-        and the main thread's step frames not queued by the last sample (a frame running
-        through many samples is queued once; its function is read by the main thread)."""
-        me, main = threading.get_ident(), threading.main_thread().ident
-        mine, other = [], []
-        for ident, frame in sys._current_frames().items():
-            if ident != me:
-                (mine if ident == main else other).extend(running_step_frames(frame))
-        new = [f for f in mine if id(f) not in self.queued]
-        self.queued = {id(f) for f in mine}
-        return (take_over_frames(other) if other else []), new
+            if _ask_main_thread():
+                while not _sampled.wait(0.1) and not self.stopped.is_set():
+                    pass
+                if _pending["parked"] and not self.stopped.wait(max(self.interval, _PARKED_SECONDS)):
+                    with _lock:
+                        _pending["parked"] = _pending["scheduled"] = False
 
 
 def _close() -> None:
@@ -400,6 +410,10 @@ def start() -> bool:
                 # and long before modules (and _RUN_PENDING) are torn down; atexit runs too late.
                 threading._register_atexit(_close)
                 _close_registered = True
+            if _sampled.is_set() and threading.current_thread() is threading.main_thread():
+                # the last pending call has run, and this (main) thread runs Python: the loop
+                # that ran it has returned; a call left parked by a stopped sampler is over
+                _pending["scheduled"] = _pending["parked"] = False
             sampler = _Sampler(config.takeover_sample_seconds())
             sampler.start()
             _watch["sampler"] = sampler
