@@ -284,6 +284,9 @@ class Packer:
         if type(value) is dict:
             return DictOf(tuple(value.keys()), tuple(self.pack(v, what) for v in value.values()))
         if isinstance(value, np.ndarray):
+            if value.dtype == object and not all(type(v) in SCALARS for v in value.flat):
+                raise ConversionError(f"{what} holds a NumPy object array of values the trace made",
+                                      code=Code.LEAVES_GRAPH)
             return ArrayCopy(value.copy())
         recipe = self._tensorflow_value(value, what)
         if recipe is not None:

@@ -105,6 +105,7 @@ class PyOrTensor:
     """
 
     __slots__ = ("number", "kind", "tensor", "is_number")
+    __array_ufunc__ = None  # NumPy defers to it (and it refuses): never an object array of them
 
     def __init__(self, number: tf.Tensor, kind: type, tensor: tf.Tensor, is_number: tf.Tensor):
         self.number, self.kind, self.tensor, self.is_number = number, kind, tensor, is_number
@@ -186,6 +187,9 @@ class PyScalar:
     """A Python ``bool``/``int``/``float`` held in the graph as a tensor."""
 
     __slots__ = ("tensor", "kind")
+    # NumPy defers to it instead of building an object array of per-item graph ops, which
+    # would leave the graph as Janus's own objects: NumPy arithmetic with it is refused below
+    __array_ufunc__ = None
 
     def __init__(self, tensor: tf.Tensor, kind: type):
         self.tensor = tensor
@@ -236,6 +240,9 @@ class PyScalar:
         return self.tensor
 
     def _binary(self, other: Any, op: str, reflected: bool = False) -> Any:
+        if isinstance(other, (np.ndarray, np.generic)):
+            raise ConversionError(f"NumPy arithmetic with a Python {self.kind.__name__} the graph carries (eager's "
+                                  "result is a NumPy value)", code=Code.TENSOR_VALUE)
         kind = _kind_of(other)
         if kind is None:
             if isinstance(other, tf.Tensor):
