@@ -9,7 +9,6 @@ static check there), so the profiler imports nothing from Janus and works withou
 """
 from __future__ import annotations
 
-import gc
 import importlib.metadata
 import linecache
 import os
@@ -19,6 +18,7 @@ from collections import Counter
 from typing import Any, Callable, Iterable
 
 from .data import FunctionRecord, ProfileData, SiteRecord
+from .heap import functions_with
 from .sites import Site
 from .values import TypeInfo
 
@@ -151,25 +151,11 @@ def arg_speculation(infos: list[TypeInfo]) -> str:
 
 # --- verdicts -----------------------------------------------------------------------------------
 def find_function(code: types.CodeType | None) -> types.FunctionType | None:
-    """A live function object whose code is ``code`` (found through the garbage collector).
-
-    Automatic collection is off during the walk: on 3.11 a traverse called by the walk can
-    allocate (TensorFlow's ``EagerTensor_traverse`` builds instance dicts), and a collection
-    started there runs the walk off its generation's list into a NULL ``tp_traverse``
-    (issue #24 item 12; ``janus/takeover/redirect.py`` walks the same way)."""
+    """A live function object whose code is ``code`` (a heap walk: :mod:`janus_profiler.heap`)."""
     if code is None:
         return None
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        referrers = gc.get_referrers(code)
-    finally:
-        if collecting:
-            gc.enable()
-    for ref in referrers:
-        if type(ref) is types.FunctionType and ref.__code__ is code:
-            return ref
-    return None
+    found = functions_with(code)
+    return found[0] if found else None
 
 
 CHECKERS = "janus_profiler.checkers"

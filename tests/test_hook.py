@@ -708,8 +708,8 @@ def test_text_generation_under_enable_exits_0_with_eagers_output():
     then once; now the step's function is read from its running frame: no walk at all."""
     script = os.path.join(SCRIPTS, "text_generation.py")
     runner = ("import runpy, sys, janus; from janus.takeover import redirect; janus.enable(); "
-              "walks = []; walk = redirect._functions_with; "
-              "redirect._functions_with = lambda code: walks.append(code.co_name) or walk(code); "
+              "walks = []; walk = redirect.functions_with; "
+              "redirect.functions_with = lambda code: walks.append(code.co_name) or walk(code); "
               "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__'); "
               "print('walks', walks, 'taken', janus.takeover.hook.taken_over(), file=sys.stderr)")
     eager = _run([script, "gru", "4", "40"])
@@ -778,7 +778,7 @@ def make_step(w):
 
 def _count_take_overs(monkeypatch):
     counts = {"take_over": 0, "walk": 0}
-    take_over, walk = redirect.take_over_function, redirect._functions_with
+    take_over, walk = redirect.take_over_function, redirect.functions_with
 
     def counted_take_over(fn):
         counts["take_over"] += 1
@@ -789,7 +789,7 @@ def _count_take_overs(monkeypatch):
         return walk(code)
 
     monkeypatch.setattr(redirect, "take_over_function", counted_take_over)
-    monkeypatch.setattr(redirect, "_functions_with", counted_walk)
+    monkeypatch.setattr(redirect, "functions_with", counted_walk)
     return counts
 
 

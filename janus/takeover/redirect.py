@@ -25,7 +25,6 @@ Janus, and no sample walks the heap.  :func:`stop` gives every function its own 
 from __future__ import annotations
 
 import ctypes
-import gc
 import logging
 import sys
 import threading
@@ -44,6 +43,7 @@ from janus.driver.api import function as janus_function
 from janus.takeover import registry
 from janus.takeover.detect import TAPE_NAME, function_of
 from janus.takeover.importer import is_user_file
+from janus_profiler.heap import functions_with
 
 log = logging.getLogger("janus")
 
@@ -180,37 +180,11 @@ def running_steps(frame: Any) -> list[types.CodeType]:
     return [f.f_code for f in running_step_frames(frame)]
 
 
-def _functions_with(code: types.CodeType) -> list[types.FunctionType]:
-    """The function objects whose ``__code__`` is ``code``: a walk of the whole heap
-    (only where :func:`janus.takeover.detect.function_of` cannot read a frame's function).
-
-    Automatic garbage collection is off during the walk.  ``gc.get_referrers`` calls
-    every object's ``tp_traverse``, and on Python 3.11 TensorFlow's
-    ``EagerTensor_traverse`` calls ``_PyObject_GetDictPtr``, which turns an instance's
-    inline attribute values into a new dict: an allocation that can start a collection
-    in the middle of the walk.  The collection merges the generation being walked into
-    the next one, the walk runs on into that generation's list head, takes it for an
-    object and calls its type's NULL ``tp_traverse``: the SIGSEGV of issue #24 item 12
-    (gdb: ``gc_referrers_for`` -> ``EagerTensor_traverse`` ->
-    ``_PyObject_MakeDictFromInstanceAttributes``, then a jump to 0 from the walk of
-    generation 0).  With collection off the new dict is only appended to generation 0
-    and the walk stays on its list.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        referrers = gc.get_referrers(code)
-    finally:
-        if was_enabled:
-            gc.enable()
-    return [r for r in referrers if isinstance(r, types.FunctionType) and r.__code__ is code]
-
-
 def take_over_codes(codes: list[types.CodeType]) -> None:
     """Take over every function object whose code is one of ``codes`` (a heap walk each)."""
     for code in codes:
         with _lock:
-            for fn in _functions_with(code):
+            for fn in functions_with(code):
                 take_over_function(fn)
 
 
