@@ -17,7 +17,7 @@ from janus.runtime import branch_stores, containers, state
 from janus.runtime.calls import call
 from janus.trace import kinds
 from janus.trace.active import current
-from janus.trace.values import UNDEF, is_framework_object, is_symbolic, is_user_class
+from janus.trace.values import UNDEF, is_symbolic, is_user_class
 
 
 def unbind(value: Any, name: str) -> Any:
@@ -55,12 +55,7 @@ def del_attr(obj: Any, name: str) -> None:
         state.no_mutation_in_dynamic_flow(ctx, f"del of attribute .{name}", obj)
         delattr(obj, name)
         return
-    cls = type(obj)
-    if getattr(cls, "__delattr__", object.__delattr__) is not object.__delattr__ and not is_framework_object(obj):
-        raise ConversionError(f"{cls.__qualname__} defines __delattr__", code=Code.ATTRIBUTE_HOOK)
-    if state.is_data_descriptor(cls, name) or state.instance_dict(obj) is None:
-        raise ConversionError(f"del of {source.label}.{name}, not an attribute of the instance's own",
-                              code=Code.ATTRIBUTE_HOOK)
+    state.refuse_undeferrable_attribute(ctx, obj, source, name, "__delattr__", "deletes")
     state.ld_attr(obj, name)  # guarded as read: eager's AttributeError when it is missing
     what = f"del {source.label}.{name}"
     state.no_mutation_in_dynamic_flow(ctx, what)

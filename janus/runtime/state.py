@@ -226,20 +226,28 @@ def st_attr(obj: Any, name: str, value: Any) -> None:
         no_mutation_in_dynamic_flow(ctx, f"attribute .{name} set")
         setattr(obj, name, value)
         return
-    if id(obj) in ctx.heap.islands:
-        raise ConversionError(f"writes {source.label}.{name}, which a Python island changes", code=Code.ISLAND)
-    cls = type(obj)
-    if getattr(cls, "__setattr__", object.__setattr__) is not object.__setattr__ and not is_framework_object(obj):
-        raise ConversionError(f"{cls.__qualname__} defines __setattr__", code=Code.ATTRIBUTE_HOOK)
-    if is_data_descriptor(cls, name):
-        raise ConversionError(f"{cls.__qualname__}.{name} is a property or descriptor", code=Code.ATTRIBUTE_HOOK)
-    if instance_dict(obj) is None:
-        raise ConversionError(f"{cls.__qualname__} instances have no __dict__", code=Code.ATTRIBUTE_HOOK)
+    refuse_undeferrable_attribute(ctx, obj, source, name, "__setattr__", "writes")
     what = f"write of {source.label}.{name}"
     place = branch_stores.Overlaid(ctx.heap, (id(obj), name), f"{source.label}.{name}", lambda: ld_attr(obj, name),
                                    lambda v: SetAttr(source, name, v))
     branch_stores.write(ctx, place, value, what)
     ctx.effect(place.effect(value), what)
+
+
+def refuse_undeferrable_attribute(ctx, obj: Any, source: Any, name: str, hook: str, verb: str) -> None:
+    """A ConversionError when a change of ``obj.name`` on Python state (a write: ``hook``
+    ``__setattr__``; a ``del``: ``__delattr__``) cannot be a deferred effect: a Python island
+    changes the object, its class hooks the change, the attribute is a property or descriptor,
+    or the object has no ``__dict__``."""
+    if id(obj) in ctx.heap.islands:
+        raise ConversionError(f"{verb} {source.label}.{name}, which a Python island changes", code=Code.ISLAND)
+    cls = type(obj)
+    if getattr(cls, hook, getattr(object, hook)) is not getattr(object, hook) and not is_framework_object(obj):
+        raise ConversionError(f"{cls.__qualname__} defines {hook}", code=Code.ATTRIBUTE_HOOK)
+    if is_data_descriptor(cls, name):
+        raise ConversionError(f"{cls.__qualname__}.{name} is a property or descriptor", code=Code.ATTRIBUTE_HOOK)
+    if instance_dict(obj) is None:
+        raise ConversionError(f"{cls.__qualname__} instances have no __dict__", code=Code.ATTRIBUTE_HOOK)
 
 
 def st_global(g: dict, name: str, value: Any) -> None:
