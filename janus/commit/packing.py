@@ -23,7 +23,7 @@ import tensorflow as tf
 
 from janus.errors import ConversionError
 from janus.reporting.codes import Code
-from janus.trace.arrays import FedArray
+from janus.trace.arrays import FedArray, LoweredArray
 from janus.trace.scalars import PyOrTensor, PyScalar, to_python
 from janus.trace.tensor_arrays import TensorArrayMade, eager_tensor_array, reads_items, settings_of
 from janus.trace.values import SCALARS, DeferredStr, Undefined, is_framework_object, is_symbolic
@@ -69,6 +69,19 @@ class Output(Recipe):
     def unpack(self, run: Run) -> Any:
         value = run.outputs[self.index]
         return value if self.kind is None else to_python(value, self.kind)
+
+
+@_record
+class ArrayOutput(Recipe):
+    """Graph output ``index`` as the NumPy array (or NumPy scalar, ``cls``) eager computed
+    (a :class:`~janus.trace.arrays.LoweredArray`): a new array of the run's values."""
+
+    index: int
+    cls: type
+
+    def unpack(self, run: Run) -> Any:
+        value = np.array(run.outputs[self.index].numpy(), copy=True)
+        return value if self.cls is np.ndarray else self.cls(value)
 
 
 @_record
@@ -257,6 +270,9 @@ class Packer:
         if isinstance(value, DeferredStr):
             fields = [p.value for p in value.parts if not isinstance(p, str)]
             return Formatted(value, tuple(self.pack(v, what) for v in fields))
+        if isinstance(value, LoweredArray):  # NumPy's result, computed by the graph: a new array
+            self.tensors.append(value.tensor)
+            return ArrayOutput(len(self.tensors) - 1, value.scalar_type or np.ndarray)
         if isinstance(value, FedArray) and value.scalar_type is not None:  # a fed NumPy scalar: its value
             self.tensors.append(tf.convert_to_tensor(value))
             return Output(len(self.tensors) - 1, value.scalar_type)

@@ -18,10 +18,12 @@ if TYPE_CHECKING:
 # which the function gives up: the graph, not the input, is what fails.
 RETIRE_AFTER_FAILED_RUNS = 3
 
-# Run-time checks whose failure is a call eager raises on (taken as rare while they hold
-# more often than they fail): the graph stays, right for every other call.
-_EAGER_RAISES = {"not_raising": "a side that raises was taken",
-                 "list_index": "a list index was out of range"}
+# Run-time checks whose failure is a call eager runs its own way (it raises, or NumPy
+# computes what the graph cannot), taken as rare while they hold more often than they
+# fail: the graph stays, right for every other call.
+_RARE_CHECKS = {"not_raising": "a side that raises was taken",
+                "list_index": "a list index was out of range",
+                "numpy_range": "a NumPy operation's operands left the range the graph computes it in"}
 
 
 def learn_from_abort(jf: "JanusFunction", entry: CacheEntry, error: BaseException) -> None:
@@ -50,8 +52,8 @@ def learn_from_abort(jf: "JanusFunction", entry: CacheEntry, error: BaseExceptio
                                          f"{entry.counters.failures} runs ({failed.summary})"), "See janus.explain(f).")
         case aborts.AssumptionFailed(assumption=failed):
             failed.failed += 1
-            if failed.kind in _EAGER_RAISES and failed.failed <= failed.held:
-                note(reason(Code.RUN_ABORTED, f"{_EAGER_RAISES[failed.kind]}, re-ran eagerly (graph kept): {failed.description}"))
+            if failed.kind in _RARE_CHECKS and failed.failed <= failed.held:
+                note(reason(Code.RUN_ABORTED, f"{_RARE_CHECKS[failed.kind]}, re-ran eagerly (graph kept): {failed.description}"))
                 return
             jf.policy.ban(failed)
             jf.entries.drop(lambda e: any(a.ban == failed.ban for a in e.report.assumptions))

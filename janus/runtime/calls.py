@@ -35,7 +35,7 @@ from janus.errors import ConversionError
 from janus.reporting.codes import Code
 from janus.runtime import builtins, callbacks, containers, dunders, islands, random, recursion, state, tensor_arrays
 from janus.runtime.graph_lists import GraphList
-from janus.trace import kinds
+from janus.trace import arrays, kinds
 from janus.trace.active import current
 from janus.trace.forest import NodeView
 from janus.trace.known_values import KnownValue
@@ -91,6 +91,8 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
         # from a variable's value but not from the variable (ResourceGather): pass the value.
         args = tuple(_variable_value(v) for v in args)
         kwargs = {k: _variable_value(v) for k, v in kwargs.items()}
+    if arrays.lowers(f, args, kwargs):  # NumPy on fed arrays, computed by the graph as NumPy would
+        return arrays.lowered_call(f, args)
     if f in random.REPLACEMENTS:  # stateful random ops draw from fed seeds (janus.trace.seeds)
         return random.REPLACEMENTS[f](*_shapes(args), **callbacks.builtin_keywords(_shapes(kwargs), call))
     if isinstance(f, types.MethodType):

@@ -11,11 +11,13 @@ at every call.  Converted code sees a
 conversion registry) and that answers what the shape guard fixes: ``shape``, ``dtype``,
 ``ndim``, ``size``, ``len()``, ``isinstance(x, np.ndarray)``.
 
-Eager hands the array itself to the code; where that code does something only NumPy or
-Python can do with it — read its values (``x.mean()``, ``np.sum(x)``, ``x[0] > 0``, a
-``for`` over its rows, ``print``), combine it with a number or another array, write into
-it (``x[0] = 1``, ``x.fill(0)``), convert it to another dtype (NumPy would cast; a tensor
-input would not), hash, return or store it — the stand-in is *read as NumPy*: it marks its
+Eager hands the array itself to the code.  Arithmetic and comparisons with a number or
+another fed array (``x > 0``, ``(1 + clip) * x``, ``np.where``) are NumPy's, computed by the
+graph where its bits are NumPy's (``janus.trace.numpy_semantics``).  Where the code does
+something else only NumPy or Python can do with it — read its values (``x.mean()``,
+``np.sum(x)``, ``x[0] > 0``, a ``for`` over its rows, ``print``), write into it
+(``x[0] = 1``, ``x.fill(0)``, ``x += 1``), convert it to another dtype (NumPy would cast; a
+tensor input would not), hash, return or store it — the stand-in is *read as NumPy*: it marks its
 source and raises.  The mark is sticky (library code that catches the error cannot hide the
 use); the trace fails and the argument is traced again as a Python value, guarded by value
 (``janus.driver.entry``), which the function's policy remembers.  An operator between the
@@ -25,13 +27,14 @@ either builtin keeps every array a value.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import tensorflow as tf
 
 from janus.errors import ConversionError, Restart
 from janus.reporting.codes import Code
+from janus.trace import numpy_semantics
 from janus.trace.sources import Source
 from janus.trace.values import SymbolicShape
 
@@ -165,11 +168,17 @@ def _reads_values(what: str):
 
 
 def _operator(name: str):
-    """A binary operator of :class:`FedArray`: the tensor's own with a tensor or variable."""
-    def op(self: FedArray, other: Any) -> Any:
-        if isinstance(other, (tf.Tensor, tf.Variable)):
+    """A binary or unary operator of :class:`FedArray`: the tensor's own with a tensor or
+    variable; NumPy's, computed by the graph, with numbers and fed arrays
+    (``janus.trace.numpy_semantics``); read as NumPy otherwise (in place: eager changes
+    the caller's array)."""
+    def op(self: FedArray, *other: Any) -> Any:
+        if other and isinstance(other[0], (tf.Tensor, tf.Variable)):
             return NotImplemented  # NumPy defers to the tensor's operator, which converts the array
-        self.read_as_numpy(f"operator {name} with a {type(other).__name__}")
+        if name not in numpy_semantics.OPERATORS:
+            self.read_as_numpy(f"operator {name}" + (f" with a {type(other[0]).__name__}" if other else ""))
+        ufunc, reflected = numpy_semantics.OPERATORS[name]
+        return _computed(numpy_semantics.compute, ufunc, (*other, self) if reflected else (self, *other))
     return op
 
 
@@ -177,7 +186,7 @@ for _name, _what in {"__str__": "str()", "__format__": "format()", "__bool__": "
                      "__int__": "int()", "__float__": "float()", "__complex__": "complex()", "__index__": "as an index",
                      "__iter__": "iteration", "__contains__": "in", "__reversed__": "reversed()",
                      "__getitem__": "indexing", "__setitem__": "item assignment", "__delitem__": "item deletion",
-                     "__neg__": "-x", "__pos__": "+x", "__abs__": "abs()", "__invert__": "~x",
+                     "__invert__": "~x",
                      "__reduce__": "pickled", "__reduce_ex__": "pickled", "__copy__": "copied",
                      "__deepcopy__": "copied"}.items():
     setattr(FedArray, _name, _reads_values(_what))
@@ -185,9 +194,68 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"
               "rshift"):
     for _form in (f"__{_name}__", f"__r{_name}__", f"__i{_name}__"):
         setattr(FedArray, _form, _operator(_form))
-for _form in ("__divmod__", "__rdivmod__", "__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"):
+for _form in ("__divmod__", "__rdivmod__", "__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__", "__neg__",
+              "__pos__", "__abs__"):
     setattr(FedArray, _form, _operator(_form))
 del _name, _what, _form
+
+
+class LoweredArray(FedArray):
+    """A NumPy array (or scalar) the graph computes from fed arrays with NumPy's semantics
+    (``janus.trace.numpy_semantics``): a stand-in like theirs, whose tensor is the result.
+    Read as NumPy, it marks every fed array it was computed from."""
+
+    __slots__ = ("_sources",)
+
+    def __init__(self, tensor: tf.Tensor, cls: type, sources: dict, marks: dict[Source, str]):
+        super().__init__(tensor, cls(0) if cls is not np.ndarray else np.empty(0, tensor.dtype.as_numpy_dtype),
+                         tuple(tensor.shape.as_list()), next(iter(sources)), marks)
+        object.__setattr__(self, "_sources", dict(sources))
+
+    @property
+    def tensor(self) -> tf.Tensor:
+        """What the graph computed: eager's array as a tensor of its dtype and shape."""
+        return self._input
+
+    def read_as_numpy(self, what: str) -> None:
+        for source in self._sources:
+            self._marks.setdefault(source, what)
+        raise ReadAsNumPy({s: what for s in self._sources})
+
+
+def _sources(value: FedArray) -> tuple:
+    return tuple(value._sources) if isinstance(value, LoweredArray) else (value._source,)
+
+
+def _computed(how: Callable, *args: Any) -> LoweredArray:
+    """``how(*args)`` of :mod:`~janus.trace.numpy_semantics` with the fed arrays among
+    ``args[-1]`` as its operands: their result; they are read as NumPy if it cannot."""
+    operands = args[-1]
+    arrays = [o for o in operands if isinstance(o, FedArray)]
+    try:
+        if any(type(a) not in (FedArray, LoweredArray) for a in arrays):  # an island's array is its own
+            raise numpy_semantics.NotComputed("NumPy arithmetic on an array a Python island returned")
+        views = tuple(numpy_semantics.Array(o._input, o.dtype, o._cls, o.ndim) if isinstance(o, FedArray) else o
+                      for o in operands)
+        tensor, cls = how(*args[:-1], views)
+    except numpy_semantics.NotComputed as why:
+        arrays[0].read_as_numpy(str(why))
+        raise AssertionError("read_as_numpy raises") from None
+    sources = dict.fromkeys(s for a in arrays for s in _sources(a))
+    return LoweredArray(tensor, cls, sources, arrays[0]._marks)
+
+
+def lowers(f: Any, args: tuple, kwargs: dict) -> bool:
+    """``f(*args, **kwargs)`` is a NumPy function the graph computes (``np.where``, ``np.add``,
+    ...) with a fed array among its arguments."""
+    return f in numpy_semantics.FUNCTIONS and not kwargs and any(isinstance(a, FedArray) for a in args)
+
+
+def lowered_call(f: Any, args: tuple) -> LoweredArray:
+    """``f(*args)`` for a call :func:`lowers` accepts."""
+    if f is np.where:
+        return _computed(numpy_semantics.where, args)
+    return _computed(numpy_semantics.compute, f, args)
 
 
 def _to_tensor(value: FedArray, dtype: tf.DType | None = None, name: str | None = None,

@@ -248,6 +248,7 @@ _CHECK_FAILED = {
     "not_raising": "a side of a tensor-dependent branch raises, and it was taken",
     "int32": "a Python int the graph computes did not fit int32 where TensorFlow converts it",
     "list_index": "an index of a list whose length the graph computes was out of range",
+    "numpy_range": "the operands of a NumPy operation left the range where TensorFlow computes NumPy's bits",
 }
 
 

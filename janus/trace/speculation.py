@@ -77,6 +77,9 @@ class Assumption:
         if self.kind == "not_raising":
             place = f"at {self.site.where} `{self.site.text}`" if self.site is not None else f"({self.where})"
             return f"branch {place} assumed not to take its {self.value} side, which raises {self.detail}"
+        if self.kind == "numpy_range":
+            return f"the operands of a NumPy operation the graph computes in {self.where} are in the range where " \
+                "TensorFlow computes NumPy's bits" + (f" (`{self.detail}`)" if self.detail else "")
         if self.kind == "list_index":
             return f"an index of a list whose length the graph computes in {self.where} is in range" \
                 + (f" (`{self.detail}`)" if self.detail else "")
@@ -146,7 +149,7 @@ class Speculator:
 
     def check(self, kind: str, site: SiteInfo | None, value: Any, where: str = "", detail: str = "") \
             -> Assumption | None:
-        """The assumption of a run-time check (``not_raising``, ``int32``, ``list_index``), or None when it
+        """The assumption of a run-time check (``not_raising``, ``int32``, ``list_index``, ``numpy_range``), or None when it
         failed before (its ban is recorded) and must not be assumed again."""
         key = (kind, site.key if site is not None else where, value)
         found = self.registry.get(key)
