@@ -96,7 +96,10 @@ def _name(f: Any) -> str:
     return getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
 
 
-_VOWEL_WORD = re.compile(r"(?<![\w.])([Aa]) (?=(?:[aeio]|u(?!int|ni|s[eu]|[^aeiou\W][aeiou])|[AEIOU](?![A-Z]))\w)")
+# "a" then a word starting with a vowel sound; not a name followed by a verb or a
+# conjunction ("argument a is ...", "a and b")
+_VOWEL_WORD = re.compile(r"(?<![\w.])([Aa]) (?!(?:is|in|and|or|as|if|equals)\b)"
+                         r"(?=(?:[aeio]|u(?!int|ni|s[eu]|[^aeiou\W][aeiou])|[AEIOU](?![A-Z]))\w)")
 
 
 def _articles(text: str) -> str:

@@ -167,12 +167,12 @@ def test_explain_names_the_range_check():
     x = _arrays(11, 1)[0]
 
     @janus.function
-    def step(adv):
-        return tf.reduce_sum(adv * 2.0)
+    def step(a):  # named `a`: explain once wrote "argument an is"
+        return tf.reduce_sum(a * 2.0)
 
     janus.reset()
     for _ in range(5):
         step(x)
     text = str(janus.explain(step))
     assert "the operands of a NumPy operation the graph computes" in text, text
-    assert "argument adv is a float32 NumPy array of shape (6,) (fed to the graph)" in text, text
+    assert "argument a is a float32 NumPy array of shape (6,) (fed to the graph)" in text, text
