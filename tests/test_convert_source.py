@@ -161,6 +161,26 @@ def test_nested_scopes_and_mangled_names_match_their_code():
     assert janus.stats(jan)["graph_calls"] >= 1
 
 
+def test_a_lambda_returned_by_its_line_converts():
+    """``return (lambda x: ...), other``: the lambda's line is a return statement, which
+    compiles only inside a def (it failed as "'return' outside function" when the lambda had
+    no free variable to give its scope a def)."""
+    def make():
+        return (lambda x: x * 2.0 + 1.0), None
+
+    class Maker:
+        def make(self):
+            return lambda x: x - 1.0
+
+    for fn in (make()[0], Maker().make()):
+        assert support.unsupported_reason(fn) is None, fn
+        jan = janus.function(fn)
+        for i in range(5):
+            x = tf.constant([float(i)])
+            assert_same(fn(x), jan(x), f"call {i}")
+        assert janus.stats(jan)["graph_calls"] >= 2, janus.explain(jan)
+
+
 def test_multiline_string_in_an_indented_def_keeps_its_indentation():
     """The source is parsed with its own indentation, not dedented: a string literal's
     continuation lines are the program's text (the dedented parse changed them)."""

@@ -140,6 +140,8 @@ def _parse_in_scope(fn: types.FunctionType, lines: list[str], first: int) -> tup
         headers.append(f"def _jn_scope({', '.join(free)}):")
     if cls is not None:
         headers.append(f"class {cls}:")
+    if fn.__name__ == "<lambda>" and indent and (not headers or cls is not None) and len(headers) < len(indent):
+        headers.append("def _jn_scope():")  # its line may be a return, yield or await statement
     if indent and not headers:
         headers.append("if 1:")
     if len(headers) > len(indent):
