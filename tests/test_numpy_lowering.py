@@ -176,3 +176,20 @@ def test_explain_names_the_range_check():
     text = str(janus.explain(step))
     assert "the operands of a NumPy operation the graph computes" in text, text
     assert "argument a is a float32 NumPy array of shape (6,) (fed to the graph)" in text, text
+
+
+def test_a_python_float_the_graph_carries_scales_a_fed_array_as_numpy_does():
+    """A rate that changes at every call is fed as a number; NumPy takes it as a weak float
+    with a float32 array (rounded to float32): ``adv * lr``, ``lr * adv`` and ``adv - lr``
+    are float32 arrays, computed by one graph for every call."""
+    def make(jit):
+        @jit
+        def step(adv, lr):
+            return adv * lr, lr * adv, adv - lr, tf.reduce_sum(adv * lr)
+
+        return types.SimpleNamespace(fn=step)
+
+    rates = [0.1, 0.3, 1 / 3, 0.7, 2.0 / 7.0, 0.05, 0.9, 1e-3]
+    calls = [(a, r) for a, r in zip(_arrays(12, len(rates)), rates)]
+    stats = check(make, calls, min_graph_calls=len(calls) - PROFILE_CALLS, **EXACT)
+    assert stats["conversions"] == 1, stats

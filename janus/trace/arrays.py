@@ -35,6 +35,7 @@ import tensorflow as tf
 from janus.errors import ConversionError, Restart
 from janus.reporting.codes import Code
 from janus.trace import numpy_semantics
+from janus.trace.scalars import PyScalar
 from janus.trace.sources import Source
 from janus.trace.values import SymbolicShape
 
@@ -235,14 +236,22 @@ def _computed(how: Callable, *args: Any) -> LoweredArray:
     try:
         if any(type(a) not in (FedArray, LoweredArray) for a in arrays):  # an island's array is its own
             raise numpy_semantics.NotComputed("NumPy arithmetic on an array a Python island returned")
-        views = tuple(numpy_semantics.Array(o._input, o.dtype, o._cls, o.ndim) if isinstance(o, FedArray) else o
-                      for o in operands)
+        views = tuple(_view(o) for o in operands)
         tensor, cls = how(*args[:-1], views)
     except numpy_semantics.NotComputed as why:
         arrays[0].read_as_numpy(str(why))
         raise AssertionError("read_as_numpy raises") from None
     sources = dict.fromkeys(s for a in arrays for s in _sources(a))
     return LoweredArray(tensor, cls, sources, arrays[0]._marks)
+
+
+def _view(operand: Any) -> Any:
+    """What :mod:`~janus.trace.numpy_semantics` computes with for ``operand``."""
+    if isinstance(operand, FedArray):
+        return numpy_semantics.Array(operand._input, operand.dtype, operand._cls, operand.ndim)
+    if isinstance(operand, PyScalar) and operand.kind is float:
+        return numpy_semantics.Number(operand.tensor)
+    return operand
 
 
 def lowers(f: Any, args: tuple, kwargs: dict) -> bool:

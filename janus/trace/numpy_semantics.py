@@ -13,7 +13,8 @@ bitwise as NumPy does, the graph computes it instead (:func:`compute`, :func:`wh
   exact) in both libraries.  Reductions (``np.sum``, ``np.mean``: NumPy sums pairwise),
   transcendental functions and ``np.minimum``/``maximum`` are not computed here.
 * **Operands**: arrays (their tensor, dtype, class and rank: :class:`Array`), Python
-  ``int``/``float`` and NumPy scalars.  The result's dtype and class (an ``ndarray``, or a
+  ``int``/``float``, NumPy scalars, and Python floats the graph carries (a rate fed as a
+  number: :class:`Number`, NumPy's weak float, rounded to the loop's dtype as NumPy does).  The result's dtype and class (an ``ndarray``, or a
   NumPy scalar when every operand is 0-d) are NumPy's own, found by running the same
   function on stand-in values of the same dtypes and on the real numbers: NumPy's
   promotion (NEP 50) and its errors (an ``np.int8`` array ``+ 300`` raises) are NumPy's.
@@ -88,6 +89,13 @@ class Array:
     dtype: np.dtype
     cls: type
     ndim: int
+
+
+@dataclass(frozen=True)
+class Number:
+    """A Python float the graph carries (a fed number): NumPy takes it as a weak scalar."""
+
+    tensor: tf.Tensor
 
 
 class NotComputed(Exception):
@@ -172,6 +180,8 @@ def _stand_in(value: Any) -> Any:
         return np.ones((1,) * value.ndim, value.dtype) if value.cls is np.ndarray else value.cls(1)
     if type(value) in (int, float) or type(value) in _SCALAR_TYPES:
         return value
+    if isinstance(value, Number):
+        return 1.0
     raise NotComputed(f"an operand of type {type(value).__name__}")
 
 
@@ -182,11 +192,13 @@ def _dtype(value: Any) -> Any:
         return value.dtype
     if type(value) in (int, float):
         return type(value)
+    if isinstance(value, Number):
+        return float
     return np.dtype(type(value))
 
 
 def _tensor(value: Any, dtype: np.dtype) -> tf.Tensor:
     """``value`` as a tensor of ``dtype``: an array's cast by TensorFlow, a number converted by NumPy."""
-    if isinstance(value, Array):
+    if isinstance(value, (Array, Number)):
         return tf.cast(value.tensor, dtype)
     return tf.constant(np.asarray(value).astype(dtype))

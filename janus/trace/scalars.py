@@ -241,6 +241,8 @@ class PyScalar:
 
     def _binary(self, other: Any, op: str, reflected: bool = False) -> Any:
         if isinstance(other, (np.ndarray, np.generic)):
+            if hasattr(type(other), "read_as_numpy"):  # a fed array's stand-in computes NumPy's result itself
+                return NotImplemented
             raise ConversionError(f"NumPy arithmetic with a Python {self.kind.__name__} the graph carries (eager's "
                                   "result is a NumPy value)", code=Code.TENSOR_VALUE)
         kind = _kind_of(other)
