@@ -362,23 +362,58 @@ def test_without_a_global_seed_draws_are_fresh_and_leave_tensorflow_alone():
 
     @janus.function
     def f(x):
-        return x + tf.random.normal([3])
+        return x + tf.random.normal([3]), tf.random.poisson([8], 1e6)  # a v2 and a v1 kernel
 
     tf.random.set_seed(None)  # no global seed, as in a program that never sets one
     try:
         before = _tf_private.op_seed_generator().getstate()
-        outs = [f(tf.zeros([3])).numpy() for _ in range(6)]
+        outs = [f(tf.zeros([3])) for _ in range(6)]
         assert janus.stats(f)["graph_calls"] >= 2
-        assert len({o.tobytes() for o in outs}) == len(outs)
+        for k in range(2):
+            assert len({o[k].numpy().tobytes() for o in outs}) == len(outs)
         assert _tf_private.op_seed_generator().getstate() == before
     finally:
         tf.random.set_seed(0)
 
 
+def test_v1_kernels_draw_eagers_numbers_from_inverted_seeds():
+    """StatelessMultinomial / StatelessRandomPoisson with the seed philox.v1_seed computes
+    from eager's (s1, s2) against eager's Multinomial / RandomPoissonV2, over dtypes and shapes."""
+    import random
+    from tensorflow.python.ops import gen_stateless_random_ops
+    from janus import _tf_private
+    from janus.trace import philox
+
+    def next_seed():
+        peek = random.Random()
+        peek.setstate(_tf_private.op_seed_generator().getstate())
+        s1, s2 = _tf_private.global_seed() % (2 ** 31 - 1), peek.randint(0, 2 ** 31 - 1) % (2 ** 31 - 1)
+        return tf.constant(np.array(philox.v1_seed(s1, s2), np.uint64).view(np.int64))
+
+    tf.random.set_seed(99)
+    r = np.random.RandomState(1)
+    for batch, classes, n in [(1, 2, 1), (64, 10, 1), (200, 1000, 3), (3, 5, 1000), (1, 100000, 2), (17, 3, 0),
+                              (0, 4, 5)]:
+        for dtype in (tf.float16, tf.bfloat16, tf.float32, tf.float64):
+            logits = tf.constant(r.normal(size=(batch, classes)) * 3, dtype)
+            seed = next_seed()
+            eager = tf.random.categorical(logits, n, dtype=tf.int32 if n == 3 else None)
+            out = gen_stateless_random_ops.stateless_multinomial(logits, n, seed, output_dtype=eager.dtype)
+            np.testing.assert_array_equal(eager.numpy(), out.numpy())
+    rates = [0.01, 0.5, 5, 9.9, 10, 10.1, 50, 1e4, 0.0]  # from 10 on, rejection sampling
+    for rate_dtype in (tf.float16, tf.float32, tf.float64, tf.int32, tf.int64):
+        for dtype in (tf.float16, tf.float32, tf.float64, tf.int32, tf.int64):
+            for shape in ([], [7], [300, 2]):
+                lam = tf.cast(tf.constant(rates), rate_dtype)
+                seed = next_seed()
+                eager = tf.random.poisson(shape, lam, dtype=dtype)
+                out = gen_stateless_random_ops.stateless_random_poisson(tf.concat([shape, tf.shape(lam)], 0), seed,
+                                                                        lam, dtype=dtype)
+                np.testing.assert_array_equal(eager.numpy(), out.numpy())
+
+
 def test_v1_seeds_scramble_into_the_key_and_counter_asked_for():
     from janus.trace import philox
 
-    keys = np.array([0, 1, 2 ** 31 - 2, 12345, 2 ** 64 - 1], np.uint64)
-    counters = np.array([2 ** 31 - 1, 0, 7, 2 ** 40 + 3, 2 ** 63], np.uint64)
-    seeds = philox.v1_seeds(keys, counters)
-    assert np.array_equal(philox.scrambled(seeds), np.stack([keys, counters], -1))
+    for key, counter in [(0, 2 ** 31 - 1), (1, 0), (2 ** 31 - 2, 7), (12345, 2 ** 40 + 3), (2 ** 64 - 1, 2 ** 63)]:
+        assert philox.scramble(*philox.v1_seed(key, counter)) == (key, counter)

@@ -15,56 +15,36 @@ eager uses gives the seed that reproduces them exactly.
 """
 from __future__ import annotations
 
-import numpy as np
+import functools
 
-_MASK = np.uint64(0xFFFFFFFF)
-_M0, _M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)  # Philox-4x32 multipliers
-_INV0, _INV1 = np.uint64(pow(0xD2511F53, -1, 2 ** 32)), np.uint64(pow(0xCD9E8D57, -1, 2 ** 32))
+_MASK = 0xFFFFFFFF
+_M0, _M1 = 0xD2511F53, 0xCD9E8D57  # Philox-4x32 multipliers
+_INV0, _INV1 = pow(_M0, -1, 2 ** 32), pow(_M1, -1, 2 ** 32)
 _W0, _W1 = 0x9E3779B9, 0xBB67AE85  # key increments per round
 _SCRAMBLE_KEY = (0x3EC8F720, 0x02461E29)  # GenerateKey's fixed key
-_ROUNDS = 10
-_32 = np.uint64(32)
+_KEYS = [((_SCRAMBLE_KEY[0] + r * _W0) & _MASK, (_SCRAMBLE_KEY[1] + r * _W1) & _MASK) for r in range(10)]
 
 
-def _round_keys() -> list[tuple[np.uint64, np.uint64]]:
-    k0, k1 = _SCRAMBLE_KEY
-    return [(np.uint64((k0 + r * _W0) % 2 ** 32), np.uint64((k1 + r * _W1) % 2 ** 32)) for r in range(_ROUNDS)]
+@functools.lru_cache(maxsize=4096)
+def v1_seed(key: int, counter_high: int) -> tuple[int, int]:
+    """The seed ``(a, b)`` (uint64 bits of an int64 pair) under which a v1 stateless kernel
+    draws from Philox with ``key`` and counter ``[0, counter_high]``: eager's stateful draw
+    with ``(seed, seed2) = (key, counter_high)``.
+
+    Cached: the rows a call feeds are mostly the ones the previous call fed (the table
+    peeks ahead of what the runs consume).
+    """
+    r0, r1, r2, r3 = key & _MASK, key >> 32, counter_high & _MASK, counter_high >> 32
+    for k0, k1 in reversed(_KEYS):  # one Philox-4x32-10 block, backwards
+        c0, c2 = (r3 * _INV0) & _MASK, (r1 * _INV1) & _MASK
+        r0, r1, r2, r3 = c0, r0 ^ ((_M1 * c2) >> 32) ^ k0, c2, r2 ^ ((_M0 * c0) >> 32) ^ k1
+    return r0 | (r1 << 32), r2 | (r3 << 32)
 
 
-_KEYS = _round_keys()
-
-
-def _block(words: list[np.ndarray]) -> list[np.ndarray]:
-    """One Philox-4x32-10 block under the scramble key (32-bit words held in uint64 arrays)."""
-    c0, c1, c2, c3 = words
+def scramble(a: int, b: int) -> tuple[int, int]:
+    """``GenerateKey`` of seed ``(a, b)``: ``(key, counter_high)`` (the inverse of :func:`v1_seed`)."""
+    c0, c1, c2, c3 = a & _MASK, a >> 32, b & _MASK, b >> 32
     for k0, k1 in _KEYS:
         p0, p1 = _M0 * c0, _M1 * c2
-        c0, c1, c2, c3 = (p1 >> _32) ^ c1 ^ k0, p1 & _MASK, (p0 >> _32) ^ c3 ^ k1, p0 & _MASK
-    return [c0, c1, c2, c3]
-
-
-def _unblock(words: list[np.ndarray]) -> list[np.ndarray]:
-    """The inverse of :func:`_block`."""
-    r0, r1, r2, r3 = words
-    for k0, k1 in reversed(_KEYS):
-        c0, c2 = (r3 * _INV0) & _MASK, (r1 * _INV1) & _MASK
-        r0, r1, r2, r3 = c0, r0 ^ ((_M1 * c2) >> _32) ^ k0, c2, r2 ^ ((_M0 * c0) >> _32) ^ k1
-    return [r0, r1, r2, r3]
-
-
-def v1_seeds(key: np.ndarray, counter_high: np.ndarray) -> np.ndarray:
-    """For each ``(key, counter_high)`` (uint64 arrays), the ``[a, b]`` seed (uint64 bits of
-    an int64 pair) under which a v1 stateless kernel draws from Philox with that key and
-    counter ``[0, counter_high]``: eager's stateful draw with ``(seed, seed2) = (key,
-    counter_high)``."""
-    key, counter_high = np.asarray(key, np.uint64), np.asarray(counter_high, np.uint64)
-    seed = _unblock([key & _MASK, key >> _32, counter_high & _MASK, counter_high >> _32])
-    return np.stack([seed[0] | (seed[1] << _32), seed[2] | (seed[3] << _32)], axis=-1)
-
-
-def scrambled(seeds: np.ndarray) -> np.ndarray:
-    """``GenerateKey``'s scramble of ``[a, b]`` seeds: ``[key, counter_high]`` (for checks)."""
-    seeds = np.asarray(seeds, np.uint64)
-    a, b = seeds[..., 0], seeds[..., 1]
-    out = _block([a & _MASK, a >> _32, b & _MASK, b >> _32])
-    return np.stack([out[0] | (out[1] << _32), out[2] | (out[3] << _32)], axis=-1)
+        c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ k0, p1 & _MASK, (p0 >> 32) ^ c3 ^ k1, p0 & _MASK
+    return c0 | (c1 << 32), c2 | (c3 << 32)

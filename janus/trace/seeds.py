@@ -59,20 +59,21 @@ class SeedReservation:
     def table(self) -> np.ndarray:
         """The rows eager's next ``rows`` draws would use, without consuming them."""
         seed = _tf_private.global_seed()
-        out = np.zeros((self.rows, ROW), np.uint64)
         if seed is None:
-            for i in range(self.rows):
-                out[i, :3] = (_FRESH.randrange(1, _MAXINT32), 0, _FRESH.randrange(_MAXINT32))
+            pairs = [(_FRESH.randrange(1, _MAXINT32), _FRESH.randrange(_MAXINT32)) for _ in range(self.rows)]
         else:
             peek = random.Random()
             peek.setstate(_tf_private.op_seed_generator().getstate())
             s1 = seed % _MAXINT32
-            for i in range(self.rows):
-                s2 = peek.randint(0, _MAXINT32) % _MAXINT32
-                out[i, :3] = (0, 0, _MAXINT32) if (s1, s2) == (0, 0) else (s1, 0, s2)
-        if self.v1:
-            out[:, 3:] = philox.v1_seeds(out[:, 0], out[:, 2])
-        return out
+            pairs = [(s1, peek.randint(0, _MAXINT32) % _MAXINT32) for _ in range(self.rows)]
+            pairs = [(0, _MAXINT32) if pair == (0, 0) else pair for pair in pairs]
+        if self.v1 and seed is None:  # any seed is as fresh as eager's
+            rows = [(s1, 0, s2, _FRESH.getrandbits(64), _FRESH.getrandbits(64)) for s1, s2 in pairs]
+        elif self.v1:
+            rows = [(s1, 0, s2, *philox.v1_seed(s1, s2)) for s1, s2 in pairs]
+        else:
+            rows = [(s1, 0, s2, 0, 0) for s1, s2 in pairs]
+        return np.array(rows, np.uint64).reshape(self.rows, ROW)
 
     def consume(self, count: int) -> None:
         """Advance TensorFlow's op-seed generator past the ``count`` draws a run made."""
