@@ -59,21 +59,27 @@ class SeedReservation:
     def table(self) -> np.ndarray:
         """The rows eager's next ``rows`` draws would use, without consuming them."""
         seed = _tf_private.global_seed()
-        if seed is None:
-            pairs = [(_FRESH.randrange(1, _MAXINT32), _FRESH.randrange(_MAXINT32)) for _ in range(self.rows)]
-        else:
-            peek = random.Random()
-            peek.setstate(_tf_private.op_seed_generator().getstate())
-            s1 = seed % _MAXINT32
-            pairs = [(s1, peek.randint(0, _MAXINT32) % _MAXINT32) for _ in range(self.rows)]
-            pairs = [(0, _MAXINT32) if pair == (0, 0) else pair for pair in pairs]
-        if self.v1 and seed is None:  # any seed is as fresh as eager's
-            rows = [(s1, 0, s2, _FRESH.getrandbits(64), _FRESH.getrandbits(64)) for s1, s2 in pairs]
-        elif self.v1:
-            rows = [(s1, 0, s2, *philox.v1_seed(s1, s2)) for s1, s2 in pairs]
-        else:
-            rows = [(s1, 0, s2, 0, 0) for s1, s2 in pairs]
+        pairs = self._fresh_pairs() if seed is None else self._peeked_pairs(seed)
+        rows = [(s1, 0, s2, *self._v1_seed(seed, s1, s2)) for s1, s2 in pairs]
         return np.array(rows, np.uint64).reshape(self.rows, ROW)
+
+    def _fresh_pairs(self) -> list[tuple[int, int]]:
+        return [(_FRESH.randrange(1, _MAXINT32), _FRESH.randrange(_MAXINT32)) for _ in range(self.rows)]
+
+    def _peeked_pairs(self, seed: int) -> list[tuple[int, int]]:
+        """``random_seed.get_seed(None)`` of eager's next ``rows`` draws."""
+        peek = random.Random()
+        peek.setstate(_tf_private.op_seed_generator().getstate())
+        s1 = seed % _MAXINT32
+        pairs = [(s1, peek.randint(0, _MAXINT32) % _MAXINT32) for _ in range(self.rows)]
+        return [(0, _MAXINT32) if pair == (0, 0) else pair for pair in pairs]
+
+    def _v1_seed(self, seed: int | None, s1: int, s2: int) -> tuple[int, int]:
+        if not self.v1:
+            return 0, 0
+        if seed is None:  # any seed is as fresh as eager's
+            return _FRESH.getrandbits(64), _FRESH.getrandbits(64)
+        return philox.v1_seed(s1, s2)
 
     def consume(self, count: int) -> None:
         """Advance TensorFlow's op-seed generator past the ``count`` draws a run made."""
