@@ -18,9 +18,9 @@ authors would (issue #28):
 * ``wgan_gp``: a Keras WGAN-GP whose ``train_step`` calls its ``gradient_penalty`` method
   on ``self`` (both decorated), two critic steps per generator step, seeded noise.
 
-Janus splits ``numpy_statistic``, ``gradient_ascent`` and ``text_generation`` at their
-graph breaks and runs the rest as graph segments; the other six convert whole
-(``environment`` with its step a Python island run inside the graph, ``shift_reduce`` one
+Janus splits ``numpy_statistic`` and ``gradient_ascent`` at their graph breaks and runs
+the rest as graph segments; the other seven convert whole (``text_generation`` with its
+draws keyed like eager's, ``environment`` with its step a Python island run inside the graph, ``shift_reduce`` one
 graph per tree, its transitions specialized by value, ``shift_reduce_new_trees`` one graph
 for every tree, its stack a list whose length the graph computes).  Each program is first run in each mode alone, ``--warmup`` calls
 (profiling, conversion, the split, the segments' conversions and their eager-or-graph
@@ -323,7 +323,7 @@ def text_generation(jit):
             x = embedding(ids)
             x, states = gru(x, initial_state=states)
             logits = dense(x)[:, -1, :] / temperature
-            ids = tf.random.categorical(logits, num_samples=1)  # eager's draws: a break
+            ids = tf.random.categorical(logits, num_samples=1)  # eager's draws, in the graph
             chars.append(int(ids[0, 0]))
         generated.append(chars)
         return states

@@ -13,7 +13,7 @@ call of a ``janus.do_not_convert`` helper that raises for some values, a print o
 NumPy array, a step of a Python environment (which draws noise: a Python island where the
 graph holds it), the lock's ``with``; and locals bound under
 a condition before a break and read after it (so unbound locals cross the break).
-(``tf.random.categorical``, a break too, is left to tests/test_graph_breaks.py: the
+(a random draw with an op-level seed, a break too, is left to tests/test_graph_breaks.py: the
 harness alternates eager and Janus calls, which would share TensorFlow's random state.)  The inputs change sign and size of
 their values between calls, and so does a Python number in state.  The harness compares
 results, exceptions (with their messages), printed output and state after every call.

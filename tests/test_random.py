@@ -202,6 +202,106 @@ def test_image_augmentations_shuffle_gamma_and_integer_draws():
     check_seeded(make, calls, seed=17, min_graph_calls=3)
 
 
+def test_categorical_and_poisson_over_dtypes_and_shapes():
+    """The v1 stateless kernels, seeded so that their scramble gives eager's key and counter."""
+    def make(jit):
+        @jit
+        def f(x, lam, n):
+            outs = []
+            for dtype in (tf.float16, tf.bfloat16, tf.float32, tf.float64):
+                outs.append(tf.random.categorical(tf.cast(x, dtype), 5))
+            outs.append(tf.random.categorical(x * 3.0, n, dtype=tf.int32))
+            outs.append(tf.random.categorical(tf.math.log([[0.5, 0.5]]), 7))  # constant logits
+            outs.append(tf.random.poisson([4], lam))
+            outs.append(tf.random.poisson([2, 3], lam * 30.0, dtype=tf.int64))  # rates >= 10: rejection sampling
+            outs.append(tf.random.poisson([], [0.5, 12.0]))  # a Python list: float64 rates, as eager converts it
+            outs.append(tf.random.poisson([3], tf.cast(lam * 20.0, tf.int32), dtype=tf.float16))
+            outs.append(tf.random.poisson(tf.shape(x), 4.0, dtype=tf.float64))
+            return outs
+
+        return SimpleNamespace(fn=f)
+
+    calls = [(rnd((1 + i % 3, 6), i), tf.abs(rnd((2,), 50 + i)), tf.constant(4 + i)) for i in range(8)]
+    calls.insert(4, eager_draw)
+    stats = check_seeded(make, calls, seed=31, min_graph_calls=4)
+    assert stats["conversions"] <= 2
+
+
+def test_categorical_in_a_python_loop_a_tensor_loop_and_a_tensor_cond():
+    def make(jit):
+        @jit
+        def f(logits, n):
+            picks = [tf.random.categorical(logits, 2) for _ in range(3)]
+            total = tf.zeros([], tf.int64)
+            i = tf.constant(0)
+            while i < n:
+                total += tf.reduce_sum(tf.random.categorical(logits + tf.cast(i, tf.float32), 3))
+                i += 1
+            if tf.reduce_sum(logits) > 0:
+                extra = tf.random.categorical(logits * 2.0, 1)
+            else:
+                extra = tf.cast(tf.random.poisson([1, 1], 3.0), tf.int64)
+            return picks, total, extra
+
+        return SimpleNamespace(fn=f)
+
+    trips = [2, 0, 5, 1, 40, 3, 2, 6, 1]  # 40 draws overflow the reserved rows once
+    calls = [(rnd((2, 4), i) + (1.0 if i % 3 else -1.0), tf.constant(n)) for i, n in enumerate(trips)]
+    calls.insert(5, eager_draw)
+    calls.insert(3, lambda p: tf.random.categorical([[0.0, 1.0]], 4))  # an eager categorical between calls
+    stats = check_seeded(make, calls, seed=9, min_graph_calls=5)
+    assert stats["conversions"] <= 2
+
+
+def test_actor_critic_episode_samples_actions_with_categorical_under_a_tape():
+    """The TF actor-critic tutorial's shape: each step's action is drawn from the policy's logits."""
+    def make(jit):
+        tf.keras.utils.set_random_seed(3)
+        common = tf.keras.layers.Dense(16, activation="relu")
+        actor, critic = tf.keras.layers.Dense(3), tf.keras.layers.Dense(1)
+        for layer, width in ((common, 4), (actor, 16), (critic, 16)):
+            layer.build((None, width))
+        variables = common.trainable_variables + actor.trainable_variables + critic.trainable_variables
+        opt = tf.keras.optimizers.Adam(0.01)
+        opt.build(variables)
+        actions = []
+
+        def env_step(state, action):
+            """A toy environment in TensorFlow ops."""
+            state = tf.tanh(state + tf.cast(action, tf.float32) * 0.1 - 0.05)
+            return state, tf.reduce_sum(state), tf.reduce_max(tf.abs(state)) > 0.9
+
+        @jit
+        def train_episode(state, max_steps):
+            with tf.GradientTape() as tape:
+                log_probs, values, rewards = [], [], []
+                for _ in range(max_steps):
+                    hidden = common(state[None])
+                    logits, value = actor(hidden), critic(hidden)
+                    action = tf.random.categorical(logits, 1)[0, 0]
+                    log_probs.append(tf.nn.log_softmax(logits)[0, action])
+                    values.append(value[0, 0])
+                    state, reward, done = env_step(state, action)
+                    rewards.append(reward)
+                    actions.append(action)
+                    if done:
+                        break
+                returns = tf.math.cumsum(tf.stack(rewards), reverse=True)
+                advantage = returns - tf.stack(values)
+                loss = -tf.reduce_sum(tf.stack(log_probs) * tf.stop_gradient(advantage)) + \
+                    tf.reduce_sum(tf.square(advantage))
+            opt.apply_gradients(zip(tape.gradient(loss, variables), variables))
+            return loss, len(rewards)
+
+        return SimpleNamespace(fn=train_episode, state=lambda: {
+            "vars": [v.numpy() for v in variables], "actions": [int(a) for a in actions]})
+
+    calls = [(rnd((4,), i, 0.3), 6) for i in range(10)]
+    calls.insert(5, eager_draw)
+    stats = check_seeded(make, calls, seed=4, min_graph_calls=5)
+    assert stats["conversions"] <= 3, stats
+
+
 def test_generator_draws_are_all_or_nothing():
     """A tf.random.Generator advances its state variable: only in a run that succeeds."""
     def make(jit):
@@ -240,7 +340,7 @@ def test_an_op_seed_runs_eagerly_and_says_why():
 
 
 @pytest.mark.parametrize("draw", [
-    lambda x: tf.random.categorical(tf.math.log([[0.5, 0.5]]), 3),
+    lambda x: tf.random.categorical(tf.math.log([[0.5, 0.5]]), 3, seed=2),  # an op seed
     lambda x: tf.compat.v1.nn.dropout(x, rate=0.5),  # draws inside library code Janus calls as it is
     lambda x: tf.random.set_seed(3),
 ])
@@ -262,14 +362,58 @@ def test_without_a_global_seed_draws_are_fresh_and_leave_tensorflow_alone():
 
     @janus.function
     def f(x):
-        return x + tf.random.normal([3])
+        return x + tf.random.normal([3]), tf.random.poisson([8], 1e6)  # a v2 and a v1 kernel
 
     tf.random.set_seed(None)  # no global seed, as in a program that never sets one
     try:
         before = _tf_private.op_seed_generator().getstate()
-        outs = [f(tf.zeros([3])).numpy() for _ in range(6)]
+        outs = [f(tf.zeros([3])) for _ in range(6)]
         assert janus.stats(f)["graph_calls"] >= 2
-        assert len({o.tobytes() for o in outs}) == len(outs)
+        for k in range(2):
+            assert len({o[k].numpy().tobytes() for o in outs}) == len(outs)
         assert _tf_private.op_seed_generator().getstate() == before
     finally:
         tf.random.set_seed(0)
+
+
+def test_v1_kernels_draw_eagers_numbers_from_inverted_seeds():
+    """StatelessMultinomial / StatelessRandomPoisson with the seed philox.v1_seed computes
+    from eager's (s1, s2) against eager's Multinomial / RandomPoissonV2, over dtypes and shapes."""
+    import random
+    from tensorflow.python.ops import gen_stateless_random_ops
+    from janus import _tf_private
+    from janus.trace import philox
+
+    def next_seed():
+        peek = random.Random()
+        peek.setstate(_tf_private.op_seed_generator().getstate())
+        s1, s2 = _tf_private.global_seed() % (2 ** 31 - 1), peek.randint(0, 2 ** 31 - 1) % (2 ** 31 - 1)
+        return tf.constant(np.array(philox.v1_seed(s1, s2), np.uint64).view(np.int64))
+
+    tf.random.set_seed(99)
+    r = np.random.RandomState(1)
+    for batch, classes, n in [(1, 2, 1), (64, 10, 1), (200, 1000, 3), (3, 5, 1000), (1, 100000, 2), (17, 3, 0),
+                              (0, 4, 5)]:
+        for dtype in (tf.float16, tf.bfloat16, tf.float32, tf.float64):
+            logits = tf.constant(r.normal(size=(batch, classes)) * 3, dtype)
+            seed = next_seed()
+            eager = tf.random.categorical(logits, n, dtype=tf.int32 if n == 3 else None)
+            out = gen_stateless_random_ops.stateless_multinomial(logits, n, seed, output_dtype=eager.dtype)
+            np.testing.assert_array_equal(eager.numpy(), out.numpy())
+    rates = [0.01, 0.5, 5, 9.9, 10, 10.1, 50, 1e4, 0.0]  # from 10 on, rejection sampling
+    for rate_dtype in (tf.float16, tf.float32, tf.float64, tf.int32, tf.int64):
+        for dtype in (tf.float16, tf.float32, tf.float64, tf.int32, tf.int64):
+            for shape in ([], [7], [300, 2]):
+                lam = tf.cast(tf.constant(rates), rate_dtype)
+                seed = next_seed()
+                eager = tf.random.poisson(shape, lam, dtype=dtype)
+                out = gen_stateless_random_ops.stateless_random_poisson(tf.concat([shape, tf.shape(lam)], 0), seed,
+                                                                        lam, dtype=dtype)
+                np.testing.assert_array_equal(eager.numpy(), out.numpy())
+
+
+def test_v1_seeds_scramble_into_the_key_and_counter_asked_for():
+    from janus.trace import philox
+
+    for key, counter in [(0, 2 ** 31 - 1), (1, 0), (2 ** 31 - 2, 7), (12345, 2 ** 40 + 3), (2 ** 64 - 1, 2 ** 63)]:
+        assert philox.scramble(*philox.v1_seed(key, counter)) == (key, counter)

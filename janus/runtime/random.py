@@ -2,9 +2,11 @@
 
 Each replacement does what TensorFlow's own Python wrapper does (the same argument
 checks, conversions and arithmetic, in the same order), except that the kernel is the
-stateless v2 one, keyed by the next seed row of the trace's :class:`SeedStream
+stateless one, keyed by the next seed row of the trace's :class:`SeedStream
 <janus.trace.seeds.SeedStream>`: it draws eager's numbers bitwise (see
-``janus.trace.seeds``).  An op-level seed (``seed=5``) is refused: eager continues one
+``janus.trace.seeds``).  The v2 kernels take eager's Philox key and counter; the v1 ones
+(categorical, poisson: there is no v2 form) a seed that their scramble turns into that key
+and counter (``janus.trace.philox``).  An op-level seed (``seed=5``) is refused: eager continues one
 Philox stream per kernel across calls, a position Janus does not know.
 """
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.ops import gen_stateless_random_ops as stateless_v1
 from tensorflow.python.ops import gen_stateless_random_ops_v2 as stateless
 
 from janus import _tf_private
@@ -28,12 +31,22 @@ _UNIFORM_DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.int32, tf
 
 def _seed(seed: Any, what: str) -> tuple[tf.Tensor, tf.Tensor]:
     """Key and counter of eager's next draw (``random_seed.get_seed(None)``)."""
+    _check_seed(seed, what)
+    return current().seeds.draw()
+
+
+def _seed_v1(seed: Any, what: str) -> tf.Tensor:
+    """The ``seed`` of a v1 stateless kernel that draws eager's next draw."""
+    _check_seed(seed, what)
+    return current().seeds.draw_v1()
+
+
+def _check_seed(seed: Any, what: str) -> None:
     if seed is not None:
         raise ConversionError(f"{what}(seed={seed!r}): an op seed continues one random stream per kernel "
                               f"across eager calls, which a graph cannot reproduce", permanent=True, code=Code.RANDOM)
     if _tf_private.global_seed() is None and _tf_private.op_determinism_enabled():
         raise ConversionError(f"{what} without a seed while op determinism is enabled (eager raises)", code=Code.RANDOM)
-    return current().seeds.draw()
 
 
 def _number(value: Any, what: str) -> Any:
@@ -128,6 +141,34 @@ def gamma(shape, alpha, beta=None, dtype=tf.float32, seed=None, name=None):
         key, counter = _seed(seed, "tf.random.gamma")
         rnd = stateless.stateless_random_gamma_v3(shape, key=key, counter=counter, alg=_PHILOX, alpha=alpha)
         return tf.maximum(np.finfo(alpha.dtype.as_numpy_dtype).tiny, rnd / beta)
+
+
+def categorical(logits, num_samples, dtype=None, seed=None, name=None):
+    """``tf.random.categorical`` (``StatelessMultinomial`` for ``Multinomial``)."""
+    with tf.name_scope(name or "categorical"):
+        logits = tf.convert_to_tensor(logits, name="logits")
+        dtype = tf.as_dtype(dtype) if dtype else tf.int64
+        accepted_dtypes = (tf.int32, tf.int64)
+        if dtype not in accepted_dtypes:
+            raise ValueError(f"Argument `dtype` got invalid value {dtype}. Accepted dtypes are {accepted_dtypes}.")
+        seed = _seed_v1(seed, "tf.random.categorical")
+        return stateless_v1.stateless_multinomial(logits, num_samples, seed, output_dtype=dtype)
+
+
+def poisson(shape, lam, dtype=tf.float32, seed=None, name=None):
+    """``tf.random.poisson`` (``StatelessRandomPoisson`` for ``RandomPoissonV2``).
+
+    The stateful kernel's ``shape`` is prepended to ``lam``'s shape, the stateless one's is
+    the whole output shape; ``lam`` converts as the stateful op converts it (a Python
+    number or list becomes float64, its rate type's default).
+    """
+    lam = _number(lam, "tf.random.poisson")
+    with tf.name_scope(name or "random_poisson"):
+        shape = tf.convert_to_tensor(shape, name="shape", dtype=tf.int32)
+        seed = _seed_v1(seed, "tf.random.poisson")
+        lam = tf.convert_to_tensor(lam, name="rate", dtype_hint=tf.float64)
+        shape = tf.concat([shape, tf.shape(lam)], 0)
+        return stateless_v1.stateless_random_poisson(shape, seed=seed, lam=lam, dtype=dtype)
 
 
 def dropout(x, rate, noise_shape=None, seed=None, name=None):
@@ -225,10 +266,8 @@ REPLACEMENTS: dict[Any, Callable] = {
     tf.image.random_saturation: random_saturation,
     tf.image.random_hue: random_hue,
     tf.image.random_crop: random_crop,
-    tf.random.categorical: _refused("tf.random.categorical", "draws with a kernel (Multinomial) that has no "
-                                                             "stateless twin keyed like eager's"),
-    tf.random.poisson: _refused("tf.random.poisson", "draws with a kernel (RandomPoissonV2) that has no "
-                                                     "stateless twin keyed like eager's"),
+    tf.random.categorical: categorical,
+    tf.random.poisson: poisson,
     tf.random.set_seed: _refused("tf.random.set_seed", "inside the step resets eager's random state "
                                                        "while it runs"),
     tf.keras.utils.set_random_seed: _refused("tf.keras.utils.set_random_seed", "inside the step resets "

@@ -14,6 +14,9 @@ call and fed to it:
   a tensor conditional or loop); the graph's final position says how many draws ran;
 * at each call, the :class:`SeedReservation` *peeks* at the generator (a copy of its
   state draws the rows, the generator itself does not move) and feeds the table;
+  a row also holds the ``seed=[a, b]`` under which the v1 stateless kernels
+  (``StatelessMultinomial``, ``StatelessRandomPoisson``) draw from the same key and
+  counter (:mod:`janus.trace.philox`), computed when the graph has such a draw;
 * only after the run succeeded does the commit advance the generator by exactly the
   number of draws that ran (:class:`janus.commit.effects.ConsumeSeeds`).  An aborted
   run consumes nothing, and eager calls (profiling, fallbacks) share the same stream.
@@ -32,12 +35,13 @@ import numpy as np
 import tensorflow as tf
 
 from janus import _tf_private
-from janus.trace import aborts
+from janus.trace import aborts, philox
 from janus.errors import ConversionError
 from janus.reporting.codes import Code
 
-# A Philox key/counter row of the fed table: (s1, 0, s2) -> key [s1], counter [0, s2].
-ROW = 3
+# A row of the fed table: (s1, 0, s2, a, b) -> key [s1], counter [0, s2] of the v2 kernels,
+# and the v1 kernels' seed [a, b] (int64 bits) that GenerateKey turns into the same key and counter.
+ROW = 5
 OVERFLOW_MESSAGE = f"{aborts.marker(aborts.CheckKind.SEEDS)} the run drew more random seeds than were reserved"
 _MAXINT32 = 2 ** 31 - 1
 _FRESH = random.Random(os.urandom(16))
@@ -50,22 +54,32 @@ class SeedReservation:
     def __init__(self) -> None:
         self.rows = 0  # rows fed at every call (at least every draw a run can make, when static)
         self.dynamic = False  # the number of draws is only known after the run
+        self.v1 = False  # a draw uses a v1 stateless kernel: the table's last columns are needed
 
     def table(self) -> np.ndarray:
         """The rows eager's next ``rows`` draws would use, without consuming them."""
         seed = _tf_private.global_seed()
-        out = np.empty((self.rows, ROW), np.uint64)
-        if seed is None:
-            for i in range(self.rows):
-                out[i] = (_FRESH.randrange(1, _MAXINT32), 0, _FRESH.randrange(_MAXINT32))
-            return out
+        pairs = self._fresh_pairs() if seed is None else self._peeked_pairs(seed)
+        rows = [(s1, 0, s2, *self._v1_seed(seed, s1, s2)) for s1, s2 in pairs]
+        return np.array(rows, np.uint64).reshape(self.rows, ROW)
+
+    def _fresh_pairs(self) -> list[tuple[int, int]]:
+        return [(_FRESH.randrange(1, _MAXINT32), _FRESH.randrange(_MAXINT32)) for _ in range(self.rows)]
+
+    def _peeked_pairs(self, seed: int) -> list[tuple[int, int]]:
+        """``random_seed.get_seed(None)`` of eager's next ``rows`` draws."""
         peek = random.Random()
         peek.setstate(_tf_private.op_seed_generator().getstate())
         s1 = seed % _MAXINT32
-        for i in range(self.rows):
-            s2 = peek.randint(0, _MAXINT32) % _MAXINT32
-            out[i] = (0, 0, _MAXINT32) if (s1, s2) == (0, 0) else (s1, 0, s2)
-        return out
+        pairs = [(s1, peek.randint(0, _MAXINT32) % _MAXINT32) for _ in range(self.rows)]
+        return [(0, _MAXINT32) if pair == (0, 0) else pair for pair in pairs]
+
+    def _v1_seed(self, seed: int | None, s1: int, s2: int) -> tuple[int, int]:
+        if not self.v1:
+            return 0, 0
+        if seed is None:  # any seed is as fresh as eager's
+            return _FRESH.getrandbits(64), _FRESH.getrandbits(64)
+        return philox.v1_seed(s1, s2)
 
     def consume(self, count: int) -> None:
         """Advance TensorFlow's op-seed generator past the ``count`` draws a run made."""
@@ -102,6 +116,16 @@ class SeedStream:
 
     def draw(self) -> tuple[tf.Tensor, tf.Tensor]:
         """The Philox key and counter of the next draw eager would make (uint64 tensors)."""
+        row = self._next_row()
+        return row[:1], row[1:3]
+
+    def draw_v1(self) -> tf.Tensor:
+        """The ``seed`` (int64 ``[2]``) under which a v1 stateless kernel makes the next draw
+        eager would make."""
+        self.reservation.v1 = True
+        return tf.bitcast(self._next_row()[3:], tf.int64)
+
+    def _next_row(self) -> tf.Tensor:
         if self._forbidden is not None:
             raise ConversionError(self._forbidden, code=Code.RANDOM)
         if self.uncarried_loops:
@@ -119,7 +143,7 @@ class SeedStream:
             last = tf.shape(self._table)[0] - 1
             row = tf.gather(self._table, tf.minimum(pos, last))
         self.position = pos + 1
-        return row[:1], row[1:]
+        return row
 
     def position_tensor(self) -> tf.Tensor:
         """The position as an int32 tensor (to carry it out of a conditional or loop)."""
