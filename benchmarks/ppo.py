@@ -201,14 +201,15 @@ def run(wrap, epochs: int, steps_per_epoch: int) -> dict:
         returns.append(sum_return / num_episodes)
     return {"epoch": epoch_times, "train": train_times, "total": time.perf_counter() - start, "returns": returns,
             "weights": [w.numpy() for w in actor.weights + critic.weights],
-            "stats": _stats(train_policy)}
+            "stats": {"sample_action": _stats(sample_action), "train_policy": _stats(train_policy),
+                      "train_value_function": _stats(train_value_function)}}
 
 
-def _stats(f) -> dict | None:
+def _stats(f) -> dict:
     try:
         return janus.stats(f)
     except TypeError:  # not a Janus function
-        return None
+        return {}
 
 
 def main() -> None:
@@ -232,8 +233,9 @@ def main() -> None:
         print(f"| {name} | {epoch * 1e3:.0f} | {train * 1e3:.0f} | {r['total']:.1f} | "
               f"{statistics.median(eager['epoch'][half:]) / epoch:.2f}x | {eager['total'] / r['total']:.2f}x | "
               f"{'bitwise' if same else 'differ'} |")
-    if results["Janus"]["stats"]:
-        print("Janus train_policy:", {k: v for k, v in results["Janus"]["stats"].items() if v})
+    for name, stats in results["Janus"]["stats"].items():
+        keep = ("calls", "graph_calls", "eager_calls", "conversions", "breaks", "segment_graph_calls")
+        print(f"Janus {name}:", {k: stats[k] for k in keep if stats.get(k)})
 
 
 if __name__ == "__main__":
