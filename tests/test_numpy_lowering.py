@@ -193,3 +193,28 @@ def test_a_python_float_the_graph_carries_scales_a_fed_array_as_numpy_does():
     calls = [(a, r) for a, r in zip(_arrays(12, len(rates)), rates)]
     stats = check(make, calls, min_graph_calls=len(calls) - PROFILE_CALLS, **EXACT)
     assert stats["conversions"] == 1, stats
+
+
+def test_numpy_arithmetic_inside_tensor_conditionals_and_loops():
+    """Lowered operations in a ``tf.cond`` side and a ``tf.while_loop`` body: their run-time
+    checks are the construct's, and a subnormal operand in one call aborts that run only."""
+    def make(jit):
+        @jit
+        def step(x, adv):
+            if tf.reduce_sum(x) > 0:
+                y = tf.reduce_sum(tf.where(adv > 0, adv * 2.0, adv / 3.0))
+            else:
+                y = tf.reduce_sum(adv - 1.0)
+            i, acc = tf.constant(0), tf.constant(0.0)
+            while i < 3:
+                acc += tf.reduce_sum(adv * 0.5)
+                i += 1
+            return y + acc
+
+        return types.SimpleNamespace(fn=step)
+
+    rng = np.random.default_rng(13)
+    calls = [(tf.constant(rng.standard_normal(3).astype(np.float32)), a) for a in _arrays(14, 10, (4,))]
+    calls[6][1][0] = 1e-40
+    stats = check(make, calls, min_graph_calls=len(calls) - PROFILE_CALLS - 1, **EXACT)
+    assert stats["conversions"] == 1 and stats["assertion_failures"] == 1, stats
