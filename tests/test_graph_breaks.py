@@ -692,7 +692,7 @@ def _state_read_by_value(jit):
         @jit
         def step(self, x):
             y = tf.tanh(x * self.w + self.offset)
-            self.offset = self.offset + np.float32(0.25)
+            self.offset = self.offset.copy() + np.float32(0.25)
             self.norms.append(float(np.linalg.norm(y.numpy())))  # the break
             z = tf.reduce_sum(y * self.w)
             self.w.assign_add(0.1 * y)
