@@ -33,7 +33,9 @@ from janus.convert.libraries import (
 from janus.convert.registry import is_converted_function
 from janus.errors import ConversionError
 from janus.reporting.codes import Code
-from janus.runtime import builtins, callbacks, containers, dunders, islands, random, recursion, state, tensor_arrays
+from janus.runtime import (
+    builtins, callbacks, containers, dunders, islands, numpy_draws, random, recursion, state, tensor_arrays,
+)
 from janus.runtime.graph_lists import GraphList
 from janus.trace import arrays, kinds
 from janus.trace.active import current
@@ -93,6 +95,8 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
         kwargs = {k: _variable_value(v) for k, v in kwargs.items()}
     if arrays.lowers(f, args, kwargs):  # NumPy on fed arrays, computed by the graph as NumPy would
         return arrays.lowered_call(f, args)
+    if numpy_draws.is_global_draw(f):  # np.random.rand() ...: an island of the graph (or a graph break)
+        return numpy_draws.draw(f, args, kwargs)
     if f in random.REPLACEMENTS:  # stateful random ops draw from fed seeds (janus.trace.seeds)
         return random.REPLACEMENTS[f](*_shapes(args), **callbacks.builtin_keywords(_shapes(kwargs), call))
     if isinstance(f, types.MethodType):

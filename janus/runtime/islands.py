@@ -54,7 +54,7 @@ from janus.trace.values import is_user_class
 NOT_AN_ISLAND = object()
 
 # Draws of NumPy's generators (RandomState and Generator): they change only the generator.
-_DRAWS = frozenset({
+DRAWS = frozenset({
     "normal", "uniform", "randint", "integers", "rand", "randn", "random", "random_sample", "standard_normal",
     "choice", "binomial", "poisson", "exponential", "beta", "gamma", "permutation", "laplace", "logistic",
 })
@@ -167,15 +167,15 @@ class Island:
                 raise IslandRunFailed(f"{changed}, which a Python island reads, is no longer plain")
             result = fn(copy.copy, *(as_python(v) for v in args), **{n: as_python(v) for n, v in kwargs.items()})
             flat: list = []
-            _flatten(result, spec, flat)
+            flatten(result, spec, flat)
             return flat
 
         # a stateful op: TensorFlow's automatic control dependencies run it after the stateful
         # ops before it (other islands, and the conditionals and loops holding them)
-        outs = tf.numpy_function(run, [tf.stop_gradient(v.tensor) for v in numbers], _dtypes(spec),
+        outs = tf.numpy_function(run, [tf.stop_gradient(v.tensor) for v in numbers], dtypes(spec),
                                  stateful=True, name=f"janus_island_{fn.__name__}")
         outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
-        return _rebuild(spec, iter(outs), fn, misused)
+        return rebuild(spec, iter(outs), fn, misused)
 
 
 class IslandRunFailed(ConversionError):
@@ -216,17 +216,17 @@ def _spec(info: Any) -> Any:
     return f"it returns a {info.type}, which the graph cannot carry"
 
 
-def _dtypes(spec: Any) -> list:
+def dtypes(spec: Any) -> list:
     if spec[0] == "scalar":
         return [DTYPES[spec[1]]]
     if spec[0] == "array":
         return [tf.as_dtype(spec[1])]
     if spec[0] == "none":
         return []
-    return [d for part in spec[1] for d in _dtypes(part)]
+    return [d for part in spec[1] for d in dtypes(part)]
 
 
-def _flatten(result: Any, spec: Any, flat: list) -> None:
+def flatten(result: Any, spec: Any, flat: list) -> None:
     """``result``'s values into ``flat``, checked against ``spec`` (raises where they differ)."""
     kind = spec[0]
     if kind == "scalar" and type(result) is spec[1]:
@@ -237,12 +237,12 @@ def _flatten(result: Any, spec: Any, flat: list) -> None:
         pass
     elif kind in (tuple, list) and type(result) is kind and len(result) == len(spec[1]):
         for value, part in zip(result, spec[1]):
-            _flatten(value, part, flat)
+            flatten(value, part, flat)
     else:
         raise IslandRunFailed(f"a Python island returned a {type(result).__name__} where its profile showed {spec}")
 
 
-def _rebuild(spec: Any, outs: Any, fn: types.FunctionType, misused: dict) -> Any:
+def rebuild(spec: Any, outs: Any, fn: types.FunctionType, misused: dict) -> Any:
     """The island's results as converted code sees them, from the op's outputs."""
     kind = spec[0]
     if kind == "scalar":
@@ -255,7 +255,7 @@ def _rebuild(spec: Any, outs: Any, fn: types.FunctionType, misused: dict) -> Any
         return IslandArray(t, np.empty(0, spec[1]), spec[2], fn, misused)
     if kind == "none":
         return None
-    return kind(_rebuild(part, outs, fn, misused) for part in spec[1])
+    return kind(rebuild(part, outs, fn, misused) for part in spec[1])
 
 
 def _with_helpers(fn: types.FunctionType, cls: type, attrs: dict) -> tuple[list[tuple[Any, Confined]], str | None]:
@@ -313,7 +313,7 @@ def _refusal(ctx: Any, obj: Any, summaries: list[tuple[Any, Confined]], args: tu
 def _callee_refusal(ctx: Any, fn: types.FunctionType, summary: Confined, generators: dict[str, Any]) -> str | None:
     """Why what ``fn`` calls and reads, as its names stand now, is not pure (None: it is)."""
     for attr, method in summary.draws:
-        allowed = _DRAWS if attr in generators else _VALUE_METHODS
+        allowed = DRAWS if attr in generators else _VALUE_METHODS
         if method not in allowed:
             return f"it calls self.{attr}.{method}"
     bad = next((m for m in summary.methods if m not in _VALUE_METHODS), None)
