@@ -45,7 +45,7 @@ from janus.trace.scalars import PyScalar
 
 # the generator behind np.random.rand, np.random.choice ...: its bound methods are those functions
 _GLOBAL = np.random.mtrand._rand  # noqa: SLF001 - NumPy's own name for it; np.random.get_state reads it
-_DRAWS = islands.DRAWS - {"permutation"}  # permutation(array) copies, but shuffle-like use is rare: left out
+_DRAWS = islands.DRAWS  # np.random.shuffle is not among them: it changes its argument
 _KEY = "numpy.random"
 
 
