@@ -250,7 +250,7 @@ def warm_tensorflow() -> None:
         step = lambda x, k=k: tf.tanh(x) * float(k) + tf.reduce_mean(x)  # noqa: E731
         steps.append((step, [np.linspace(-1.0, 1.0, n, dtype=np.float32) for n in (2, 3)]))
     for fn, inputs in steps:
-        traced = tf.function(fn)
+        traced = tf.function(fn, autograph=False)   # no generated files left in $TMPDIR
         for x in inputs:
             fn(tf.constant(x))
             traced(tf.constant(x))
