@@ -44,9 +44,10 @@ class NoToolFree(RuntimeError):
 class MonitoringBackend:
     """Installs the engine of one :class:`Profiler` as a ``sys.monitoring`` tool.
 
-    Events are process-wide, but only the thread that installed the tool is profiled: a
-    frame another thread starts is left alone (no record, no ``DISABLE``), and no callback
-    lets an exception reach the monitored program."""
+    Events are process-wide, but only the thread that installed the tool is profiled: other
+    threads' frames are never recorded, a code object is ``DISABLE``d from another thread
+    only if the profiler would never profile it, and no callback lets an exception reach
+    the monitored program."""
 
     def __init__(self, prof: Any, frame_state: type, missing: object, on_error: Callable[[types.CodeType], None]):
         """``frame_state``, ``missing`` and ``on_error`` are the profiler's per-frame engine class,
@@ -112,13 +113,30 @@ class MonitoringBackend:
     # -- callbacks (the monitored frame is sys._getframe(1)) ------------------------------------
     def _start(self, code: types.CodeType, offset: int) -> Any:
         if threading.get_ident() != self.thread:
-            return None  # another thread: not profiled, and DISABLE would hold for every thread
+            return self._elsewhere(code)
         frame = sys._getframe(1)
         try:
             return self._started(code, frame)
         except Exception:  # noqa: BLE001 - never break the observed program
             self._failed(code, frame)
             return None
+
+    def _elsewhere(self, code: types.CodeType) -> Any:
+        """``PY_START`` in another thread: nothing is recorded there.  Code the profiler never
+        profiles (its own thread's answer too, decided by the code alone) is ``DISABLE``d, so
+        that other threads run it without calling back into Python at every call from then on;
+        code it may profile is left alone (``DISABLE`` would hold for every thread).
+
+        Python run inside a library call widens TensorFlow's own races: its op dispatch
+        type-checks arguments from a buffer shared by every thread calling that op, while
+        ``isinstance`` runs Python (``tests/scripts/tf_dispatch_race.py``, issue #39 item 2)."""
+        prof = self.prof
+        b = prof._bound.get(id(code), self._missing)
+        if b is None:
+            return sys.monitoring.DISABLE
+        if b is self._missing and not prof.wants(code):   # wants() never raises
+            return sys.monitoring.DISABLE
+        return None
 
     def _started(self, code: types.CodeType, frame: types.FrameType) -> Any:
         prof = self.prof
@@ -135,6 +153,8 @@ class MonitoringBackend:
         return None
 
     def _resume(self, code: types.CodeType, offset: int) -> None:
+        if threading.get_ident() != self.thread:
+            return  # only the owner thread's frames are in states
         frame = sys._getframe(1)
         fs = self.states.get(frame)
         if fs is not None:
@@ -144,6 +164,8 @@ class MonitoringBackend:
                 self._failed(code, frame)
 
     def _instruction(self, code: types.CodeType, offset: int) -> None:
+        if threading.get_ident() != self.thread:
+            return
         frame = sys._getframe(1)
         fs = self.states.get(frame)
         if fs is not None:
@@ -153,6 +175,8 @@ class MonitoringBackend:
                 self._failed(code, frame)
 
     def _call(self, code: types.CodeType, offset: int, callable_: Any, arg0: Any) -> None:
+        if threading.get_ident() != self.thread:
+            return
         frame = sys._getframe(1)
         fs = self.states.get(frame)
         if fs is not None:
@@ -162,11 +186,15 @@ class MonitoringBackend:
                 self._failed(code, frame)
 
     def _raise(self, code: types.CodeType, offset: int, exc: BaseException) -> None:
+        if threading.get_ident() != self.thread:
+            return
         fs = self.states.get(sys._getframe(1))
         if fs is not None:
             fs.exception(exc)  # two assignments: cannot fail
 
     def _return(self, code: types.CodeType, offset: int, value: Any) -> None:
+        if threading.get_ident() != self.thread:
+            return
         frame = sys._getframe(1)
         fs = self.states.pop(frame, None)
         if fs is not None:
@@ -176,6 +204,8 @@ class MonitoringBackend:
                 self._failed(code, frame)
 
     def _yield(self, code: types.CodeType, offset: int, value: Any) -> None:
+        if threading.get_ident() != self.thread:
+            return
         frame = sys._getframe(1)
         fs = self.states.get(frame)
         if fs is not None:
@@ -185,6 +215,8 @@ class MonitoringBackend:
                 self._failed(code, frame)
 
     def _unwind(self, code: types.CodeType, offset: int, exc: BaseException) -> None:
+        if threading.get_ident() != self.thread:
+            return
         frame = sys._getframe(1)
         fs = self.states.pop(frame, None)
         if fs is not None:

@@ -447,6 +447,9 @@ class Profiler:
         profiler is active on another thread, or its hooks cannot be installed, ``fn``
         simply runs unprofiled: profiling never changes what the call does.
         """
+        # added first: on 3.12+ other threads DISABLE (for every thread) code the profiler
+        # does not want, from the moment the hooks are in
+        self.add(fn)
         try:
             entered = self._enter()
         except NoToolFree:  # every sys.monitoring tool id we may use is taken (3.12+)
@@ -456,7 +459,6 @@ class Profiler:
             log.debug("janus_profiler: active on another thread; running %r unprofiled", fn)
             return fn(*args, **kwargs)
         try:
-            self.add(fn)
             return fn(*args, **kwargs)
         finally:
             self.stop()

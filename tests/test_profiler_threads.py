@@ -244,3 +244,51 @@ def test_counts_are_exact_when_threads_switch_between_any_two_bytecodes():
         assert not errors, errors
         stats = janus.stats(f)
         assert (stats["calls"], stats["eager_calls"], stats["graph_calls"]) == (THREADS * calls,) * 2 + (0,)
+
+
+def library(v):
+    """Code no profiler below wants (not a target, no include predicate)."""
+    return v * 3
+
+
+@pytest.mark.skipif(not hasattr(sys, "monitoring"), reason="sys.monitoring backend: Python 3.12+")
+def test_another_thread_calls_back_once_per_code_the_profiler_never_profiles(monkeypatch):
+    """While one thread profiles, another thread's calls of code the profiler does not want
+    reach Python once (then DISABLE: the same answer the profiling thread gives), so library
+    code in other threads does not run Python callbacks at every call (issue #39 item 2: that
+    Python widened TensorFlow's own dispatch race, tests/scripts/tf_dispatch_race.py).
+    Code the profiler may profile is never disabled from another thread, and the profiling
+    thread still records it."""
+    from janus_profiler import monitoring
+
+    seen = []
+    original = monitoring.MonitoringBackend._elsewhere
+    monkeypatch.setattr(monitoring.MonitoringBackend, "_elsewhere",
+                        lambda self, code: seen.append(code.co_name) or original(self, code))
+    inside, done = threading.Event(), threading.Event()
+
+    def profiled(v):
+        inside.set()
+        assert done.wait(60)
+        return work(v)
+
+    prof = Profiler()
+    prof.add(work)
+
+    def other():
+        assert inside.wait(60)
+        try:
+            return [library(i) for i in range(50)] + [work(i) for i in range(5)]
+        finally:
+            done.set()
+
+    t = threading.Thread(target=lambda: results.append(other()))
+    results = []
+    t.start()
+    assert prof.call(profiled, 3) == work(3)
+    t.join()
+    assert results[0][:50] == [library(i) for i in range(50)]
+    assert seen.count("library") == 1
+    assert seen.count("work") == 5
+    assert prof.data.calls(work) == 1
+    assert _janus_tools() == []

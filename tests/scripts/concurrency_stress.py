@@ -16,6 +16,11 @@ Each round runs, with 4 threads at once and a 50 us switch interval:
 * ``takeover``: ``janus.enable()`` with 1 ms sampling; the main thread and three others run
   training steps that record a tape (the 3.11 sampler and the pending call it queues).
 
+Before the round, each scenario's step runs once eagerly and once under ``tf.function``,
+plain TensorFlow in one thread (``warm_tensorflow``), so that TensorFlow's own dispatch
+race (``tests/scripts/tf_dispatch_race.py``: it crashes eager too) cannot end a run;
+``--cold-tf`` skips that.  ``--only takeover`` (or any scenarios) runs just those.
+
 Every thread's results are compared with eager's (computed by the same functions without
 Janus), variables and Python state after the round too.  Exit status 1 and lines on
 stderr if a result differs, a thread raised, Janus noted a failure of its own ("inside
@@ -224,6 +229,33 @@ def taken_over(calls: int) -> None:
         same(f"takeover own w {t}", v.numpy(), w0 - 0.5 * sum(xs))
 
 
+def warm_tensorflow() -> None:
+    """Plain TensorFlow, one thread: run each scenario's step once eagerly and once traced.
+
+    TensorFlow's op dispatch has a race of its own: it type-checks an op's arguments from a
+    buffer shared by every thread calling that op, and the first check of a type runs
+    Python (``isinstance`` against its ``typing.Protocol`` classes), where another thread's
+    call of the same op can overwrite the buffer; the checker then reads that call's freed
+    arguments (SIGBUS in ``abc.__instancecheck__``; eager alone, without Janus:
+    ``tests/scripts/tf_dispatch_race.py``).  Each checker caches its answer per type, so once
+    the round's argument types (eager tensors, graph tensors, variables, lists) have been
+    seen by its ops in one thread, the race is gone and the sweep tests Janus.  Janus itself
+    is not run here: its conversions stay cold.  ``--cold-tf`` skips this."""
+    w = tf.Variable(np.array([1.0, 2.0], np.float32))
+    c, h = Counter(), Heavy()
+    steps = [(make_train_step(w), [np.array([0.25, -0.5], np.float32)]),
+             (c.step, [np.ones([3], np.float32)]),
+             (h.step, [np.ones([64, 64], np.float32)])]
+    for k in (0, 1):
+        step = lambda x, k=k: tf.tanh(x) * float(k) + tf.reduce_mean(x)  # noqa: E731
+        steps.append((step, [np.linspace(-1.0, 1.0, n, dtype=np.float32) for n in (2, 3)]))
+    for fn, inputs in steps:
+        traced = tf.function(fn, autograph=False)   # no generated files left in $TMPDIR
+        for x in inputs:
+            fn(tf.constant(x))
+            traced(tf.constant(x))
+
+
 SCENARIOS = {
     "cold": lambda calls: one_step("cold", False, calls),
     "warm": lambda calls: one_step("warm", True, calls),
@@ -298,10 +330,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="*", choices=sorted(SCENARIOS), default=sorted(SCENARIOS))
     ap.add_argument("--processes", type=int, default=0, help="the sweep: this many fresh processes")
     ap.add_argument("--jobs", type=int, default=1, help="the sweep: processes at once")
+    ap.add_argument("--cold-tf", action="store_true",
+                    help="skip warm_tensorflow: TensorFlow's own dispatch race stays possible")
     opts = ap.parse_args(argv)
     if opts.processes:
         return sweep(opts.processes, opts.jobs,
-                     ["--rounds", str(opts.rounds), "--calls", str(opts.calls), "--only"] + opts.only)
+                     ["--rounds", str(opts.rounds), "--calls", str(opts.calls), "--only"] + opts.only
+                     + (["--cold-tf"] if opts.cold_tf else []))
+    if not opts.cold_tf:
+        warm_tensorflow()
     watch_janus()
     saved = sys.getswitchinterval()
     sys.setswitchinterval(5e-5)
