@@ -58,6 +58,20 @@ def registry() -> list[JanusFunction]:
     return list(_REGISTRY)
 
 
+def weak_method(method: types.MethodType) -> Callable[..., Any]:
+    """``method``, called while its object lives (None after).  What a Janus function hands
+    to the objects it holds (its conversion, an entry's XLA rebuild) must not refer back to
+    it: the cycle would keep its graphs, and their functions in TensorFlow's context, until
+    Python's next full collection instead of freeing them when the user lets go of it
+    (``docs/memory.md``)."""
+    ref = weakref.WeakMethod(method)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        bound = ref()
+        return None if bound is None else bound(*args, **kwargs)
+    return call
+
+
 class JanusFunction:
     """A Python function that Janus runs as specialized graphs whenever it safely can."""
 
@@ -73,7 +87,7 @@ class JanusFunction:
         self.counts = Counts()
         self.profiler = Profiler(include=is_user_code, values=False)  # what the converter reads
         self.policy = ConversionPolicy(fn.__qualname__)
-        self.conversion = Conversion(fn, self.policy, self.profiler, self._note)
+        self.conversion = Conversion(fn, self.policy, self.profiler, weak_method(self._note))
         self.xla_trials = XlaTrials()
         self._converting = threading.Lock()  # held by the thread that profiles or converts
         self.split: SplitFunction | None = None  # set once a graph break splits it into segments
@@ -161,7 +175,7 @@ class JanusFunction:
             miss = self.policy.learn_from_miss(self.entries[0], args, kwargs, at_once=self.collective is None) \
                 if self.entries else None
             entry = self.conversion.run(args, kwargs, self.entries, self.options, self.collective,
-                                        self._collective_seen)
+                                        weak_method(self._collective_seen))
         except Exception as e:  # noqa: BLE001 - Janus's own failure: never the user's exception
             self._note(reason(Code.JANUS_BUG, f"converting failed inside Janus: {aborts.summary(e)}"))
             self.conversion.failed(reason(Code.JANUS_BUG, f"converting failed inside Janus: {aborts.summary(e)}"))
