@@ -87,6 +87,28 @@ def test_a_janus_function_dropped_frees_its_graphs_at_once_without_the_collector
         gc.enable()
 
 
+def test_a_conversion_leaves_no_cycle_of_its_own_for_the_collector():
+    """The trace's context (its guard builder, heap model, the profile its speculator read)
+    and an entry's guard code go by reference counting, when the trace ends and when the
+    entry is dropped: only TensorFlow's own ``FuncGraph`` waits for the collector, as with
+    ``tf.function``."""
+    from janus.trace.context import TraceContext
+    w, x = tf.Variable([1.0, 2.0]), tf.constant([3.0, 4.0])
+    jf = janus.function(make_step(w))
+    _collect()
+    gc.disable()
+    try:
+        _converted(jf, x)
+        assert not [o for o in gc.get_objects() if isinstance(o, TraceContext)]
+        graph = jf.entries[0].graph
+        dead = [weakref.ref(graph.check), weakref.ref(graph.inputs)]
+        del graph
+        janus.reset(jf)
+        assert [r() for r in dead] == [None, None]
+    finally:
+        gc.enable()
+
+
 def test_a_new_janus_function_per_epoch_keeps_nothing_of_the_old_ones():
     w, x = tf.Variable([1.0, 2.0]), tf.constant([3.0, 4.0])
     before = len(_context_functions())
