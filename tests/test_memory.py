@@ -149,6 +149,25 @@ def test_a_split_function_dropped_frees_its_segments_and_their_graphs():
     assert [r() for r in dead] == [None] * len(dead)
 
 
+def test_a_split_function_dropped_goes_without_the_collector():
+    """A segment refers to the function it is a segment of weakly, and its call back into
+    the split too: the split function, its segments and their graphs go at once."""
+    w, x, log = tf.Variable([1.0, 2.0]), tf.constant([0.1, 0.2]), []
+    jf = janus.function(make_logging_step(w, log))
+    for _ in range(12):
+        jf(x)
+    segments = [c.function for c in jf.split.calls]
+    assert segments[0].segment_of is jf
+    dead = [weakref.ref(o) for o in [jf, jf.split] + segments + [e.graph.concrete for s in segments for e in s.entries]]
+    _collect()
+    gc.disable()
+    try:
+        del jf, segments
+        assert [r() for r in dead] == [None] * len(dead)
+    finally:
+        gc.enable()
+
+
 def test_reset_frees_the_graphs_it_drops_and_the_function_converts_again():
     w, x = tf.Variable([1.0, 2.0]), tf.constant([3.0, 4.0])
     jf = _converted(janus.function(make_step(w)), x)

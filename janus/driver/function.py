@@ -34,6 +34,7 @@ from janus.driver.options import Options
 from janus.driver.policy import ConversionPolicy
 from janus.driver.aborted import learn_from_abort
 from janus.driver.segments import SplitFunction, split_at
+from janus.driver.weak import weak_method
 from janus.driver.xla_choice import XlaTrials
 from janus.errors import GraphBreakError
 from janus.reporting import events, session
@@ -58,20 +59,6 @@ def registry() -> list[JanusFunction]:
     return list(_REGISTRY)
 
 
-def weak_method(method: types.MethodType) -> Callable[..., Any]:
-    """``method``, called while its object lives (None after).  What a Janus function hands
-    to the objects it holds (its conversion, an entry's XLA rebuild) must not refer back to
-    it: the cycle would keep its graphs, and their functions in TensorFlow's context, until
-    Python's next full collection instead of freeing them when the user lets go of it
-    (``docs/memory.md``)."""
-    ref = weakref.WeakMethod(method)
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        bound = ref()
-        return None if bound is None else bound(*args, **kwargs)
-    return call
-
-
 class JanusFunction:
     """A Python function that Janus runs as specialized graphs whenever it safely can."""
 
@@ -91,7 +78,7 @@ class JanusFunction:
         self.xla_trials = XlaTrials()
         self._converting = threading.Lock()  # held by the thread that profiles or converts
         self.split: SplitFunction | None = None  # set once a graph break splits it into segments
-        self.segment_of: JanusFunction | None = None  # the function this one is a segment of
+        self._segment_of: weakref.ref | None = None  # the function this one is a segment of (its property)
         self.breaks_made = 0  # splits of this function and its segments
         _REGISTRY.add(self)
         session.start_from_environment()
@@ -99,6 +86,16 @@ class JanusFunction:
     @property
     def __janus_function__(self) -> "JanusFunction":
         return self
+
+    @property
+    def segment_of(self) -> "JanusFunction | None":
+        """The function this one is a segment of (None: not a segment).  Held weakly: that
+        function holds its split, which holds this one (``janus.driver.weak``)."""
+        return self._segment_of() if self._segment_of is not None else None
+
+    @segment_of.setter
+    def segment_of(self, owner: "JanusFunction | None") -> None:
+        self._segment_of = weakref.ref(owner) if owner is not None else None
 
     @property
     def python_function(self) -> types.FunctionType:
