@@ -76,7 +76,8 @@ def test_a_janus_function_dropped_frees_its_graphs_at_once_without_the_collector
     jf = _converted(janus.function(make_step(w)), x)
     concrete = jf.entries[0].graph.concrete
     name = concrete.function_def.signature.name
-    dead = [weakref.ref(o) for o in (jf, jf.entries, jf.entries[0], jf.conversion, jf.profiler, concrete)]
+    dead = [weakref.ref(o) for o in (jf, jf.entries, jf.entries[0], jf.conversion, jf.profiler, concrete,
+                                     pipeline._fn_cache[jf.python_function])]  # the converted function too
     _collect()
     gc.disable()
     try:
@@ -105,6 +106,27 @@ def test_a_conversion_leaves_no_cycle_of_its_own_for_the_collector():
         del graph
         janus.reset(jf)
         assert [r() for r in dead] == [None, None]
+    finally:
+        gc.enable()
+
+
+def test_calls_keep_none_of_their_inputs_for_the_collector():
+    """The batches a program feeds go when it lets go of them, through the profiled calls,
+    the conversion and the graph calls alike (a cycle in the walk over the arguments kept
+    every call's input tensors until the next full collection)."""
+    w = tf.Variable([1.0, 2.0])
+    jf = janus.function(make_step(w))
+    _collect()
+    gc.disable()
+    try:
+        dead = []
+        for i in range(6):
+            x = tf.constant([3.0, float(i)])
+            jf(x)
+            dead.append(weakref.ref(x))
+            del x
+        assert janus.stats(jf)["graph_calls"], janus.explain(jf)
+        assert [r() for r in dead] == [None] * len(dead)
     finally:
         gc.enable()
 
