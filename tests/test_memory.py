@@ -67,6 +67,70 @@ def test_a_janus_function_dropped_frees_its_graphs_and_generated_code():
     assert not names & _context_functions()  # TensorFlow's context let go of the function too
 
 
+def test_a_janus_function_dropped_frees_its_graphs_at_once_without_the_collector():
+    """Nothing of a Janus function refers back to it: reference counting frees it, its
+    concrete function and its function in TensorFlow's context as soon as the user lets
+    go, as ``tf.function``'s are; a cycle kept them (and the native memory behind them)
+    until Python's next full collection, tens of epochs later."""
+    w, x = tf.Variable([1.0, 2.0]), tf.constant([3.0, 4.0])
+    jf = _converted(janus.function(make_step(w)), x)
+    concrete = jf.entries[0].graph.concrete
+    name = concrete.function_def.signature.name
+    dead = [weakref.ref(o) for o in (jf, jf.entries, jf.entries[0], jf.conversion, jf.profiler, concrete,
+                                     pipeline._fn_cache[jf.python_function])]  # the converted function too
+    _collect()
+    gc.disable()
+    try:
+        del jf, concrete
+        assert [r() for r in dead] == [None] * len(dead)
+        assert name not in _context_functions()
+    finally:
+        gc.enable()
+
+
+def test_a_conversion_leaves_no_cycle_of_its_own_for_the_collector():
+    """The trace's context (its guard builder, heap model, the profile its speculator read)
+    and an entry's guard code go by reference counting, when the trace ends and when the
+    entry is dropped: only TensorFlow's own ``FuncGraph`` waits for the collector, as with
+    ``tf.function``."""
+    from janus.trace.context import TraceContext
+    w, x = tf.Variable([1.0, 2.0]), tf.constant([3.0, 4.0])
+    jf = janus.function(make_step(w))
+    _collect()
+    gc.disable()
+    try:
+        _converted(jf, x)
+        assert not [o for o in gc.get_objects() if isinstance(o, TraceContext)]
+        graph = jf.entries[0].graph
+        dead = [weakref.ref(graph.check), weakref.ref(graph.inputs)]
+        del graph
+        janus.reset(jf)
+        assert [r() for r in dead] == [None, None]
+    finally:
+        gc.enable()
+
+
+def test_calls_keep_none_of_their_inputs_for_the_collector():
+    """The batches a program feeds go when it lets go of them, through the profiled calls,
+    the conversion and the graph calls alike (a cycle in the walk over the arguments kept
+    every call's input tensors until the next full collection)."""
+    w = tf.Variable([1.0, 2.0])
+    jf = janus.function(make_step(w))
+    _collect()
+    gc.disable()
+    try:
+        dead = []
+        for i in range(6):
+            x = tf.constant([3.0, float(i)])
+            jf(x)
+            dead.append(weakref.ref(x))
+            del x
+        assert janus.stats(jf)["graph_calls"], janus.explain(jf)
+        assert [r() for r in dead] == [None] * len(dead)
+    finally:
+        gc.enable()
+
+
 def test_a_new_janus_function_per_epoch_keeps_nothing_of_the_old_ones():
     w, x = tf.Variable([1.0, 2.0]), tf.constant([3.0, 4.0])
     before = len(_context_functions())
@@ -105,6 +169,25 @@ def test_a_split_function_dropped_frees_its_segments_and_their_graphs():
     del jf
     _collect()
     assert [r() for r in dead] == [None] * len(dead)
+
+
+def test_a_split_function_dropped_goes_without_the_collector():
+    """A segment refers to the function it is a segment of weakly, and its call back into
+    the split too: the split function, its segments and their graphs go at once."""
+    w, x, log = tf.Variable([1.0, 2.0]), tf.constant([0.1, 0.2]), []
+    jf = janus.function(make_logging_step(w, log))
+    for _ in range(12):
+        jf(x)
+    segments = [c.function for c in jf.split.calls]
+    assert segments[0].segment_of is jf
+    dead = [weakref.ref(o) for o in [jf, jf.split] + segments + [e.graph.concrete for s in segments for e in s.entries]]
+    _collect()
+    gc.disable()
+    try:
+        del jf, segments
+        assert [r() for r in dead] == [None] * len(dead)
+    finally:
+        gc.enable()
 
 
 def test_reset_frees_the_graphs_it_drops_and_the_function_converts_again():

@@ -107,14 +107,23 @@ def _numpy_statistic_step(jit):
     return SimpleNamespace(fn=step, state=lambda: {"w": w.numpy(), "norms": list(norms)})
 
 
+def _kept(factory, made: list):
+    """``factory``, keeping the programs it makes in ``made``: a Janus function the harness
+    let go of is freed at once, and the test reads it afterwards."""
+    def make(jit):
+        made.append(factory(jit))
+        return made[-1]
+    return make
+
+
 def test_a_conversion_that_fails_twice_the_same_way_stops_trying():
     """Never slower than eager: the second identical failure (nothing relaxed or banned in
     between) gives up, instead of profiling and tracing until the budget is spent."""
     calls = [(tf.constant([[float(i), 1.0], [2.0, float(-i)]]),) for i in range(20)]
-    total = check(_numpy_statistic_step, calls, eager_only=True)
+    made = []
+    total = check(_kept(_numpy_statistic_step, made), calls, eager_only=True)
     assert total["failed_conversions"] == 2 and total["conversions"] == 0, total
-    from janus.driver.function import registry
-    fns = [f for f in registry() if f.__qualname__.endswith("step")]
+    fns = [janus_function_of(p.fn) for p in made if janus_function_of(p.fn) is not None]
     assert any("failed twice the same way" in (f.permanent_reason or "") for f in fns), \
         [f.permanent_reason for f in fns]
 
@@ -279,12 +288,12 @@ def test_a_trace_raising_what_eager_does_not_is_a_break_from_the_next_call():
 
         return SimpleNamespace(fn=f)
 
-    total = check(make, [(tf.constant([1.0, float(i)]),) for i in range(12)], graph_calls=0)
+    made = []
+    total = check(_kept(make, made), [(tf.constant([1.0, float(i)]),) for i in range(12)], graph_calls=0)
     assert total["failed_conversions"] == 1 and total["breaks"] == 1, total
     assert total["segment_graph_calls"] >= 5, total
-    from janus.driver.function import registry
-    assert any("tracing it raised RuntimeError where eager does not" in str(janus.explain(f))
-               for f in registry() if f.__qualname__.endswith("f") and f.segment_of is None)
+    assert any("tracing it raised RuntimeError where eager does not" in str(janus.explain(p.fn))
+               for p in made if janus_function_of(p.fn) is not None)
 
 
 # ------------------------------------------------------------------ a miss the relaxation explains

@@ -210,7 +210,10 @@ def converted_function(fn: types.FunctionType, runtime: types.ModuleType) -> typ
     namespace = {"_jn": runtime, "_jn_g": fn.__globals__, "_jn_c": fn.__closure__ or (),
                  "_jn_sites": sites, "__builtins__": builtins}
     exec(compiled, namespace)  # noqa: S102 - our own generated code
-    out = namespace[parse.LAMBDA_NAME if fn.__name__ == "<lambda>" else fn.__name__]
+    # taken out of the namespace that is its globals (a cycle would keep it, and the user's
+    # closure cells it holds, until Python's next full collection): the generated code reads
+    # the user's globals through ``_jn_g``, never its own name
+    out = namespace.pop(parse.LAMBDA_NAME if fn.__name__ == "<lambda>" else fn.__name__)
     out.__defaults__ = fn.__defaults__
     out.__kwdefaults__ = fn.__kwdefaults__
     _fn_cache[fn] = out  # weak on ``fn``: ``out`` must not refer to it, or neither is ever freed

@@ -186,23 +186,26 @@ def convert(fn: types.FunctionType) -> types.FunctionType:
 def input_leaves(args: tuple, kwargs: dict) -> list[tuple[Source, Any]]:
     """Sources of the eager tensors, composite tensors and numeric NumPy arrays among the arguments."""
     found: list[tuple[Source, Any]] = []
-
-    def walk(value: Any, source: Source, depth: int) -> None:
-        if is_eager_tensor(value) or is_fed_array(value) or is_eager_composite(value):
-            found.append((source, value))
-        elif depth < 4 and (type(value) in (tuple, list) or isinstance(value, tuple) and hasattr(value, "_fields")) \
-                and len(value) <= 256:
-            for i, v in enumerate(value):
-                walk(v, source.item(i), depth + 1)
-        elif depth < 4 and type(value) is dict and len(value) <= 256:
-            for key, v in value.items():
-                walk(v, source.item(key), depth + 1)
-
     for i, v in enumerate(args):
-        walk(v, Arg(i), 0)
+        _walk_inputs(v, Arg(i), 0, found)
     for name, v in kwargs.items():
-        walk(v, KwArg(name), 0)
+        _walk_inputs(v, KwArg(name), 0, found)
     return found
+
+
+def _walk_inputs(value: Any, source: Source, depth: int, found: list) -> None:
+    """Adds the leaves of ``value`` to ``found``.  A module function, not a closure that calls
+    itself: that closure was a cycle holding ``found``, so each call's input tensors waited
+    for Python's next full collection."""
+    if is_eager_tensor(value) or is_fed_array(value) or is_eager_composite(value):
+        found.append((source, value))
+    elif depth < 4 and (type(value) in (tuple, list) or isinstance(value, tuple) and hasattr(value, "_fields")) \
+            and len(value) <= 256:
+        for i, v in enumerate(value):
+            _walk_inputs(v, source.item(i), depth + 1, found)
+    elif depth < 4 and type(value) is dict and len(value) <= 256:
+        for key, v in value.items():
+            _walk_inputs(v, source.item(key), depth + 1, found)
 
 
 # Attribute of an exception a trace raised from the user's code: the compiled check of the

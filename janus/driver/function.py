@@ -34,6 +34,7 @@ from janus.driver.options import Options
 from janus.driver.policy import ConversionPolicy
 from janus.driver.aborted import learn_from_abort
 from janus.driver.segments import SplitFunction, split_at
+from janus.driver.weak import weak_method
 from janus.driver.xla_choice import XlaTrials
 from janus.errors import GraphBreakError
 from janus.reporting import events, session
@@ -73,11 +74,11 @@ class JanusFunction:
         self.counts = Counts()
         self.profiler = Profiler(include=is_user_code, values=False)  # what the converter reads
         self.policy = ConversionPolicy(fn.__qualname__)
-        self.conversion = Conversion(fn, self.policy, self.profiler, self._note)
+        self.conversion = Conversion(fn, self.policy, self.profiler, weak_method(self._note))
         self.xla_trials = XlaTrials()
         self._converting = threading.Lock()  # held by the thread that profiles or converts
         self.split: SplitFunction | None = None  # set once a graph break splits it into segments
-        self.segment_of: JanusFunction | None = None  # the function this one is a segment of
+        self._segment_of: weakref.ref | None = None  # the function this one is a segment of (its property)
         self.breaks_made = 0  # splits of this function and its segments
         _REGISTRY.add(self)
         session.start_from_environment()
@@ -85,6 +86,16 @@ class JanusFunction:
     @property
     def __janus_function__(self) -> "JanusFunction":
         return self
+
+    @property
+    def segment_of(self) -> "JanusFunction | None":
+        """The function this one is a segment of (None: not a segment).  Held weakly: that
+        function holds its split, which holds this one (``janus.driver.weak``)."""
+        return self._segment_of() if self._segment_of is not None else None
+
+    @segment_of.setter
+    def segment_of(self, owner: "JanusFunction | None") -> None:
+        self._segment_of = weakref.ref(owner) if owner is not None else None
 
     @property
     def python_function(self) -> types.FunctionType:
@@ -161,7 +172,7 @@ class JanusFunction:
             miss = self.policy.learn_from_miss(self.entries[0], args, kwargs, at_once=self.collective is None) \
                 if self.entries else None
             entry = self.conversion.run(args, kwargs, self.entries, self.options, self.collective,
-                                        self._collective_seen)
+                                        weak_method(self._collective_seen))
         except Exception as e:  # noqa: BLE001 - Janus's own failure: never the user's exception
             self._note(reason(Code.JANUS_BUG, f"converting failed inside Janus: {aborts.summary(e)}"))
             self.conversion.failed(reason(Code.JANUS_BUG, f"converting failed inside Janus: {aborts.summary(e)}"))

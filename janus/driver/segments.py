@@ -26,6 +26,7 @@ from janus.convert import parse, registry
 from janus.convert.segments import RUNTIME, SEGMENTS, BreakSite, Segment, split
 from janus.convert.pipeline import with_user_lines
 from janus.convert.unparse import unparse
+from janus.driver.weak import weak_method
 from janus.runtime import ops
 from janus.reporting import events
 from janus.reporting.codes import Code, derived, reason
@@ -178,7 +179,7 @@ class SplitFunction:
             registry.record_definition(code, seg.convert_def, seg)
             lines = f"line {seg.lines[0]}" if seg.lines[0] == seg.lines[1] else f"lines {seg.lines[0]}-{seg.lines[1]}"
             self.calls.append(SegmentCall(make(self._function(code, f"{fn.__qualname__} [{lines}]"), options), seg,
-                                          self.inline))
+                                          weak_method(self.inline)))  # the call must not hold its split
         self.runs = 0
         self.seconds = 0.0
 

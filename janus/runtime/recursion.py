@@ -230,7 +230,10 @@ class TreeRecursion:
                     raise Regroup(False)
 
     def close(self) -> None:
+        """The trace is over: stop counting tapes, and let go of its context (which holds
+        this state: the cycle would keep the trace's records until a full collection)."""
         self._unwatch_tapes()
+        self.ctx = None
 
     # -- gradient tapes between grouped roots ------------------------------------
     def _watch_tapes(self) -> bool:

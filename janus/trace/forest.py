@@ -191,7 +191,7 @@ class ForestPlan:
                       "    except Exception:", "        pass"]
         scope = dict(self.namespace)
         exec(compile("\n".join(lines + ["    return -1"]), "<janus forest>", "exec"), scope)  # noqa: S102
-        self._match = scope["match"]
+        self._match = scope.pop("match")  # not left in its own globals (as guards.compile_guard)
 
     def match(self, node: Any) -> int:
         """The index of the first case whose tests ``node`` passes, or -1."""

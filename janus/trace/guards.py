@@ -316,7 +316,7 @@ def compile_guard(guards: list[Guard], n_args: int, kw_names: tuple[str, ...], n
     source = f"def check(a, k):\n    try:\n        return ({body})\n    except Exception:\n        return False\n"
     scope = dict(namespace)
     exec(compile(source, "<janus guard>", "exec"), scope)  # noqa: S102 - generated from recorded guards
-    return scope["check"], source
+    return scope.pop("check"), source  # not left in its own globals: a cycle waits for the collector
 
 
 def compile_inputs(sources: list[Source], fed_scalars: dict[Source, type], namespace: dict[str, Any],
@@ -333,7 +333,7 @@ def compile_inputs(sources: list[Source], fed_scalars: dict[Source, type], names
     scope["_scalar"] = fed_scalar
     scope["_array"] = tf.constant
     exec(compile(source, "<janus inputs>", "exec"), scope)  # noqa: S102
-    return scope["inputs"]
+    return scope.pop("inputs")  # not left in its own globals (as ``check``)
 
 
 def guard_namespace_base() -> dict[str, Any]:
