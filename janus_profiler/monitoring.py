@@ -127,7 +127,7 @@ class MonitoringBackend:
         that other threads run it without calling back into Python at every call from then on;
         code it may profile is left alone (``DISABLE`` would hold for every thread).
 
-        Python run inside a library call widens TensorFlow's own races: its op dispatch
+        Python run inside a library call can widen TensorFlow's own races: its op dispatch
         type-checks arguments from a buffer shared by every thread calling that op, while
         ``isinstance`` runs Python (``tests/scripts/tf_dispatch_race.py``, issue #39 item 2)."""
         prof = self.prof
