@@ -75,7 +75,7 @@ class IslandCopy:
         generators = generator_attributes(attrs)
         if generators is None:
             raise IslandChanged(f"{self.label} holds more than plain values and random generators now")
-        self.saved = {id(g): (g, _state(g)) for g in generators.values()}
+        self.saved = {id(g): (g, generator_state(g)) for g in generators.values()}
         self.copy = object.__new__(type(obj))
         self.copy.__dict__.update(attrs)
         self.original = obj
@@ -83,7 +83,7 @@ class IslandCopy:
     def abort(self) -> None:
         """The run failed: drop the copy; the generators go back to their states before it."""
         for g, state in self.saved.values():
-            _set_state(g, state)
+            set_generator_state(g, state)
         self._clear()
 
     def commit(self) -> None:
@@ -102,11 +102,12 @@ class IslandCopy:
 _MISSING = object()
 
 
-def _state(g: Any) -> Any:
+def generator_state(g: Any) -> Any:
+    """A NumPy generator's state (a RandomState's or a Generator's), to put back with :func:`set_generator_state`."""
     return g.get_state(legacy=False) if isinstance(g, np.random.RandomState) else g.bit_generator.state
 
 
-def _set_state(g: Any, state: Any) -> None:
+def set_generator_state(g: Any, state: Any) -> None:
     if isinstance(g, np.random.RandomState):
         g.set_state(state)
     else:

@@ -154,28 +154,40 @@ class Island:
         """The island's op in the graph, and its results as converted code sees them
         (``summaries``: ``fn``'s and its helpers' confinement; ``misused``: where its arrays
         mark ``fn`` when used as NumPy)."""
-        numbers = [v for v in (*args, *kwargs.values()) if isinstance(v, PyScalar)]
         copy, names = self.copy, [(f, n) for f, s in summaries for n in sorted(s.globals)]
 
-        def run(*values: np.ndarray) -> list:
-            given = iter(values)
-            as_python = lambda v: v.kind(next(given)) if isinstance(v, PyScalar) else v  # noqa: E731
+        def run(*python_args: Any, **python_kwargs: Any) -> Any:
             if copy.copy is None:
                 raise IslandRunFailed(f"no copy of {copy.label} for this run")
             changed = next((n for f, n in names if not _readable(_resolve(f, (n,)))), None)
             if changed is not None:  # checked while tracing; a global may have been rebound since
                 raise IslandRunFailed(f"{changed}, which a Python island reads, is no longer plain")
-            result = fn(copy.copy, *(as_python(v) for v in args), **{n: as_python(v) for n, v in kwargs.items()})
-            flat: list = []
-            flatten(result, spec, flat)
-            return flat
+            return fn(copy.copy, *python_args, **python_kwargs)
 
-        # a stateful op: TensorFlow's automatic control dependencies run it after the stateful
-        # ops before it (other islands, and the conditionals and loops holding them)
-        outs = tf.numpy_function(run, [tf.stop_gradient(v.tensor) for v in numbers], dtypes(spec),
-                                 stateful=True, name=f"janus_island_{fn.__name__}")
-        outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
-        return rebuild(spec, iter(outs), fn, misused)
+        return island_op(run, args, kwargs, spec, f"janus_island_{fn.__name__}", fn, misused)
+
+
+def island_op(run: Any, args: tuple, kwargs: dict, spec: Any, name: str, marks: Any, misused: dict) -> Any:
+    """The ``tf.numpy_function`` op that calls ``run(*args, **kwargs)`` in Python while the
+    graph runs (the numbers the graph carries given as Python numbers), its result checked
+    against ``spec``; its results as converted code sees them (an array used as NumPy marks
+    ``marks`` in ``misused``)."""
+    numbers = [v for v in (*args, *kwargs.values()) if isinstance(v, PyScalar)]
+
+    def call(*values: np.ndarray) -> list:
+        given = iter(values)
+        as_python = lambda v: v.kind(next(given)) if isinstance(v, PyScalar) else v  # noqa: E731
+        result = run(*(as_python(v) for v in args), **{n: as_python(v) for n, v in kwargs.items()})
+        flat: list = []
+        flatten(result, spec, flat)
+        return flat
+
+    # a stateful op: TensorFlow's automatic control dependencies run it after the stateful
+    # ops before it (other islands, and the conditionals and loops holding them)
+    outs = tf.numpy_function(call, [tf.stop_gradient(v.tensor) for v in numbers], dtypes(spec), stateful=True,
+                             name=name)
+    outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+    return rebuild(spec, iter(outs), marks, misused)
 
 
 class IslandRunFailed(ConversionError):

@@ -33,9 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import tensorflow as tf
 
-from janus.commit.island_copies import CommitIsland, plain
+from janus.commit.island_copies import CommitIsland, generator_state, plain, set_generator_state
 from janus.errors import ConversionError
 from janus.reporting.codes import Code
 from janus.runtime import islands
@@ -65,11 +64,11 @@ class GlobalGenerator:
     saved: Any = None
 
     def take(self, a: tuple, k: dict) -> None:
-        self.saved = _GLOBAL.get_state(legacy=False)
+        self.saved = generator_state(_GLOBAL)
 
     def abort(self) -> None:
         if self.saved is not None:
-            _GLOBAL.set_state(self.saved)
+            set_generator_state(_GLOBAL, self.saved)
         self.saved = None
 
     def commit(self) -> None:
@@ -98,7 +97,7 @@ def draw(f: Any, args: tuple, kwargs: dict) -> Any:
         ctx.log.effects.append(CommitIsland(record.copy))
     if f"np.random.{f.__name__}" not in record.copy.methods:
         record.copy.methods.append(f"np.random.{f.__name__}")
-    return _op(f, args, kwargs, spec, ctx.heap.islands_misused)
+    return islands.island_op(f, args, kwargs, spec, f"janus_np_random_{f.__name__}", f, ctx.heap.islands_misused)
 
 
 def _refusal(ctx: Any, f: Any, args: tuple, kwargs: dict) -> str | None:
@@ -129,21 +128,3 @@ def _result_spec(f: Any, args: tuple, kwargs: dict) -> Any:
     if type(result) is np.ndarray and result.dtype in FED_DTYPES:
         return ("array", result.dtype, result.shape)
     return f"it returns a {type(result).__name__}, which the graph cannot carry"
-
-
-def _op(f: Any, args: tuple, kwargs: dict, spec: Any, misused: dict) -> Any:
-    """The draw's ``tf.numpy_function`` op and its results as converted code sees them."""
-    numbers = [v for v in (*args, *kwargs.values()) if isinstance(v, PyScalar)]
-
-    def run(*values: np.ndarray) -> list:
-        given = iter(values)
-        as_python = lambda v: v.kind(next(given)) if isinstance(v, PyScalar) else v  # noqa: E731
-        result = f(*(as_python(v) for v in args), **{n: as_python(v) for n, v in kwargs.items()})
-        flat: list = []
-        islands.flatten(result, spec, flat)
-        return flat
-
-    outs = tf.numpy_function(run, [tf.stop_gradient(v.tensor) for v in numbers], islands.dtypes(spec),
-                             stateful=True, name=f"janus_np_random_{f.__name__}")
-    outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
-    return islands.rebuild(spec, iter(outs), f, misused)
