@@ -11,7 +11,7 @@ See ``docs/profiler.md`` for the records, the queries and the ``janus-profile`` 
 """
 from .data import FunctionRecord, ProfileData, SiteRecord, func_key
 from .profiler import Profiler
-from .sites import Site, norm_filename, site_of
+from .source import Site, norm_filename, site_of
 from .values import TypeInfo
 
 __all__ = ["Profiler", "ProfileData", "Site", "site_of", "TypeInfo", "FunctionRecord",

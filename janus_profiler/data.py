@@ -17,7 +17,7 @@ import types
 from collections import Counter
 from typing import Any, Iterable
 
-from .sites import Site, norm_filename, normalize_site
+from .source import Site, norm_filename, normalize_site
 from .values import TypeInfo
 
 __all__ = ["ProfileData", "FunctionRecord", "SiteRecord", "func_key"]

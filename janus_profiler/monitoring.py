@@ -24,7 +24,9 @@ from __future__ import annotations
 import sys
 import threading
 import types
-from typing import Any, Callable
+from typing import Any
+
+from .engine import MISSING, FrameState, internal_error
 
 __all__ = ["MonitoringBackend", "NoToolFree"]
 
@@ -49,14 +51,8 @@ class MonitoringBackend:
     only if the profiler would never profile it, and no callback lets an exception reach
     the monitored program."""
 
-    def __init__(self, prof: Any, frame_state: type, missing: object, on_error: Callable[[types.CodeType], None]):
-        """``frame_state``, ``missing`` and ``on_error`` are the profiler's per-frame engine class,
-        its "not bound" sentinel and its report of an internal error (passed in: the profiler
-        imports this module, not the reverse)."""
+    def __init__(self, prof: Any):
         self.prof = prof
-        self._frame_state = frame_state
-        self._missing = missing
-        self._on_error = on_error
         self.states: dict[types.FrameType, Any] = {}
         self.local: set[types.CodeType] = set()
         self.tool: int | None = None
@@ -131,24 +127,24 @@ class MonitoringBackend:
         type-checks arguments from a buffer shared by every thread calling that op, while
         ``isinstance`` runs Python (``tests/scripts/tf_dispatch_race.py``, issue #39 item 2)."""
         prof = self.prof
-        b = prof._bound.get(id(code), self._missing)
+        b = prof._bound.get(id(code), MISSING)
         if b is None:
             return sys.monitoring.DISABLE
-        if b is self._missing and not prof.wants(code):   # wants() never raises
+        if b is MISSING and not prof.wants(code):   # wants() never raises
             return sys.monitoring.DISABLE
         return None
 
     def _started(self, code: types.CodeType, frame: types.FrameType) -> Any:
         prof = self.prof
-        b = prof._bound.get(id(code), self._missing)
-        if b is self._missing:
+        b = prof._bound.get(id(code), MISSING)
+        if b is MISSING:
             b = prof._decide(code, frame)
         if b is None:
             return sys.monitoring.DISABLE
         if code not in self.local:
             sys.monitoring.set_local_events(self.tool, code, self.local_events)
             self.local.add(code)
-        fs = self.states[frame] = self._frame_state(prof, b)
+        fs = self.states[frame] = FrameState(prof, b)
         fs.start(frame)
         return None
 
@@ -229,7 +225,7 @@ class MonitoringBackend:
     def _failed(self, code: types.CodeType, frame: types.FrameType) -> None:
         """The engine failed on ``frame``: log it once, and the frame continues untraced."""
         self.states.pop(frame, None)
-        self._on_error(code)
+        internal_error(code)
 
 
 def _take_tool_id() -> int:

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable
 
 from .data import FunctionRecord, ProfileData, SiteRecord
 from .heap import functions_with
-from .sites import Site
+from .source import Site
 from .values import TypeInfo
 
 __all__ = ["render", "verdict", "unsupported", "speculation", "find_function"]
@@ -226,11 +226,9 @@ def render(data: ProfileData, *, top: int = 10, root: str | None = None, verdict
            title: str | None = None) -> str:
     """The text report: hottest functions, then per function its sites and forecasts."""
     funcs = list(data.functions_by_time())
-    profiled_names: set[str] | dict[str, str | None] = {f.name for f in data.functions.values()}
-    if verdicts:
-        checker = find_checker()
-        checks = {f.name: unsupported(f, checker=checker) for f in data.functions.values()}
-        profiled_names = {n: (r if k == "no" else None) for n, (k, r) in checks.items()}
+    checks = _verdicts(data) if verdicts else None
+    profiled_names: set[str] | dict[str, str | None] = {f.name for f in data.functions.values()} if checks is None \
+        else {n: (r if k == "no" else None) for n, (k, r) in checks.items()}
     out: list[str] = []
     w = out.append
     w(title or "janus-profile report")
@@ -247,49 +245,77 @@ def render(data: ProfileData, *, top: int = 10, root: str | None = None, verdict
         w(f"  {f.calls:>7}  {1000 * f.total_time:>10.1f}  {per:>8.2f}  {f.name}  ({_loc(f, root)})")
     for f in shown:
         w("")
-        w(f"-- {f.name}  ({_loc(f, root)})")
-        w(f"   calls {f.calls}, total {1000 * f.total_time:.1f} ms"
-          + (f", yields {f.yields}" if f.yields else "")
-          + (f", raised {_fmt_counter(f.raised)}" if f.raised else "")
-          + (f", caught {_fmt_counter(f.caught)}" if f.caught else ""))
-        if verdicts:
-            kind, reason = checks[f.name]
-            w("   verdict: " + {"ok": "convertible", "no": f"not convertible: {reason}",
-                                 "part": "part of its enclosing function"}.get(kind, f"unknown ({reason})"))
-        _render_args(f, w)
-        if f.returns:
-            w(f"   returns: {_fmt_counter(f.returns, limit=3)}")
-        recs = [data.sites[s] for s in f.sites if s in data.sites]
-        recs.sort(key=lambda r: (r.site.lineno, r.site.col_offset))
-        for title_, pick in (("branches", lambda r: r.branches and not r.trips),
-                             ("loops", lambda r: r.trips),
-                             ("calls", lambda r: r.callees)):
-            rows = [r for r in recs if pick(r)]
-            hidden = 0
-            if title_ == "calls":
-                keep = [r for r in rows if r.recursive or len(r.callees) > 1
-                        or not all(is_library_callee(k) for k in r.callees)]
-                hidden, rows = len(rows) - len(keep), keep
-            if not rows and not hidden:
-                continue
-            w(f"   {title_}:")
-            for r in rows:
-                w(_site_line(r, profiled_names))
-            if hidden:
-                w(f"     (+{hidden} call site{'s' if hidden != 1 else ''} of builtins/standard library)")
-        heap = [r for r in recs if r.heap and r.site.kind in ("Attribute", "Subscript", "Name")
-                and not all(t.type in ("function", "method", "type", "module") for t in r.heap)]
-        if heap:
-            w("   heap reads:")
-            for r in heap[:8]:
-                st = "stable" if len(r.heap) == 1 else f"{len(r.heap)} variants"
-                w(f"     line {r.site.lineno:<4} {_snippet(r.site, 30):<30}  {_fmt_counter(r.heap, limit=2)}  [{st}]")
-            if len(heap) > 8:
-                w(f"     ... {len(heap) - 8} more")
+        _render_function(data, f, w, root, checks[f.name] if checks is not None else None, profiled_names)
     if len(funcs) > len(shown):
         w("")
         w(f"({len(funcs) - len(shown)} more functions not shown; use --top 0 for all)")
     return "\n".join(out) + "\n"
+
+
+def _verdicts(data: ProfileData) -> dict[str, tuple[str, str | None]]:
+    """Whether each profiled function converts, by the installed checker (Janus's)."""
+    checker = find_checker()
+    return {f.name: unsupported(f, checker=checker) for f in data.functions.values()}
+
+
+_VERDICT_TEXT = {"ok": "convertible", "part": "part of its enclosing function"}
+
+
+def _render_function(data: ProfileData, f: FunctionRecord, w: Callable[[str], None], root: str | None,
+                     verdict: tuple[str, str | None] | None, profiled: set[str] | dict[str, str | None]) -> None:
+    """One function's section: its calls, verdict, arguments, returns, sites and heap reads."""
+    w(f"-- {f.name}  ({_loc(f, root)})")
+    w(f"   calls {f.calls}, total {1000 * f.total_time:.1f} ms"
+      + (f", yields {f.yields}" if f.yields else "")
+      + (f", raised {_fmt_counter(f.raised)}" if f.raised else "")
+      + (f", caught {_fmt_counter(f.caught)}" if f.caught else ""))
+    if verdict is not None:
+        kind, reason = verdict
+        text = f"not convertible: {reason}" if kind == "no" else _VERDICT_TEXT.get(kind, f"unknown ({reason})")
+        w("   verdict: " + text)
+    _render_args(f, w)
+    if f.returns:
+        w(f"   returns: {_fmt_counter(f.returns, limit=3)}")
+    recs = [data.sites[s] for s in f.sites if s in data.sites]
+    recs.sort(key=lambda r: (r.site.lineno, r.site.col_offset))
+    _render_sites(recs, w, profiled)
+    _render_heap(recs, w)
+
+
+_SITE_SECTIONS = (("branches", lambda r: r.branches and not r.trips), ("loops", lambda r: r.trips),
+                  ("calls", lambda r: r.callees))
+
+
+def _render_sites(recs: list[SiteRecord], w: Callable[[str], None], profiled: set[str] | dict[str, str | None]) -> None:
+    """Branches, loops and calls; call sites of only builtins or the standard library are counted, not shown."""
+    for title, pick in _SITE_SECTIONS:
+        rows = [r for r in recs if pick(r)]
+        hidden = 0
+        if title == "calls":
+            keep = [r for r in rows if r.recursive or len(r.callees) > 1
+                    or not all(is_library_callee(k) for k in r.callees)]
+            hidden, rows = len(rows) - len(keep), keep
+        if not rows and not hidden:
+            continue
+        w(f"   {title}:")
+        for r in rows:
+            w(_site_line(r, profiled))
+        if hidden:
+            w(f"     (+{hidden} call site{'s' if hidden != 1 else ''} of builtins/standard library)")
+
+
+def _render_heap(recs: list[SiteRecord], w: Callable[[str], None]) -> None:
+    """Values read from the heap (not functions, methods, types or modules), 8 at most."""
+    heap = [r for r in recs if r.heap and r.site.kind in ("Attribute", "Subscript", "Name")
+            and not all(t.type in ("function", "method", "type", "module") for t in r.heap)]
+    if not heap:
+        return
+    w("   heap reads:")
+    for r in heap[:8]:
+        st = "stable" if len(r.heap) == 1 else f"{len(r.heap)} variants"
+        w(f"     line {r.site.lineno:<4} {_snippet(r.site, 30):<30}  {_fmt_counter(r.heap, limit=2)}  [{st}]")
+    if len(heap) > 8:
+        w(f"     ... {len(heap) - 8} more")
 
 
 def _render_args(f: FunctionRecord, w: Callable[[str], None]) -> None:

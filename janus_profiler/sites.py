@@ -28,142 +28,22 @@ from __future__ import annotations
 
 import ast
 import dis
-import functools
-import linecache
 import logging
-import os
 import sys
 import types
-from typing import Any, NamedTuple
+
+from .source import FileIndex, Site, encloses, file_index, node_span, norm_filename, stmts_span
 
 log = logging.getLogger("janus.profiler")
 
-__all__ = ["Site", "site_of", "norm_filename", "CodeMap", "build_codemap", "nested_codes"]
-
-
-class Site(NamedTuple):
-    """A stable name of an AST node: absolute position and node class name.
-
-    Lines are 1-based, columns 0-based UTF-8 byte offsets, exactly as in ``ast`` and
-    ``co_positions()``.  ``filename`` is normalised with :func:`norm_filename`.
-    """
-
-    filename: str
-    lineno: int
-    col_offset: int
-    end_lineno: int
-    end_col_offset: int
-    kind: str
-
-    def __str__(self) -> str:
-        return f"{os.path.basename(self.filename)}:{self.lineno}:{self.col_offset} {self.kind}"
-
-    @property
-    def span(self) -> tuple[int, int, int, int]:
-        return (self.lineno, self.col_offset, self.end_lineno, self.end_col_offset)
-
-
-@functools.lru_cache(maxsize=4096)
-def norm_filename(filename: str) -> str:
-    """Absolute, case-normalised path, so that "x.py" and "/abs/x.py" name the same file."""
-    if not filename or filename.startswith("<"):
-        return filename
-    return os.path.normcase(os.path.abspath(filename))
-
-
-def site_of(filename: str, node: Any, kind: str | None = None) -> Site:
-    """The :class:`Site` of an ``ast``/``gast`` node with absolute positions.
-
-    ``kind`` defaults to the node's class name (gast and ast use the same names).
-    """
-    return Site(norm_filename(filename), node.lineno, node.col_offset,
-                node.end_lineno, node.end_col_offset, kind or type(node).__name__)
-
-
-def normalize_site(site: Site) -> Site:
-    nf = norm_filename(site.filename)
-    return site if nf == site.filename else site._replace(filename=nf)
-
-
-# --- per-file AST index ------------------------------------------------------------------
-class FileIndex:
-    """Parent links and a span -> nodes index of one parsed source file."""
-
-    def __init__(self, tree: ast.AST, filename: str):
-        self.filename = filename
-        self.parent: dict[ast.AST, ast.AST] = {}
-        self.field: dict[ast.AST, str] = {}
-        self.by_span: dict[tuple, list[ast.AST]] = {}
-        for node in ast.walk(tree):  # breadth first: outer nodes come first in by_span
-            for fname, val in ast.iter_fields(node):
-                if isinstance(val, list):
-                    for item in val:
-                        if isinstance(item, ast.AST):
-                            self.parent[item] = node
-                            self.field[item] = fname
-                elif isinstance(val, ast.AST):
-                    self.parent[val] = node
-                    self.field[val] = fname
-            span = _node_span(node)
-            if span is not None:
-                self.by_span.setdefault(span, []).append(node)
-
-    def find(self, span: tuple | None, kinds: tuple) -> ast.AST | None:
-        if span is None:
-            return None
-        for n in self.by_span.get(span, ()):
-            if isinstance(n, kinds):
-                return n
-        return None
-
-    def site(self, node: ast.AST, kind: str | None = None) -> Site:
-        return Site(self.filename, node.lineno, node.col_offset, node.end_lineno,
-                    node.end_col_offset, kind or type(node).__name__)
-
-
-_file_cache: dict[str, tuple[str, FileIndex | None]] = {}
-
-
-def file_index(filename: str) -> FileIndex | None:
-    """Parse ``filename`` (through linecache, so notebooks and zipped files work too)."""
-    lines = linecache.getlines(filename)
-    if not lines:
-        return None
-    source = "".join(lines)
-    hit = _file_cache.get(filename)
-    if hit is not None and hit[0] == source:
-        return hit[1]
-    try:
-        idx: FileIndex | None = FileIndex(ast.parse(source, filename), norm_filename(filename))
-    except (SyntaxError, ValueError) as e:
-        log.debug("cannot parse %s: %s", filename, e)
-        idx = None
-    _file_cache[filename] = (source, idx)
-    return idx
-
-
-def _node_span(node: ast.AST) -> tuple | None:
-    if getattr(node, "end_col_offset", None) is None or getattr(node, "lineno", None) is None:
-        return None
-    return (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
-
-
-def _encloses(outer: tuple, inner: tuple) -> bool:
-    return (outer[0], outer[1]) <= (inner[0], inner[1]) and (inner[2], inner[3]) <= (outer[2], outer[3])
-
-
-def _range(stmts: list) -> tuple | None:
-    if not stmts:
-        return None
-    a, b = _node_span(stmts[0]), _node_span(stmts[-1])
-    return (a[0], a[1], b[2], b[3]) if a and b else None
+__all__ = ["CodeMap", "build_codemap", "nested_codes"]
 
 
 # --- the per-code table ------------------------------------------------------------------
 class CodeMap:
     """Static facts about one code object, in the form the runtime engine needs.
 
-    ``actions[offset]`` is a tuple of action tuples (see :mod:`janus_profiler.profiler`);
+    ``actions[offset]`` is a tuple of action tuples (see :mod:`janus_profiler.engine`);
     site references in actions are indices into ``sites``.  ``regions[offset]`` is the
     set of loop indices whose body contains that instruction (absent: position unknown).
     """
@@ -198,6 +78,7 @@ class CodeMap:
 
 _SKIP_BEFORE_JUMP = {"EXTENDED_ARG", "CACHE", "COPY", "TO_BOOL", "NOT_TAKEN", "NOP"}
 _CALLS = {"CALL", "CALL_FUNCTION_EX", "CALL_KW"}
+_NAME_READS = {"LOAD_GLOBAL": "global", "LOAD_DEREF": "cell", "LOAD_CLASSDEREF": "cell"}
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
 _COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _LOOPS = (ast.For, ast.While) + _COMPS
@@ -277,71 +158,77 @@ class _Builder:
         return None
 
     def run(self) -> None:
-        cm, idx, instrs = self.cm, self.idx, self.instrs
-        # 1. loops, breaks and per-instruction actions
-        for k, ins in enumerate(instrs):
-            span = self.spans[k]
-            op = ins.opname
-            if op == "FOR_ITER":
-                node = idx.find(span, (ast.For,) + _COMPS) or self.loop_of_iter(span)
-                if node is not None and (not isinstance(node, _COMPS) or len(node.generators) == 1):
-                    li = self.loop_index(node)
-                    cm.add(ins.offset, ("for", self.fallthrough(k), li))
-                    self.for_iters[ins.offset] = li
-            elif "JUMP" in op and "IF_" in op:
-                self.jump(k, ins)
-            elif op in _CALLS:
-                node = idx.find(span, (ast.Call,))
-                if node is not None:
-                    cm.add(ins.offset, ("call", cm.site_index(idx.site(node)), self.path(node.func)))
-            elif op == "LOAD_GLOBAL":
-                node = idx.find(span, (ast.Name,))
-                if node is not None:
-                    cm.add(ins.offset, ("global", cm.site_index(idx.site(node)), ins.argval))
-            elif op in ("LOAD_DEREF", "LOAD_CLASSDEREF"):
-                node = idx.find(span, (ast.Name,))
-                if node is not None:
-                    cm.add(ins.offset, ("cell", cm.site_index(idx.site(node)), ins.argval))
-            elif op in ("LOAD_ATTR", "LOAD_METHOD"):
-                node = idx.find(span, (ast.Attribute,))
-                p = self.path(node.value) if node is not None else None
-                if p is not None:
-                    cm.add(ins.offset, ("attr", cm.site_index(idx.site(node)), p, node.attr))
-            elif op == "BINARY_SUBSCR":
-                node = idx.find(span, (ast.Subscript,))
-                p = self.path(node) if node is not None else None
-                if p is not None:
-                    cm.add(ins.offset, ("sub", cm.site_index(idx.site(node)), p[1], p[2]))
-            if span is not None:
-                w = idx.find(span, (ast.While,))
-                if w is not None:
-                    li = self.loop_index(w)
-                    if isinstance(w.test, ast.Constant) and w.test.value:
-                        self.while_entry(w, li)
-                b = idx.find(span, (ast.Break,))
-                if b is not None:
-                    loop = self.enclosing_loop(b)
-                    if loop is not None:
-                        cm.add(ins.offset, ("break", self.loop_index(loop)))
-        # 2. loop regions
+        """Fill the code map: per-instruction actions, loop regions, statement boundaries."""
+        for k, ins in enumerate(self.instrs):
+            self.instruction(k, ins)
+            if self.spans[k] is not None:
+                self.loop_marks(ins, self.spans[k])
         if self.loop_nodes:
-            regions = []
-            for node in self.loop_nodes:
-                excl = [r for r in (_range(getattr(node, "orelse", [])),
-                                    _node_span(node.iter) if isinstance(node, ast.For) else None) if r]
-                regions.append((self.loop_nodes[node], _node_span(node), excl))
-            for k, ins in enumerate(instrs):
-                span = self.spans[k]
-                if span is None:
-                    continue
-                inside = {li for li, outer, excl in regions
-                          if _encloses(outer, span) and not any(_encloses(e, span) for e in excl)}
-                if ins.offset in self.for_iters:  # 3.13 gives FOR_ITER the iterable's span
-                    inside.add(self.for_iters[ins.offset])
-                cm.regions[ins.offset] = frozenset(inside)
-        # 3. statement boundaries: types of the locals each statement reads
-        if not cm.code.co_name.startswith("<"):
-            self.statements()
+            self.regions()
+        if not self.cm.code.co_name.startswith("<"):
+            self.statements()  # the types of the locals each statement reads
+
+    def instruction(self, k: int, ins: dis.Instruction) -> None:
+        """The action of one instruction: a loop's ``FOR_ITER``, a conditional jump, a call,
+        or a read of a global, a cell, an attribute or a subscript."""
+        cm, idx, span, op = self.cm, self.idx, self.spans[k], ins.opname
+        if op == "FOR_ITER":
+            node = idx.find(span, (ast.For,) + _COMPS) or self.loop_of_iter(span)
+            if node is not None and (not isinstance(node, _COMPS) or len(node.generators) == 1):
+                li = self.loop_index(node)
+                cm.add(ins.offset, ("for", self.fallthrough(k), li))
+                self.for_iters[ins.offset] = li
+        elif "JUMP" in op and "IF_" in op:
+            self.jump(k, ins)
+        elif op in _CALLS:
+            node = idx.find(span, (ast.Call,))
+            if node is not None:
+                cm.add(ins.offset, ("call", cm.site_index(idx.site(node)), self.path(node.func)))
+        elif op in _NAME_READS:
+            node = idx.find(span, (ast.Name,))
+            if node is not None:
+                cm.add(ins.offset, (_NAME_READS[op], cm.site_index(idx.site(node)), ins.argval))
+        elif op in ("LOAD_ATTR", "LOAD_METHOD"):
+            node = idx.find(span, (ast.Attribute,))
+            p = self.path(node.value) if node is not None else None
+            if p is not None:
+                cm.add(ins.offset, ("attr", cm.site_index(idx.site(node)), p, node.attr))
+        elif op == "BINARY_SUBSCR":
+            node = idx.find(span, (ast.Subscript,))
+            p = self.path(node) if node is not None else None
+            if p is not None:
+                cm.add(ins.offset, ("sub", cm.site_index(idx.site(node)), p[1], p[2]))
+
+    def loop_marks(self, ins: dis.Instruction, span: tuple) -> None:
+        """The entry of a ``while True:`` body and the ``break`` statements of loops."""
+        w = self.idx.find(span, (ast.While,))
+        if w is not None:
+            li = self.loop_index(w)
+            if isinstance(w.test, ast.Constant) and w.test.value:
+                self.while_entry(w, li)
+        b = self.idx.find(span, (ast.Break,))
+        if b is not None:
+            loop = self.enclosing_loop(b)
+            if loop is not None:
+                self.cm.add(ins.offset, ("break", self.loop_index(loop)))
+
+    def regions(self) -> None:
+        """For every instruction, the loops whose body holds it (not their ``else`` nor the
+        ``for``'s iterable)."""
+        regions = []
+        for node in self.loop_nodes:
+            excl = [r for r in (stmts_span(getattr(node, "orelse", [])),
+                                node_span(node.iter) if isinstance(node, ast.For) else None) if r]
+            regions.append((self.loop_nodes[node], node_span(node), excl))
+        for k, ins in enumerate(self.instrs):
+            span = self.spans[k]
+            if span is None:
+                continue
+            inside = {li for li, outer, excl in regions
+                      if encloses(outer, span) and not any(encloses(e, span) for e in excl)}
+            if ins.offset in self.for_iters:  # 3.13 gives FOR_ITER the iterable's span
+                inside.add(self.for_iters[ins.offset])
+            self.cm.regions[ins.offset] = frozenset(inside)
 
     def loop_of_iter(self, span: tuple | None) -> ast.AST | None:
         """The loop whose iterable has this span (3.13 positions FOR_ITER there)."""
@@ -355,12 +242,12 @@ class _Builder:
         return None
 
     def while_entry(self, w: ast.While, li: int) -> None:
-        body = _range(w.body)
+        body = stmts_span(w.body)
         if body is None or w in self.entries:
             return
         self.entries.add(w)
         for k, ins in enumerate(self.instrs):
-            if self.spans[k] is not None and _encloses(body, self.spans[k]):
+            if self.spans[k] is not None and encloses(body, self.spans[k]):
                 self.cm.add(ins.offset, ("entry", li))
                 break
 
@@ -374,49 +261,40 @@ class _Builder:
 
     # -- conditional jumps
     def jump(self, k: int, ins: dis.Instruction) -> None:
-        idx, cm = self.idx, self.cm
-        op = ins.opname
+        """A conditional jump: the records its two ways imply (see the module's docstring)."""
+        found = self.jump_leaf(k)
+        if found is None:
+            return
+        leaf, owner = found
+        truth_if_jumped = _truth_if_jumped(ins.opname, leaf)
+        if truth_if_jumped is None:
+            return
+        chained = isinstance(leaf, ast.Compare) and len(leaf.ops) > 1 \
+            and any(i.offset == ins.argval and i.opname == "POP_TOP" for i in self.instrs)
+        recs = {truth: () if (chained and truth) else self.propagate(leaf, truth, owner) for truth in (True, False)}
+        if recs[True] or recs[False]:
+            self.cm.add(ins.offset, ("jump", self.fallthrough(k), recs[truth_if_jumped], recs[not truth_if_jumped]))
+
+    def jump_leaf(self, k: int) -> tuple[ast.AST, ast.AST | None] | None:
+        """The operand the jump at ``k`` tests (computed by the instruction before it) and its
+        owner, innermost first; None if no operand of its statement fits."""
         j = k - 1
         while j >= 0 and self.instrs[j].opname in _SKIP_BEFORE_JUMP:
             j -= 1
         if j < 0 or self.spans[j] is None or self.spans[k] is None:
-            return
-        cands = [n for n in idx.by_span.get(self.spans[j], ()) if isinstance(n, ast.expr)]
-        for node in reversed(cands):  # innermost first
+            return None
+        for node in reversed([n for n in self.idx.by_span.get(self.spans[j], ()) if isinstance(n, ast.expr)]):
             found = self.leaf_of(node)
             # the jump must belong to the operand's statement (its own span is not reliable:
             # 3.11 gives the jump after `b` in `while a < 3 or b` the span of `a < 3`)
-            if found is not None and _encloses(self.stmt_span(found[0]), self.spans[k]):
-                break
-        else:
-            return
-        leaf, owner = found
-        if "IF_NOT_NONE" in op or "IF_NONE" in op:
-            if not (isinstance(leaf, ast.Compare) and len(leaf.ops) == 1
-                    and isinstance(leaf.ops[0], (ast.Is, ast.IsNot))):
-                return
-            is_is = isinstance(leaf.ops[0], ast.Is)
-            jumped_none = "IF_NONE" in op and "IF_NOT_NONE" not in op
-            truth_if_jumped = jumped_none if is_is else not jumped_none
-        elif "IF_FALSE" in op:
-            truth_if_jumped = False
-        elif "IF_TRUE" in op:
-            truth_if_jumped = True
-        else:
-            return
-        chained = isinstance(leaf, ast.Compare) and len(leaf.ops) > 1 \
-            and any(i.offset == ins.argval and i.opname == "POP_TOP" for i in self.instrs)
-        recs = {}
-        for truth in (True, False):
-            recs[truth] = () if (chained and truth) else self.propagate(leaf, truth, owner)
-        if not recs[True] and not recs[False]:
-            return
-        cm.add(ins.offset, ("jump", self.fallthrough(k), recs[truth_if_jumped], recs[not truth_if_jumped]))
+            if found is not None and encloses(self.stmt_span(found[0]), self.spans[k]):
+                return found
+        return None
 
     def stmt_span(self, node: ast.AST) -> tuple:
         while node is not None and not isinstance(node, ast.stmt):
             node = self.idx.parent.get(node)
-        return _node_span(node) if node is not None else (0, 0, 0, 0)
+        return node_span(node) if node is not None else (0, 0, 0, 0)
 
     def test_slot(self, child: ast.AST, parent: ast.AST | None) -> bool:
         f = self.idx.field.get(child)
@@ -527,3 +405,18 @@ class _Builder:
 
 if sys.version_info < (3, 11):  # pragma: no cover - co_positions() is 3.11+
     raise ImportError("janus_profiler needs Python 3.11 or newer (co_positions)")
+
+
+def _truth_if_jumped(op: str, leaf: ast.AST) -> bool | None:
+    """The truth of the tested operand when a jump of opcode ``op`` is taken; None for a
+    jump whose outcome says nothing about it (``IF_NONE`` on an operand that is no ``is``)."""
+    if "IF_NOT_NONE" in op or "IF_NONE" in op:
+        if not (isinstance(leaf, ast.Compare) and len(leaf.ops) == 1 and isinstance(leaf.ops[0], (ast.Is, ast.IsNot))):
+            return None
+        jumped_none = "IF_NONE" in op and "IF_NOT_NONE" not in op
+        return jumped_none if isinstance(leaf.ops[0], ast.Is) else not jumped_none
+    if "IF_FALSE" in op:
+        return False
+    if "IF_TRUE" in op:
+        return True
+    return None

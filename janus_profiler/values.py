@@ -182,15 +182,7 @@ def summarize(x: Any, _depth: int = 0) -> TypeInfo:
     t = type(x)
     kind, name = _kind(t)
     if kind == "scalar":
-        if t is str or t is bytes:
-            if len(x) <= MAX_STR:
-                return TypeInfo(name, value=x if t is str else None, has_value=t is str)
-            return TypeInfo(name, shape=(len(x),))
-        if t is complex:
-            return TypeInfo(name)
-        if t is int and not -(1 << 62) < x < (1 << 62):
-            return TypeInfo(name)
-        return TypeInfo(name, value=x, has_value=True)
+        return _summarize_scalar(x, t, name)
     if kind == "tensor" or kind == "variable":
         return TypeInfo(name, _dtype_name(x), _tensor_shape(x))
     if kind == "ndarray":
@@ -214,6 +206,20 @@ def summarize(x: Any, _depth: int = 0) -> TypeInfo:
         return TypeInfo(name, value=x.__name__ if isinstance(x.__dict__.get("__name__"), str) else None,
                         has_value=True)
     return TypeInfo(name)
+
+
+def _summarize_scalar(x: Any, t: type, name: str) -> TypeInfo:
+    """A Python scalar with its value, but for long strings, bytes, complex numbers and
+    integers beyond 2**62 (their type only, or a string's length)."""
+    if t is str or t is bytes:
+        if len(x) <= MAX_STR:
+            return TypeInfo(name, value=x if t is str else None, has_value=t is str)
+        return TypeInfo(name, shape=(len(x),))
+    if t is complex:
+        return TypeInfo(name)
+    if t is int and not -(1 << 62) < x < (1 << 62):
+        return TypeInfo(name)
+    return TypeInfo(name, value=x, has_value=True)
 
 
 # --- safe attribute and subscript reads ----------------------------------------------------
@@ -256,23 +262,12 @@ def safe_getattr(obj: Any, name: str) -> tuple[str, Any]:
     """
     t = type(obj)
     if issubclass(t, types.ModuleType):
-        d = _instance_dict(obj, t)
-        if d is not None:
-            if name in d:
-                return OK, d[name]
-            if "__getattr__" in d or _class_lookup(t, "__getattr__")[1]:
-                return DYNAMIC, None  # lazy attributes (PEP 562, lazy loaders): never call it
-            return MISSING, None
+        found = _module_attribute(obj, t, name)
+        if found is not None:
+            return found
     if issubclass(t, type):
         v, found = _class_lookup(obj, name)
-        if not found:
-            return DYNAMIC, None
-        vt = type(v)
-        if vt is staticmethod:
-            return OK, v.__func__
-        if vt is classmethod:
-            return METHOD, v.__func__
-        return OK, v
+        return _class_attribute(v, on_class=True) if found else (DYNAMIC, None)
     cv, cfound = _class_lookup(t, name)
     if cfound and _is_data_descriptor(cv):
         if type(cv) in (_GetSet, _Member):  # C slots: reading runs no Python code
@@ -285,21 +280,39 @@ def safe_getattr(obj: Any, name: str) -> tuple[str, Any]:
     if d is not None and name in d:
         return OK, d[name]
     if cfound:
-        vt = type(cv)
-        if vt is types.FunctionType:
-            return METHOD, cv
-        if vt is staticmethod:
-            return OK, cv.__func__
-        if vt is classmethod:
-            return METHOD, cv.__func__
-        if vt in _C_METHODS:
-            return METHOD, cv
-        if _class_lookup(vt, "__get__")[1]:
-            return DYNAMIC, None
-        return OK, cv
+        return _class_attribute(cv, on_class=False)
     if _class_lookup(t, "__getattr__")[1]:
         return DYNAMIC, None
     return MISSING, None
+
+
+def _module_attribute(module: Any, t: type, name: str) -> tuple[str, Any] | None:
+    """A module's attribute from its ``__dict__``; None for a module without one."""
+    d = _instance_dict(module, t)
+    if d is None:
+        return None
+    if name in d:
+        return OK, d[name]
+    if "__getattr__" in d or _class_lookup(t, "__getattr__")[1]:
+        return DYNAMIC, None  # lazy attributes (PEP 562, lazy loaders): never call it
+    return MISSING, None
+
+
+def _class_attribute(v: Any, on_class: bool) -> tuple[str, Any]:
+    """What reading an attribute found in a class's ``__dict__`` gives, on the class itself
+    (``on_class``) or on an instance, without binding it."""
+    vt = type(v)
+    if vt is staticmethod:
+        return OK, v.__func__
+    if vt is classmethod:
+        return METHOD, v.__func__
+    if on_class:
+        return OK, v
+    if vt is types.FunctionType or vt in _C_METHODS:
+        return METHOD, v
+    if _class_lookup(vt, "__get__")[1]:
+        return DYNAMIC, None
+    return OK, v
 
 
 _SAFE_KEYS = (str, int, bool, type(None), float)

@@ -108,6 +108,18 @@ def test_profiler_imports_nothing_from_janus():
             assert not bad, f"{m} imports {bad}"
 
 
+# A module a reader takes in at one sitting (issue #41): the profiler's were 642 and 529 lines.
+MAX_MODULE_LINES = 450
+
+
+def test_the_profilers_modules_stay_readable_in_one_sitting():
+    for m, p in _modules().items():
+        if m.startswith("janus_profiler"):
+            with open(p, encoding="utf-8") as fh:
+                n = sum(1 for _ in fh)
+            assert n <= MAX_MODULE_LINES, f"{m} has {n} lines (at most {MAX_MODULE_LINES})"
+
+
 def test_profiler_finds_the_conversion_checker_without_importing_janus():
     code = ("import sys, janus_profiler.report as r\n"
             "checker = r.find_checker()\n"

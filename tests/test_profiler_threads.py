@@ -205,13 +205,13 @@ def test_a_monitoring_tool_of_the_user_is_kept():
 def test_a_failure_of_the_engine_never_reaches_the_call(monkeypatch, caplog):
     """An internal error in a hook (on 3.12+ a sys.monitoring callback, which would raise into
     the monitored code) is logged and the frame continues untraced."""
-    from janus_profiler import profiler as engine
+    from janus_profiler import engine
 
     def broken(self, frame, offset):
         raise ZeroDivisionError("engine bug")
 
     monkeypatch.setattr(engine.FrameState, "op", broken)
-    monkeypatch.setattr(engine, "_reported", set())
+    monkeypatch.setattr(engine, "reported", set())
     with caplog.at_level("WARNING", logger="janus.profiler"):
         assert Profiler().call(work, 5) == work(5)
     assert "internal error while profiling work" in caplog.text
