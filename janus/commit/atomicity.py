@@ -281,29 +281,40 @@ def _order_writes(graph: Any, checks: Any, assertions: Sequence = ()) -> list:
     for op, assumptions in assertions:  # the first only: TF orders later assertions after it
         if op in downstream:
             raise StateBeforeAssertion(assumptions)
-    check_ops = {op for op, _ in assertions}
     first = _first_take(writers, downstream)
-    late = next((op for op in operations if op in downstream and may_fail(op, checks.safe_ops)), None)
-    if late is None and len(writers) > 1:
-        # a writer that may fail itself (a conditional writing on one side, failing on the
-        # other) cannot wait for the other writers, nor they for it if it waits for them
-        late = next((op for op in writers if op is not first and may_fail(op, checks.safe_ops)), None)
+    late = _late_failure(operations, writers, downstream, first, checks.safe_ops)
     if late is not None:
         checks.late_failures.append(f"{_describe(late)} may fail at run time after a state update")
     after_writes = downstream | set(writers)
     before = [op for op in operations if op not in after_writes]
-    gated = [op for op in before if op in check_ops or may_fail(op, checks.safe_ops)]
-    if gated:
-        with graph.as_default(), graph.control_dependencies(None):
-            barrier = _tf_private.barrier(_completion(gated))
-        for op in writers:
-            _tf_private.add_control_inputs(op, [barrier])
+    check_ops = {op for op, _ in assertions}
+    _wait_for(graph, writers, [op for op in before if op in check_ops or may_fail(op, checks.safe_ops)])
     if first is not None:
         after_first = _descendants([first], graph)
         for op in writers:
             if op is not first and op not in after_first:
                 _tf_private.add_control_inputs(op, [first])
     return before
+
+
+def _late_failure(operations: list, writers: list, downstream: set, first: Any, safe_ops: Any) -> Any:
+    """An op that may fail after a write, or None: one downstream of a write, else a writer
+    that may fail itself (a conditional writing on one side, failing on the other), which
+    cannot wait for the other writers, nor they for it if it waits for them."""
+    late = next((op for op in operations if op in downstream and may_fail(op, safe_ops)), None)
+    if late is None and len(writers) > 1:
+        late = next((op for op in writers if op is not first and may_fail(op, safe_ops)), None)
+    return late
+
+
+def _wait_for(graph: Any, writers: list, gated: list) -> None:
+    """Every writer waits for every op of ``gated`` to have run in full (one barrier)."""
+    if not gated:
+        return
+    with graph.as_default(), graph.control_dependencies(None):
+        barrier = _tf_private.barrier(_completion(gated))
+    for op in writers:
+        _tf_private.add_control_inputs(op, [barrier])
 
 
 def _first_take(writers: list, downstream: set) -> Any:

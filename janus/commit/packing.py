@@ -244,6 +244,15 @@ def unpack(recipe: Recipe, run: Run) -> Any:
     return recipe.unpack(run)
 
 
+def _constant(value: Any, what: str) -> Recipe | None:
+    """An immutable Python value: a scalar, a NumPy scalar, a slice of Python numbers (``del lst[:1]``)."""
+    if type(value) in SCALARS or isinstance(value, np.generic):
+        return Constant(value)
+    if type(value) is slice and all(type(p) in SCALARS for p in (value.start, value.stop, value.step)):
+        return Constant(value)
+    return None
+
+
 class Packer:
     """Collects the graph outputs of one trace."""
 
@@ -255,14 +264,30 @@ class Packer:
         self._arrays: dict[int, tuple] = {}  # id of a TensorArray the graph built -> (it, its recipe)
 
     def pack(self, value: Any, what: str = "the result") -> Recipe:
+        """The recipe that rebuilds ``value`` after a run: the graph's outputs it needs are
+        appended to :attr:`tensors`.  Tried in order: a value of the graph, a constant, Python
+        state (read again after the run), an object the trace built, a container, a
+        TensorFlow value; anything else cannot leave the graph (a ConversionError)."""
+        for stage in (self._graph_value, _constant, self._state_or_built, self._container, self._tensorflow_value):
+            recipe = stage(value, what)
+            if recipe is not None:
+                return recipe
+        raise ConversionError(f"{what} holds a {type(value).__name__} object created during the call",
+                              code=Code.LEAVES_GRAPH)
+
+    def _output(self, tensor: tf.Tensor) -> int:
+        self.tensors.append(tensor)
+        return len(self.tensors) - 1
+
+    def _graph_value(self, value: Any, what: str) -> Recipe | None:
+        """A value the graph computes: a tensor, a Python number or string it carries, a NumPy
+        array or scalar it computed or was fed."""
         if isinstance(value, Undefined):
             raise ConversionError(f"{what} may be unassigned", code=Code.UNDEFINED)
         if is_symbolic(value):
-            self.tensors.append(value)
-            return Output(len(self.tensors) - 1)
+            return Output(self._output(value))
         if isinstance(value, PyScalar):
-            self.tensors.append(value.tensor)
-            return Output(len(self.tensors) - 1, value.kind)
+            return Output(self._output(value.tensor), value.kind)
         if isinstance(value, PyOrTensor):
             first = len(self.tensors)
             self.tensors += value.parts()
@@ -271,15 +296,13 @@ class Packer:
             fields = [p.value for p in value.parts if not isinstance(p, str)]
             return Formatted(value, tuple(self.pack(v, what) for v in fields))
         if isinstance(value, LoweredArray):  # NumPy's result, computed by the graph: a new array
-            self.tensors.append(value.tensor)
-            return ArrayOutput(len(self.tensors) - 1, value.scalar_type or np.ndarray)
+            return ArrayOutput(self._output(value.tensor), value.scalar_type or np.ndarray)
         if isinstance(value, FedArray) and value.scalar_type is not None:  # a fed NumPy scalar: its value
-            self.tensors.append(tf.convert_to_tensor(value))
-            return Output(len(self.tensors) - 1, value.scalar_type)
-        if type(value) in SCALARS or isinstance(value, np.generic):
-            return Constant(value)
-        if type(value) is slice and all(type(p) in SCALARS for p in (value.start, value.stop, value.step)):
-            return Constant(value)  # immutable, of Python numbers: del lst[:1]
+            return Output(self._output(tf.convert_to_tensor(value)), value.scalar_type)
+        return None
+
+    def _state_or_built(self, value: Any, what: str) -> Recipe | None:
+        """Python state (read again after the run), or a user object the trace built."""
         source = self.ctx.source_of(value)
         if source is not None:
             return FromState(self.ctx.getter(source))
@@ -289,6 +312,10 @@ class Packer:
                                   "(eager makes a new class at every call)", code=Code.LEAVES_GRAPH)
         if self.ctx.heap.is_created(value):
             return self._created(value, what)
+        return None
+
+    def _container(self, value: Any, what: str) -> Recipe | None:
+        """A list, tuple, named tuple, set of scalars, dict or NumPy array: its items packed."""
         if type(value) is list:
             return ListOf(tuple(self.pack(v, what) for v in value))
         if type(value) is tuple:
@@ -304,11 +331,7 @@ class Packer:
                 raise ConversionError(f"{what} holds a NumPy object array of values the trace made",
                                       code=Code.LEAVES_GRAPH)
             return ArrayCopy(value.copy())
-        recipe = self._tensorflow_value(value, what)
-        if recipe is not None:
-            return recipe
-        raise ConversionError(f"{what} holds a {type(value).__name__} object created during the call",
-                              code=Code.LEAVES_GRAPH)
+        return None
 
     def _tensorflow_value(self, value: Any, what: str) -> Recipe | None:
         """A TensorFlow value leaves the graph in eager's form: a ``TensorArray`` as an eager

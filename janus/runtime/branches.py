@@ -31,7 +31,7 @@ from janus.runtime.dunders import truth_operand
 from janus.runtime.checks import assertion, speculate_branch
 from janus.runtime.constructs import body_writes_state, no_cells, op_of, same_position
 from janus.runtime.graph_lists import GraphList
-from janus.runtime.reconcile import apply_fixes, fixes, join, same_python, split
+from janus.runtime.reconcile import Plain, apply_fixes, fixes, join, same_python, split
 from janus.runtime.truth import is_tensor, known_truth, to_bool, truth
 from janus.trace.aborts import first_line
 from janus.trace.active import current
@@ -308,7 +308,7 @@ def _both_sides(pred, t: _Side, f: _Side, scope: str, names: Sequence[str], what
         raise ConversionError(f"{what}: a variable has a different kind on each side ({', '.join(names)})",
                               code=Code.TENSOR_BRANCH)
     for kind, a, b in zip(t_kinds, t_leaves, f_leaves):
-        if kind == "py" and not same_python(a, b):
+        if kind is Plain.PYTHON and not same_python(a, b):
             raise ConversionError(f"{what}: a Python value differs between the two sides ({a!r} vs {b!r})",
                                   code=Code.TENSOR_BRANCH)
     outs = _build(pred, t, f, scope, what, start)

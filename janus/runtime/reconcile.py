@@ -12,7 +12,9 @@ kind where eager would not convert it fails the conversion.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+import enum
+from dataclasses import dataclass
+from typing import Any, Sequence, Union
 
 import tensorflow as tf
 
@@ -23,22 +25,54 @@ from janus.trace.values import UNDEF, PyScalar, is_symbolic
 from janus.trace.scalars import DTYPES, PY_SCALARS, PyOrTensor
 
 
-def _kind(leaf: Any) -> Any:
+class Plain(enum.Enum):
+    """The kinds of a leaf that carry no parameter."""
+
+    PYTHON = "a Python value, the same on every path (not carried)"
+    TENSOR = "a tensor"
+
+
+@dataclass(frozen=True)
+class Number:
+    """A Python number the graph computes (a :class:`PyScalar` of ``kind``)."""
+
+    kind: type
+
+
+@dataclass(frozen=True)
+class NumberOrTensorKind:
+    """A Python number of ``kind`` on some paths, a tensor on others (a :class:`PyOrTensor`)."""
+
+    kind: type
+
+
+@dataclass(frozen=True)
+class ListKind:
+    """An own list of tensors of one dtype and shape, carried as a :class:`GraphList`."""
+
+    dtype: tf.DType
+    shape: tuple
+
+
+Kind = Union[Plain, Number, NumberOrTensorKind, ListKind]
+
+
+def _kind(leaf: Any) -> Kind:
     if isinstance(leaf, GraphList):
-        return ("graph list",) + leaf.spec()
+        return ListKind(*leaf.spec())
     if isinstance(leaf, PyScalar):
-        return leaf.kind
+        return Number(leaf.kind)
     if isinstance(leaf, PyOrTensor):
-        return ("number or tensor", leaf.kind)
+        return NumberOrTensorKind(leaf.kind)
     if is_symbolic(leaf):
-        return "tensor"
+        return Plain.TENSOR
     if any(is_symbolic(t) for t in tf.nest.flatten(leaf, expand_composites=True)):
         raise ConversionError(f"a {type(leaf).__name__} the graph computes flows through tensor-dependent control flow",
                               code=Code.TENSOR_BRANCH)
-    return "py"
+    return Plain.PYTHON
 
 
-def split(values: Any) -> tuple[list, list, list]:
+def split(values: Any) -> tuple[list, list[Kind], list]:
     """Leaves of ``values``, their kinds, and the tensors a TF construct must carry."""
     leaves = tf.nest.flatten(values, expand_composites=False)
     kinds = [_kind(x) for x in leaves]
@@ -48,48 +82,96 @@ def split(values: Any) -> tuple[list, list, list]:
             tensors += x.parts()
         elif isinstance(x, GraphList):
             tensors.append(x.handle)
-        elif k != "py":
+        elif k is not Plain.PYTHON:
             tensors.append(x.tensor if isinstance(x, PyScalar) else x)
     return leaves, kinds, tensors
 
 
-def join(structure: Any, leaves: list, kinds: list, tensors) -> Any:
+def join(structure: Any, leaves: list, kinds: list[Kind], tensors) -> Any:
     """Rebuild ``structure`` with the carried tensors back in place (as PyScalars where they were)."""
     out = []
     for leaf, kind in zip(leaves, kinds):
-        if kind == "py":
+        if kind is Plain.PYTHON:
             out.append(leaf)
-        elif kind == "tensor":
+        elif kind is Plain.TENSOR:
             out.append(next(tensors))
-        elif isinstance(kind, tuple) and kind[0] == "graph list":
-            out.append(GraphList(next(tensors), kind[1], kind[2]))
-        elif isinstance(kind, tuple):
+        elif isinstance(kind, ListKind):
+            out.append(GraphList(next(tensors), kind.dtype, kind.shape))
+        elif isinstance(kind, NumberOrTensorKind):
             number, tensor, is_number = next(tensors), next(tensors), next(tensors)
-            out.append(PyOrTensor(number, kind[1], tensor, is_number))
+            out.append(PyOrTensor(number, kind.kind, tensor, is_number))
         else:
-            out.append(PyScalar(next(tensors), kind))
+            out.append(PyScalar(next(tensors), kind.kind))
     return tf.nest.pack_sequence_as(structure, out, expand_composites=False)
 
 
-def fixes(t_out: tuple, f_out: tuple, names: Sequence[str], lists: Sequence[str] = ()) -> dict[int, Any]:
+@dataclass(frozen=True)
+class ToGraphList:
+    """An own list the sides leave at different lengths becomes a GraphList of this spec."""
+
+    dtype: tf.DType
+    shape: tuple
+
+    def apply(self, value: Any) -> Any:
+        return GraphList.of(value, self.dtype, self.shape) if type(value) is list else value
+
+
+@dataclass(frozen=True)
+class FillMissing:
+    """The function's result, unassigned on this side: zeros of the other side's structure."""
+
+    structure: Any  # of TensorSpecs (zeros) and Python values (as they are)
+
+    def apply(self, value: Any) -> Any:
+        if value is not UNDEF:
+            return value
+        return tf.nest.map_structure(lambda spec: tf.zeros([d or 0 for d in spec.shape.as_list()], spec.dtype)
+                                     if isinstance(spec, tf.TensorSpec) else spec, self.structure)
+
+
+@dataclass(frozen=True)
+class ToNumber:
+    """A Python number where the other side has a PyScalar or another number: a PyScalar."""
+
+    kind: type
+
+    def apply(self, value: Any) -> Any:
+        return PyScalar.of(value, self.kind) if type(value) in PY_SCALARS else value
+
+
+@dataclass(frozen=True)
+class ToUnion:
+    """A number on one side, a tensor on the other: a PyOrTensor on both."""
+
+    kind: type
+    dtype: tf.DType
+
+    def apply(self, value: Any) -> Any:
+        return as_union(value, self.kind, self.dtype)
+
+
+Fix = Union[ToGraphList, FillMissing, ToNumber, ToUnion]
+
+
+def fixes(t_out: tuple, f_out: tuple, names: Sequence[str], lists: Sequence[str] = ()) -> dict[int, Fix]:
     """Differences between the sides that ops added to a side's graph can reconcile;
     ``lists``: the own lists among ``names``, which may become GraphLists."""
-    found: dict[int, Any] = {}
+    found: dict[int, Fix] = {}
     for i, name in enumerate(names):
         a, b = t_out[i], f_out[i]
         ka, kb = _scalar_kind(a), _scalar_kind(b)
         if name in lists and _list_like(a) and _list_like(b) and not (type(a) is list and type(b) is list
                                                                         and len(a) == len(b)):
-            found[i] = ("graph list",) + common_spec((a, b), name)
+            found[i] = ToGraphList(*common_spec((a, b), name))
         elif name == "_jn_ret" and (a is UNDEF) != (b is UNDEF):
             other = b if a is UNDEF else a
-            found[i] = ("fill", tf.nest.map_structure(
+            found[i] = FillMissing(tf.nest.map_structure(
                 lambda x: tf.TensorSpec(x.shape, x.dtype) if is_symbolic(x) else x, other))
         elif ka is not None and ka == kb and (type(a) in PY_SCALARS or type(b) in PY_SCALARS) \
                 and not (type(a) in PY_SCALARS and type(b) in PY_SCALARS and a == b):
-            found[i] = ("scalar", ka)
+            found[i] = ToNumber(ka)
         elif number_or_tensor(a) and number_or_tensor(b) and ((ka is None) != (kb is None) or _is_union(a, b)):
-            found[i] = ("union",) + union_kind(a, b, name)
+            found[i] = ToUnion(*union_kind(a, b, name))
     return found
 
 
@@ -101,7 +183,7 @@ def joinable(a: Any, b: Any) -> bool:
         ka, kb = _kind(a), _kind(b)
     except ConversionError:
         return False
-    if ka == "py" and kb == "py":
+    if ka is Plain.PYTHON and kb is Plain.PYTHON:
         return same_python(a, b) or type(a) in PY_SCALARS and type(a) is type(b)
     if not (number_or_tensor(a) and number_or_tensor(b)):
         return False
@@ -159,21 +241,12 @@ def as_union(x: Any, kind: type, dtype: tf.DType) -> PyOrTensor:
     return PyOrTensor(number.tensor, kind, tensor, tf.constant(True))
 
 
-def apply_fixes(out: tuple, fixes: dict[int, Any]) -> tuple:
+def apply_fixes(out: tuple, fixes: dict[int, Fix]) -> tuple:
     """A side's values, reconciled (in the side's graph): a Python scalar where the other side
     has a PyScalar or another number becomes a PyScalar; a missing result becomes zeros."""
     out = list(out)
     for i, fix in fixes.items():
-        if fix[0] == "scalar" and type(out[i]) in PY_SCALARS:
-            out[i] = PyScalar.of(out[i], fix[1])
-        elif fix[0] == "union":
-            out[i] = as_union(out[i], fix[1], fix[2])
-        elif fix[0] == "graph list" and type(out[i]) is list:
-            out[i] = GraphList.of(out[i], fix[1], fix[2])
-        elif fix[0] == "fill" and out[i] is UNDEF:
-            out[i] = tf.nest.map_structure(
-                lambda spec: tf.zeros([d or 0 for d in spec.shape.as_list()], spec.dtype)
-                if isinstance(spec, tf.TensorSpec) else spec, fix[1])
+        out[i] = fix.apply(out[i])
     return tuple(out)
 
 

@@ -21,7 +21,7 @@ from janus.runtime import branch_stores
 from janus.runtime.branch_stores import LoopSink
 from janus.runtime.constructs import body_writes_state, op_of
 from janus.runtime.graph_lists import GraphList
-from janus.runtime.reconcile import as_union, join, number_or_tensor, split, union_kind
+from janus.runtime.reconcile import Number, as_union, join, number_or_tensor, split, union_kind
 from janus.runtime.truth import is_tensor, truth
 from janus.trace.aborts import first_line
 from janus.trace.active import current
@@ -142,7 +142,7 @@ def _loop_attempt(test: Callable, body: Callable, structure: tuple, names: Seque
         _, new_kinds, tensors = split(new)
         if new_kinds != kinds:
             widen = {j: o.dtype for j, (o, k) in enumerate(zip(new, kinds))
-                     if k in PY_SCALARS and (is_symbolic(o) or isinstance(o, PyOrTensor))}
+                     if isinstance(k, Number) and (is_symbolic(o) or isinstance(o, PyOrTensor))}
             if widen:
                 for j in widen:
                     union_kind(leaves[j], new[j], what)  # only conversions eager makes
