@@ -45,11 +45,12 @@ $(VENV)/.installed: pyproject.toml
 demo: $(VENV)/.installed
 	$(PY) examples/demo.py
 
+# one pytest worker per core (pytest-xdist): every test is its own process's business
 test: $(VENV)/.installed
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n auto tests
 
 test-subset: $(VENV)/.installed
-	$(PY) -m pytest -q $(SUBSET)
+	$(PY) -m pytest -q -n auto $(SUBSET)
 
 test-py%:
 	@py="$(call python_for,$*)"; \
