@@ -156,23 +156,26 @@ Fix = Union[ToGraphList, FillMissing, ToNumber, ToUnion]
 def fixes(t_out: tuple, f_out: tuple, names: Sequence[str], lists: Sequence[str] = ()) -> dict[int, Fix]:
     """Differences between the sides that ops added to a side's graph can reconcile;
     ``lists``: the own lists among ``names``, which may become GraphLists."""
-    found: dict[int, Fix] = {}
-    for i, name in enumerate(names):
-        a, b = t_out[i], f_out[i]
-        ka, kb = _scalar_kind(a), _scalar_kind(b)
-        if name in lists and _list_like(a) and _list_like(b) and not (type(a) is list and type(b) is list
-                                                                        and len(a) == len(b)):
-            found[i] = ToGraphList(*common_spec((a, b), name))
-        elif name == "_jn_ret" and (a is UNDEF) != (b is UNDEF):
-            other = b if a is UNDEF else a
-            found[i] = FillMissing(tf.nest.map_structure(
-                lambda x: tf.TensorSpec(x.shape, x.dtype) if is_symbolic(x) else x, other))
-        elif ka is not None and ka == kb and (type(a) in PY_SCALARS or type(b) in PY_SCALARS) \
-                and not (type(a) in PY_SCALARS and type(b) in PY_SCALARS and a == b):
-            found[i] = ToNumber(ka)
-        elif number_or_tensor(a) and number_or_tensor(b) and ((ka is None) != (kb is None) or _is_union(a, b)):
-            found[i] = ToUnion(*union_kind(a, b, name))
-    return found
+    found = {i: _fix(name, t_out[i], f_out[i], name in lists) for i, name in enumerate(names)}
+    return {i: fix for i, fix in found.items() if fix is not None}
+
+
+def _fix(name: str, a: Any, b: Any, own_list: bool) -> Fix | None:
+    """How the sides' values ``a`` and ``b`` of variable ``name`` are made one, if they differ
+    in a way ops can mend."""
+    if own_list and _list_like(a) and _list_like(b) and not _lists_alike(a, b):
+        return ToGraphList(*common_spec((a, b), name))
+    if name == "_jn_ret" and (a is UNDEF) != (b is UNDEF):
+        other = b if a is UNDEF else a
+        return FillMissing(tf.nest.map_structure(lambda x: tf.TensorSpec(x.shape, x.dtype) if is_symbolic(x) else x,
+                                                 other))
+    ka, kb = _scalar_kind(a), _scalar_kind(b)
+    if ka is not None and ka == kb and not _same_python_number(a, b) and (type(a) in PY_SCALARS
+                                                                          or type(b) in PY_SCALARS):
+        return ToNumber(ka)
+    if number_or_tensor(a) and number_or_tensor(b) and ((ka is None) != (kb is None) or _is_union(a, b)):
+        return ToUnion(*union_kind(a, b, name))
+    return None
 
 
 def joinable(a: Any, b: Any) -> bool:
@@ -252,6 +255,15 @@ def apply_fixes(out: tuple, fixes: dict[int, Fix]) -> tuple:
 
 def _list_like(x: Any) -> bool:
     return type(x) is list or isinstance(x, GraphList)
+
+
+def _lists_alike(a: Any, b: Any) -> bool:
+    """Two Python lists of one length: a tensor branch carries their items as they are."""
+    return type(a) is list and type(b) is list and len(a) == len(b)
+
+
+def _same_python_number(a: Any, b: Any) -> bool:
+    return type(a) in PY_SCALARS and type(b) in PY_SCALARS and a == b
 
 
 def _scalar_kind(x: Any) -> type | None:

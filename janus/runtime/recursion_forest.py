@@ -170,11 +170,31 @@ def _plan(rec: Any, fn: Any, info: StructuralRecursion, bound: inspect.BoundArgu
     plan.namespace.update(namespace)
     for case in known:
         plan.add(dataclasses.replace(case, index=len(plan.cases), exemplar=None))
+    found, exemplars = _flatten_discovering(rec, plan, fn, info, bound, objs)
+    if not all(case.exemplar is not None or case.index in exemplars for case in plan.cases):
+        present = [case for case in plan.cases if case.exemplar is not None or case.index in exemplars]
+        return _plan(rec, fn, info, bound, objs, plan.namespace, present)  # without the cases absent here
+    plan.reached, plan.traced = found.height, found
+    for case in plan.cases:
+        case.exemplar = case.exemplar if case.exemplar is not None else exemplars[case.index]
+    _learn_flows(rec, plan, fn, info, bound)
+    learned = {c.signature(): c for c in known}
+    learned.update((c.signature(), dataclasses.replace(c, exemplar=None, flows=None, reaches=None))
+                   for c in plan.cases)
+    _KNOWN_CASES[fn] = (dict(plan.namespace), list(learned.values()))
+    return plan
+
+
+def _flatten_discovering(rec: Any, plan: ForestPlan, fn: Any, info: StructuralRecursion,
+                         bound: inspect.BoundArguments, objs: tuple) -> tuple[Flat, dict[int, Any]]:
+    """The forest of ``objs`` flattened, with a node of each case found (by case index): a
+    node of no known case is discovered (its case added to ``plan``), a forest too high
+    doubles the levels, up to ``MAX_LEVELS``."""
     while True:
         exemplars: dict[int, Any] = {}
         found = plan.flatten(objs, exemplars)
         if isinstance(found, Flat):
-            break
+            return found, exemplars
         if found.kind == "case":
             discover(rec, plan, fn, info, bound, found.node)
             if plan.match(found.node) < 0:  # would loop: what the trace recorded does not recognize it
@@ -184,23 +204,17 @@ def _plan(rec: Any, fn: Any, info: StructuralRecursion, bound: inspect.BoundArgu
             plan.levels *= 2
         else:
             raise ConversionError(f"recursion over {plan.label}: {found.reason}", code=Code.TREE_RECURSION)
-    if all(case.exemplar is not None or case.index in exemplars for case in plan.cases):
-        plan.reached, plan.traced = found.height, found
-        for case in plan.cases:
-            case.exemplar = case.exemplar if case.exemplar is not None else exemplars[case.index]
-        for case in plan.cases:
-            if case.flows is None:  # learned in another trace: its gradients may differ in this one
-                trace = scratch(rec, plan, fn, info, bound, case.exemplar)
-                if trace.case_signature() != case.signature():
-                    trace.refuse("its code took another path for a node of the same case")
-                case.flows, case.reaches = trace.case.flows, trace.case.reaches
-        learned = {c.signature(): c for c in known}
-        learned.update((c.signature(), dataclasses.replace(c, exemplar=None, flows=None, reaches=None))
-                       for c in plan.cases)
-        _KNOWN_CASES[fn] = (dict(plan.namespace), list(learned.values()))
-        return plan
-    present = [case for case in plan.cases if case.exemplar is not None or case.index in exemplars]
-    return _plan(rec, fn, info, bound, objs, plan.namespace, present)
+
+
+def _learn_flows(rec: Any, plan: ForestPlan, fn: Any, info: StructuralRecursion, bound: inspect.BoundArguments) -> None:
+    """A case learned in another trace has its gradient flows found again on this trace's
+    node of it (they may differ in this one)."""
+    for case in plan.cases:
+        if case.flows is None:
+            trace = scratch(rec, plan, fn, info, bound, case.exemplar)
+            if trace.case_signature() != case.signature():
+                trace.refuse("its code took another path for a node of the same case")
+            case.flows, case.reaches = trace.case.flows, trace.case.reaches
 
 
 def _block(rec: Any, plan: ForestPlan, fn: Any, info: StructuralRecursion, bound: inspect.BoundArguments,
