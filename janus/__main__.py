@@ -45,7 +45,8 @@ def _script_directory_first(argv: list[str]) -> None:
 if __name__ == "__main__":
     _script_directory_first(sys.argv[1:])
 
-import traceback  # noqa: E402 - after the path is the script's
+import dataclasses  # noqa: E402 - after the path is the script's
+import traceback  # noqa: E402
 import types  # noqa: E402
 
 from janus import config  # noqa: E402
@@ -148,11 +149,25 @@ def _strip_janus_frames(exc: BaseException) -> BaseException:
     return exc
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    report = False
-    module = None
-    page = None
+@dataclasses.dataclass
+class _Options:
+    """What the command line asks for: the arguments left after the options are the script's
+    (or, with ``-m``, the module's)."""
+
+    argv: list[str]
+    report: bool = False
+    module: str | None = None
+    page: str | None = None
+
+
+def _usage_error(message: str) -> int:
+    print(f"janus: {message}", file=sys.stderr)
+    return 2
+
+
+def _options(argv: list[str]) -> _Options | int:
+    """The options before the script, or the exit status of ``--help``, ``--version`` or a bad option."""
+    opts = _Options(argv)
     while argv and argv[0].startswith("-"):
         opt = argv.pop(0)
         if opt in ("-h", "--help"):
@@ -162,52 +177,57 @@ def main(argv: list[str] | None = None) -> int:
             print(f"janus-tf {_version()}")
             return 0
         if opt == "--report":
-            report = True
+            opts.report = True
         elif opt == "--html":
-            page = argv.pop(0) if argv else ""
-            if not page:
-                print("janus: --html expects a file path (usage: python -m janus --html report.html script.py)",
-                      file=sys.stderr)
-                return 2
+            opts.page = argv.pop(0) if argv else ""
+            if not opts.page:
+                return _usage_error("--html expects a file path (usage: python -m janus --html report.html script.py)")
         elif opt == "-m" or opt.startswith("-m"):  # python -m's own spelling: -mmodule too
-            module = opt[2:] or (argv.pop(0) if argv else "")
-            if not module:
-                print("janus: argument -m expects a module name (usage: python -m janus -m module [args ...])",
-                      file=sys.stderr)
-                return 2
+            opts.module = opt[2:] or (argv.pop(0) if argv else "")
+            if not opts.module:
+                return _usage_error("argument -m expects a module name (usage: python -m janus -m module [args ...])")
             break
         elif opt == "--":
             break
         else:
-            print(f"janus: unknown option {opt!r} (see python -m janus --help)", file=sys.stderr)
-            return 2
-    try:  # every JANUS_* setting, once, before the script runs: a bad value is one line
-        config.check()
-        report = report or config.report()
-    except config.ConfigError as e:
-        print(f"janus: error: {e}", file=sys.stderr)
-        return 2
-    spec = None
-    if module is not None:
-        found = _module_source(module)
+            return _usage_error(f"unknown option {opt!r} (see python -m janus --help)")
+    return opts
+
+
+def _script(opts: _Options) -> tuple | int:
+    """``(script, spec, source, args)`` of what to run, or an exit status after one line."""
+    if opts.module is not None:
+        found = _module_source(opts.module)
         if isinstance(found, int):
             return found
         script, spec, source = found
-        args = argv
-    else:
-        if not argv:
-            print("janus: no script given (usage: python -m janus [--report] script.py [args ...])", file=sys.stderr)
-            return 2
-        script, args = argv[0], argv[1:]
-        raw = script_runner.read(script, "janus")
-        if raw is None:
-            return 2
-        import importlib.util
-        source = importlib.util.decode_source(raw)
+        return script, spec, source, opts.argv
+    if not opts.argv:
+        return _usage_error("no script given (usage: python -m janus [--report] script.py [args ...])")
+    script, args = opts.argv[0], opts.argv[1:]
+    raw = script_runner.read(script, "janus")
+    if raw is None:
+        return 2
+    import importlib.util
+    return script, None, importlib.util.decode_source(raw), args
 
-    if page is not None:  # written at exit, as JANUS_REPORT_HTML asks
+
+def main(argv: list[str] | None = None) -> int:
+    opts = _options(list(sys.argv[1:] if argv is None else argv))
+    if isinstance(opts, int):
+        return opts
+    try:  # every JANUS_* setting, once, before the script runs: a bad value is one line
+        config.check()
+        report = opts.report or config.report()
+    except config.ConfigError as e:
+        return _usage_error(f"error: {e}")
+    found = _script(opts)
+    if isinstance(found, int):
+        return found
+    script, spec, source, args = found
+    if opts.page is not None:  # written at exit, as JANUS_REPORT_HTML asks
         from janus.reporting import session
-        session.start_from_environment(page)
+        session.start_from_environment(opts.page)
     from janus.takeover import hook
 
     try:

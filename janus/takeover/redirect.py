@@ -38,6 +38,7 @@ import tensorflow as tf
 
 from janus import config
 from janus.convert.registry import is_converted_code
+from janus.convert.support import marked_do_not_convert
 from janus.driver.function import BoundJanusFunction, JanusFunction, wrapping
 from janus.driver.api import function as janus_function
 from janus.takeover import registry
@@ -121,9 +122,10 @@ def copy_of(fn: types.FunctionType) -> types.FunctionType:
 def take_over_function(fn: types.FunctionType) -> None:
     """Route every later call of ``fn`` through Janus: through the Janus function that
     already wraps it (the namespace scan's), the one made of it before a ``disable()``, or
-    a new one wrapping a copy of it."""
+    a new one wrapping a copy of it.  A function marked ``janus.do_not_convert`` stays as it is
+    (``janus.function`` would leave it plain: there is nothing to route it through)."""
     with _lock:
-        if fn in _copies:
+        if fn in _copies or marked_do_not_convert(fn):
             return
         existing = wrapping(fn)
         again = registry.earlier(fn) if existing is None else None  # taken over before a disable()

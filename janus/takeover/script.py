@@ -220,13 +220,7 @@ class _Flow:
 def _plan_loop(loop: ast.For | ast.While, module: ast.Module, lines: list[str], filename: str) -> tuple[LoopPlan, list[str]]:
     """Plan the rewrite of ``loop``'s body into a function; raises ``_Decline`` if not simple."""
     body = loop.body
-    if body[0].lineno == loop.lineno:
-        raise _Decline("body on the loop's own line")
-    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
-        if isinstance(node, _FORBIDDEN):
-            raise _Decline(f"{type(node).__name__} in the body")
-        if isinstance(node, ast.Name) and node.id in _DYNAMIC_NAMES:
-            raise _Decline(f"uses {node.id}()")
+    _check_body(loop)
     targets: list[str] = []
     if isinstance(loop, ast.For):
         targets, reads = _target_names(loop.target)
@@ -235,7 +229,32 @@ def _plan_loop(loop: ast.For | ast.While, module: ast.Module, lines: list[str], 
     flow = _Flow()
     end = flow.block(body, set(targets))
     params = list(targets) + sorted((flow.early & flow.bound) - set(targets))
-    # names read anywhere outside this body (the rest of the module, other functions, the loop header)
+    returns = sorted(flow.bound & (set(params) | _names_read_outside(module, body)))
+    unsure = [n for n in returns if n not in end]
+    if unsure:
+        raise _Decline(f"{', '.join(unsure)} may be left unassigned")
+    name = f"__janus_loop_{loop.lineno}__"
+    plan = LoopPlan(key=f"{os.path.realpath(filename)}:{loop.lineno}", lineno=loop.lineno, name=name,
+                    params=params, returns=returns, code=_body_code(loop, name, params, returns, lines, filename),
+                    filename=filename)
+    return plan, targets
+
+
+def _check_body(loop: ast.For | ast.While) -> None:
+    """``_Decline`` for a body that cannot be a function of its own: on the loop's line, or
+    using a construct or name (``locals()``...) that needs the module's frame."""
+    if loop.body[0].lineno == loop.lineno:
+        raise _Decline("body on the loop's own line")
+    for node in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
+        if isinstance(node, _FORBIDDEN):
+            raise _Decline(f"{type(node).__name__} in the body")
+        if isinstance(node, ast.Name) and node.id in _DYNAMIC_NAMES:
+            raise _Decline(f"uses {node.id}()")
+
+
+def _names_read_outside(module: ast.Module, body: list[ast.stmt]) -> set[str]:
+    """Names read anywhere outside ``body`` (the rest of the module, other functions, the loop
+    header); ``_Decline`` if the script uses ``locals()`` or the like anywhere."""
     outside: set[str] = set()
     body_ids = {id(n) for s in body for n in ast.walk(s)}
     for node in ast.walk(module):
@@ -245,19 +264,21 @@ def _plan_loop(loop: ast.For | ast.While, module: ast.Module, lines: list[str], 
             outside.add(node.id)
         if isinstance(node, ast.Name) and node.id in _DYNAMIC_NAMES:
             raise _Decline(f"the script uses {node.id}()")
-    returns = sorted(flow.bound & (set(params) | outside))
-    unsure = [n for n in returns if n not in end]
-    if unsure:
-        raise _Decline(f"{', '.join(unsure)} may be left unassigned")
-    name = f"__janus_loop_{loop.lineno}__"
+    return outside
+
+
+def _body_code(loop: ast.For | ast.While, name: str, params: list[str], returns: list[str], lines: list[str],
+               filename: str) -> types.CodeType:
+    """The code of ``def name(params): <body>; return (returns)``, compiled from the body's own
+    lines at their own line numbers (a virtual file in linecache)."""
+    body = loop.body
     first, last = body[0].lineno, max(s.end_lineno for s in body)
     first = min([first] + [d.lineno for s in body for d in getattr(s, "decorator_list", [])])
-    header = f"def {name}({', '.join(params)}):"
-    src_lines = ["\n"] * (first - 2) + [header + "\n"] + lines[first - 1:last]
-    indent = body[0].col_offset
-    src_lines.append(" " * indent + f"return ({''.join(n + ', ' for n in returns)})\n")
     if first < 2:
         raise _Decline("loop at the top of the file")
+    header = f"def {name}({', '.join(params)}):"
+    src_lines = ["\n"] * (first - 2) + [header + "\n"] + lines[first - 1:last]
+    src_lines.append(" " * body[0].col_offset + f"return ({''.join(n + ', ' for n in returns)})\n")
     source = "".join(src_lines)
     virtual = f"<janus loop {filename}:{loop.lineno}>"
     linecache.cache[virtual] = (len(source), None, source.splitlines(True), virtual)
@@ -265,11 +286,7 @@ def _plan_loop(loop: ast.For | ast.While, module: ast.Module, lines: list[str], 
         mcode = compile(source, virtual, "exec", dont_inherit=True)
     except SyntaxError as e:
         raise _Decline(f"body does not compile alone ({e.msg})") from None
-    fcode = next(c for c in mcode.co_consts if isinstance(c, types.CodeType))
-    key = f"{os.path.realpath(filename)}:{loop.lineno}"
-    plan = LoopPlan(key=key, lineno=loop.lineno, name=name, params=params, returns=returns,
-                    code=fcode, filename=filename)
-    return plan, targets
+    return next(c for c in mcode.co_consts if isinstance(c, types.CodeType))
 
 
 def _loop_call(loop: ast.For | ast.While, plan: LoopPlan, targets: list[str]) -> ast.If:
