@@ -34,7 +34,7 @@ from janus.convert.registry import is_converted_function
 from janus.errors import ConversionError
 from janus.reporting.codes import Code
 from janus.runtime import (
-    builtins, callbacks, containers, dunders, islands, numpy_draws, random, recursion, state, tensor_arrays,
+    builtins, callbacks, containers, dunders, environments, islands, numpy_draws, random, recursion, state, tensor_arrays,
 )
 from janus.runtime.graph_lists import GraphList
 from janus.trace import arrays, kinds
@@ -118,6 +118,8 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(f.__self__, tf.distribute.experimental.ParameterServerStrategy):
             raise ConversionError("uses a ParameterServerStrategy, whose coordinator schedules tf.functions of "
                                   "its own", permanent=True, code=Code.DISTRIBUTED)
+        if environments.is_environment_method(f):  # env.step(action): an island of the graph (or a break)
+            return environments.island(f, args, kwargs)
         if is_allowed_library(f.__func__) or is_allowed_library(f.__self__) or _named_tuple_method(f):
             return f(*callbacks.library_arguments(_protocols(f, _shapes(args)), f, call),
                      **callbacks.library_arguments(_protocols(f, _shapes(kwargs)), f, call))

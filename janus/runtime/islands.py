@@ -47,7 +47,7 @@ from janus.errors import ConversionError, Restart
 from janus.reporting.codes import Code
 from janus.runtime.state import instance_dict, is_data_descriptor
 from janus.trace.active import current
-from janus.trace.arrays import FED_DTYPES, FedArray
+from janus.trace.arrays import FED_DTYPES, IslandArray
 from janus.trace.scalars import DTYPES, PyScalar
 from janus.trace.values import is_user_class
 
@@ -76,19 +76,6 @@ _NUMPY = frozenset({
     np.max, np.amin, np.amax, np.argmax, np.argmin, np.where, np.dot, np.round, np.around, np.isclose, np.allclose,
     np.any, np.all, np.cumsum, np.prod, np.reshape, np.transpose, np.squeeze, np.expand_dims, np.outer,
 })
-
-
-class IslandArray(FedArray):
-    """A NumPy array a Python island returned: a tensor only TensorFlow may use (eager's
-    array is the object's own, which NumPy code, a return or a store would show).  Used
-    otherwise, it marks its island's method (``heap.islands_misused``, sticky like a fed
-    array's mark) and fails the trace; the next trace calls that method as written."""
-
-    __slots__ = ()
-
-    def read_as_numpy(self, what: str) -> None:
-        self._marks.setdefault(self._source, what)
-        raise ConversionError(f"uses as NumPy ({what}) an array a Python island returned", code=Code.ISLAND)
 
 
 class IslandsRefused(Restart):
@@ -233,7 +220,7 @@ def dtypes(spec: Any) -> list:
         return [DTYPES[spec[1]]]
     if spec[0] == "array":
         return [tf.as_dtype(spec[1])]
-    if spec[0] == "none":
+    if spec[0] in ("none", "empty dict"):
         return []
     return [d for part in spec[1] for d in dtypes(part)]
 
@@ -245,7 +232,7 @@ def flatten(result: Any, spec: Any, flat: list) -> None:
         flat.append(np.asarray(result, DTYPES[spec[1]].as_numpy_dtype))
     elif kind == "array" and type(result) is np.ndarray and result.dtype == spec[1] and result.shape == spec[2]:
         flat.append(np.array(result))  # a copy: the tensor must not share the object's array
-    elif kind == "none" and result is None:
+    elif kind == "none" and result is None or kind == "empty dict" and type(result) is dict and not result:
         pass
     elif kind in (tuple, list) and type(result) is kind and len(result) == len(spec[1]):
         for value, part in zip(result, spec[1]):
@@ -267,6 +254,8 @@ def rebuild(spec: Any, outs: Any, fn: types.FunctionType, misused: dict) -> Any:
         return IslandArray(t, np.empty(0, spec[1]), spec[2], fn, misused)
     if kind == "none":
         return None
+    if kind == "empty dict":
+        return {}  # a new dict, as eager's call returns one
     return kind(rebuild(part, outs, fn, misused) for part in spec[1])
 
 

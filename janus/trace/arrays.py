@@ -224,6 +224,33 @@ class LoweredArray(FedArray):
         raise ReadAsNumPy({s: what for s in self._sources})
 
 
+class IslandArray(FedArray):
+    """A NumPy array a Python island returned: a tensor only TensorFlow may use (eager's
+    array is the object's own, which NumPy code, a return or a store would show).  Used
+    otherwise, it marks its island's method (``heap.islands_misused``, sticky like a fed
+    array's mark) and fails the trace; the next trace calls that method as written."""
+
+    __slots__ = ()
+
+    def read_as_numpy(self, what: str) -> None:
+        self._marks.setdefault(self._source, what)
+        raise ConversionError(f"uses as NumPy ({what}) an array a Python island returned", code=Code.ISLAND)
+
+    @property
+    def tensor(self) -> tf.Tensor:
+        return self._input
+
+    @property
+    def dims(self) -> tuple:
+        return self._dims
+
+    def carried(self, tensor: tf.Tensor) -> "IslandArray":
+        """The array ``tensor`` carries out of a tensor conditional or loop (``janus.runtime.reconcile``):
+        an island's array of the same dtype and shape, marking the same method if misused."""
+        tensor.set_shape(self._dims)
+        return IslandArray(tensor, np.empty(0, self._dtype), self._dims, self._source, self._marks)
+
+
 def _sources(value: FedArray) -> tuple:
     return tuple(value._sources) if isinstance(value, LoweredArray) else (value._source,)
 
