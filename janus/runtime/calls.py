@@ -159,6 +159,9 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
         if f in callbacks.RUN_TIME_PYTHON:
             raise ConversionError(f"{qualified_name(f)} runs Python while the graph runs: an aborted run could "
                                   "not take its effects back", permanent=True, code=Code.PY_FUNCTION)
+        made = arrays.tensor_values(f, args, kwargs)  # np.squeeze(probs): eager's array of a tensor's values
+        if made is not None:
+            return made
         if qualified_name(f).startswith("numpy.") and any(is_symbolic(v) for v in (*args, *kwargs.values())):
             raise ConversionError(f"{qualified_name(f)} reads the values of a tensor the graph computes",
                                   code=Code.TENSOR_VALUE)

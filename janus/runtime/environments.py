@@ -49,7 +49,7 @@ from janus.errors import ConversionError
 from janus.reporting.codes import Code
 from janus.runtime import islands
 from janus.trace.active import current
-from janus.trace.arrays import FED_DTYPES
+from janus.trace.arrays import FED_DTYPES, FedArray
 from janus.trace.scalars import PyScalar
 
 # Classes whose reset and step were reviewed (gymnasium 1.4.0): their effects stay in the
@@ -151,7 +151,7 @@ def _result_spec(env: Any, method: str) -> Any:
     space = vars(env).get("observation_space")
     if _name(type(space)) != "gymnasium.spaces.box.Box" or np.dtype(space.dtype) not in FED_DTYPES:
         return f"its observation space is a {type(space).__name__}"
-    obs = ("array", np.dtype(space.dtype), tuple(space.shape))
+    obs = ("new array", np.dtype(space.dtype), tuple(space.shape))  # the vouched code makes a new one
     if method == "reset":
         return (tuple, [obs, ("empty dict",)])
     reward = ("scalar", _ENVIRONMENTS[_name(type(env))])
@@ -220,7 +220,7 @@ def _refusal(ctx: Any, f: types.MethodType, args: tuple, kwargs: dict) -> str | 
     if any(key[0] in tree for key in ctx.heap.overlay):
         return "the function changes the environment before it"
     values = (*args, *kwargs.values())
-    if not all(isinstance(v, PyScalar) and v.kind is not float or plain(v) and not isinstance(v, np.ndarray)
-               for v in values):
-        return "an argument is neither a Python number nor a plain constant"
+    if not all(isinstance(v, PyScalar) or isinstance(v, FedArray) and None not in v.dims
+               or plain(v) and not isinstance(v, np.ndarray) for v in values):
+        return "an argument is neither a Python number, an array of a fixed shape nor a plain constant"
     return None

@@ -17,8 +17,11 @@ graph with eager's numbers:
   numeric array of a fixed dtype and shape); every run checks the result against it and
   aborts where it differs.  An array drawn is a tensor only TensorFlow may use, as an
   island's is; used as NumPy, the next trace leaves the draw a graph break.
-* **Arguments**: Python numbers the graph carries and plain constants (``size=(2, 3)``,
-  ``p=[0.1, 0.9]``); a tensor argument (``p=probs``) keeps the draw a graph break.
+* **Arguments**: Python numbers the graph carries, plain constants (``size=(2, 3)``,
+  ``p=[0.1, 0.9]``) and NumPy arrays of a fixed shape the graph computes
+  (``p=np.squeeze(action_probs)``: :class:`janus.trace.arrays.TensorValues`), handed to the
+  draw as eager's code hands them: Python numbers, new arrays.  A tensor itself
+  (``p=probs``: NumPy would read its values) keeps the draw a graph break.
 
 Not the generator's other methods (``seed``, ``set_state``, ``shuffle``: it changes its
 argument), nor generators the program made (``np.random.default_rng()``, a
@@ -39,7 +42,7 @@ from janus.errors import ConversionError
 from janus.reporting.codes import Code
 from janus.runtime import islands
 from janus.trace.active import current
-from janus.trace.arrays import FED_DTYPES
+from janus.trace.arrays import FED_DTYPES, FedArray
 from janus.trace.scalars import PyScalar
 
 # the generator behind np.random.rand, np.random.choice ...: its bound methods are those functions
@@ -105,8 +108,9 @@ def _refusal(ctx: Any, f: Any, args: tuple, kwargs: dict) -> str | None:
         return "called during a recursion over trees"
     if ctx.log.dynamic_depth and (not ctx.log.sinks or ctx.log.sinks[-1] is None):
         return "called inside a graph a library builds around the user's function"
-    if not all(isinstance(v, PyScalar) or plain(v) or _plain_list(v) for v in (*args, *kwargs.values())):
-        return "an argument is neither a Python number nor a plain constant"
+    if not all(isinstance(v, PyScalar) or plain(v) or _plain_list(v) or isinstance(v, FedArray) and None not in v.dims
+               for v in (*args, *kwargs.values())):
+        return "an argument is neither a Python number, an array of a fixed shape nor a plain constant"
     return None
 
 
@@ -116,9 +120,13 @@ def _plain_list(value: Any) -> bool:
 
 def _result_spec(f: Any, args: tuple, kwargs: dict) -> Any:
     """What ``f`` returns for these arguments (numbers the graph carries stood in for by
-    ``1``): the island's spec, or why the graph cannot carry it."""
+    ``1``, arrays by a uniform ``p``): the island's spec, or why the graph cannot carry it."""
     clone = copy.deepcopy(_GLOBAL)
-    stand_in = lambda v: v.kind(1) if isinstance(v, PyScalar) else v  # noqa: E731
+    def stand_in(v: Any) -> Any:
+        if isinstance(v, PyScalar):
+            return v.kind(1)
+        return v.stand_in() if isinstance(v, FedArray) else v
+
     try:
         result = getattr(clone, f.__name__)(*map(stand_in, args), **{n: stand_in(v) for n, v in kwargs.items()})
     except Exception as error:  # noqa: BLE001 - eager raises (or another value would): left to Python

@@ -19,7 +19,7 @@ import tensorflow as tf
 from janus.errors import ConversionError
 from janus.reporting.codes import Code
 from janus.runtime.graph_lists import GraphList, common_spec
-from janus.trace.arrays import IslandArray
+from janus.trace.arrays import IslandArray, TensorValues
 from janus.trace.values import UNDEF, PyScalar, is_symbolic
 from janus.trace.scalars import DTYPES, PY_SCALARS, PyOrTensor
 
@@ -31,8 +31,8 @@ def _kind(leaf: Any) -> Any:
         return leaf.kind
     if isinstance(leaf, PyOrTensor):
         return ("number or tensor", leaf.kind)
-    if isinstance(leaf, IslandArray):  # an island's array: carried as its tensor, rebuilt as one
-        return ("island array", leaf.dtype, leaf.dims)
+    if isinstance(leaf, (IslandArray, TensorValues)):  # an array the graph computes: carried as its tensor
+        return ("graph array", type(leaf), leaf.dtype, leaf.dims)
     if is_symbolic(leaf):
         return "tensor"
     if any(is_symbolic(t) for t in tf.nest.flatten(leaf, expand_composites=True)):
@@ -51,7 +51,7 @@ def split(values: Any) -> tuple[list, list, list]:
             tensors += x.parts()
         elif isinstance(x, GraphList):
             tensors.append(x.handle)
-        elif isinstance(x, IslandArray):
+        elif isinstance(x, (IslandArray, TensorValues)):
             tensors.append(x.tensor)
         elif k != "py":
             tensors.append(x.tensor if isinstance(x, PyScalar) else x)
@@ -68,7 +68,7 @@ def join(structure: Any, leaves: list, kinds: list, tensors) -> Any:
             out.append(next(tensors))
         elif isinstance(kind, tuple) and kind[0] == "graph list":
             out.append(GraphList(next(tensors), kind[1], kind[2]))
-        elif isinstance(kind, tuple) and kind[0] == "island array":
+        elif isinstance(kind, tuple) and kind[0] == "graph array":
             out.append(leaf.carried(next(tensors)))
         elif isinstance(kind, tuple):
             number, tensor, is_number = next(tensors), next(tensors), next(tensors)
