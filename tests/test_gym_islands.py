@@ -34,6 +34,7 @@ EXACT = {"rtol": 0.0, "atol": 0.0}
 # the weights may differ by an ulp (the environment's state is compared as bytes: bitwise)
 ULP = {"rtol": 1e-6, "atol": 1e-7}
 MAX_STEPS = 16  # the loop's bound; TimeLimit truncates at 12, the pole falls earlier on some episodes
+LONG_EPISODE = 100  # keras-io's loop ignores truncation: its episodes end when the pole falls
 
 
 class OwnGenerator:
@@ -139,7 +140,7 @@ def _actor_critic(jit):
         episode_reward = 0.0
         with tf.GradientTape() as tape:
             loss = tf.constant(0.0)
-            for timestep in range(1, MAX_STEPS):
+            for timestep in range(1, LONG_EPISODE):  # more than 32 items: the rest after a step is a tf.while_loop
                 state = tf.convert_to_tensor(state)
                 state = tf.expand_dims(state, 0)
                 action_probs, critic_value = model(state)
@@ -338,3 +339,13 @@ def test_a_read_of_the_environment_after_its_island_is_a_break_and_right():
     stats = check(_reads_after, [(tf.constant(float(i % 3) - 1.0),) for i in range(7)], min_graph_calls=0,
                   **EXACT)
     assert stats["breaks"] >= 1, stats
+
+
+def test_an_environment_changed_since_the_trace_runs_that_call_eagerly():
+    def call(i):
+        def run(p):
+            p.env.unwrapped.render_mode = "rgb_array" if i == 6 else None  # rendering: not vouched for
+            return p.fn(i % 4)
+        return run
+    stats = check_seeded(_categorical(), [call(i) for i in range(9)], seed=2, min_graph_calls=4, **ULP)
+    assert stats["eager_calls"] >= 4 and stats["breaks"] == 0, stats

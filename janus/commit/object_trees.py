@@ -46,7 +46,7 @@ class TreeSnapshot:
     """What a graph run's island may change in the tree of objects found by ``find``,
     saved by :meth:`take` before the run and put back by :meth:`abort` if it fails.
     ``member(obj)``: the objects whose ``__dict__`` the snapshot may save (the others
-    refuse the run).  The protocol of :class:`janus.commit.island_copies.IslandCopy`."""
+    refuse the run); ``check(root)``: why the tree may no longer be the island's.  The protocol of :class:`janus.commit.island_copies.IslandCopy`."""
 
     label: str
     find: Callable[[tuple, dict], Any]
@@ -54,10 +54,17 @@ class TreeSnapshot:
     methods: list[str] = field(default_factory=list)  # the islands' methods, for janus.explain
     saved: list[tuple[Any, Any]] | None = None
     kind: str = "tree"
+    # why the tree, as it is now, may not be the island's (None: it may): checked at every run
+    check: Callable[[Any], str | None] = lambda root: None
 
     def take(self, a: tuple, k: dict) -> None:
-        """Save the tree before a run (raises :class:`TreeChanged` if it cannot be)."""
-        self.saved = save(self.find(a, k), self.member, self.label)
+        """Save the tree before a run (raises :class:`TreeChanged` if it cannot be, or if
+        ``check`` refuses the tree as it is now)."""
+        root = self.find(a, k)
+        why = self.check(root)
+        if why is not None:
+            raise TreeChanged(f"{self.label} changed since the trace: {why}")
+        self.saved = save(root, self.member, self.label)
 
     def abort(self) -> None:
         """The run failed: put every object, container, array and generator back in place."""

@@ -174,7 +174,8 @@ def island(f: types.MethodType, args: tuple, kwargs: dict) -> Any:
     record = ctx.heap.islands.get(id(root))
     if record is None:
         source = ctx.source_of(root)
-        snapshot = TreeSnapshot(source.label, ctx.getter(source), _member, kind="gymnasium environment")
+        snapshot = TreeSnapshot(source.label, ctx.getter(source), _member, kind="gymnasium environment",
+                                check=lambda env: unvouched(env, "step") or unvouched(env, "reset"))
         record = islands.Island(snapshot, frozenset())
         for member in _tree(root):  # the trace may read none of the tree's attributes after it
             ctx.heap.islands[member] = record
