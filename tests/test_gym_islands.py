@@ -119,11 +119,12 @@ def _categorical(after=None, wrapper=None):
     return factory
 
 
-def _actor_critic(jit):
+def _actor_critic(jit, own_generator=False):
     """keras-io's actor-critic step, the loss added up in the loop: the action drawn by
     ``np.random.choice(num_actions, p=np.squeeze(action_probs))`` from NumPy's global
-    generator (each program's own state of it: OwnGenerator)."""
-    env, rng = _make_env(), OwnGenerator(3)
+    generator (each program's own state of it: OwnGenerator), or by ``generator.choice``
+    from a generator of the program's (``np.random.default_rng``)."""
+    env, rng, generator = _make_env(), OwnGenerator(3), np.random.default_rng(3)
     num_inputs, num_actions, num_hidden = 4, 2, 16
     init = tf.keras.initializers.GlorotUniform
     inputs = tf.keras.layers.Input(shape=(num_inputs,))
@@ -144,7 +145,10 @@ def _actor_critic(jit):
                 state = tf.convert_to_tensor(state)
                 state = tf.expand_dims(state, 0)
                 action_probs, critic_value = model(state)
-                action = np.random.choice(num_actions, p=np.squeeze(action_probs))
+                if own_generator:
+                    action = generator.choice(num_actions, p=np.squeeze(action_probs))
+                else:
+                    action = np.random.choice(num_actions, p=np.squeeze(action_probs))
                 log_prob = tf.math.log(action_probs[0, action])
                 state, reward, done, _, _ = env.step(action)
                 episode_reward += reward
@@ -159,7 +163,7 @@ def _actor_critic(jit):
 
     return types.SimpleNamespace(fn=lambda seed: rng.run(episode, seed), janus_fns=[episode], env=env,
                                  state=lambda: {**env_state(env), "weights": [v.numpy() for v in model.trainable_variables],
-                                                "next": rng.run(np.random.rand)})
+                                                "next": rng.run(np.random.rand), "own": _generator(generator)})
 
 
 def _keras_io(jit):
@@ -234,15 +238,17 @@ def test_a_cartpole_episode_under_the_tape_is_one_graph_with_eagers_trajectory()
     _one_graph(stats)
 
 
-def test_the_keras_io_actor_critic_step_draws_its_actions_inside_the_graph_with_eagers_numbers():
-    stats = check(_actor_critic, _seeds(8), min_graph_calls=4, **ULP)
+@pytest.mark.parametrize("own_generator", [False, True], ids=["np.random", "default_rng"])
+def test_the_keras_io_actor_critic_step_draws_its_actions_inside_the_graph_with_eagers_numbers(own_generator):
+    factory = lambda jit: _actor_critic(jit, own_generator)  # noqa: E731
+    stats = check(factory, _seeds(8), min_graph_calls=4, **ULP)
     _one_graph(stats)
-    prog = _actor_critic(janus.function)
+    prog = factory(janus.function)
     for (seed,) in _seeds(5):
         prog.fn(seed)
     text = str(janus.explain(prog.janus_fns[0]))
     assert "Python island: TimeLimit.reset, TimeLimit.step runs in Python inside the graph on env's objects" in text
-    assert "Python island: np.random.choice" in text, text
+    assert ("Python island: generator.choice" if own_generator else "Python island: np.random.choice") in text, text
 
 
 def test_the_keras_io_episode_as_written_is_eagers_with_graph_breaks():

@@ -95,7 +95,7 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
         kwargs = {k: _variable_value(v) for k, v in kwargs.items()}
     if arrays.lowers(f, args, kwargs):  # NumPy on fed arrays, computed by the graph as NumPy would
         return arrays.lowered_call(f, args)
-    if numpy_draws.is_global_draw(f):  # np.random.rand() ...: an island of the graph (or a graph break)
+    if numpy_draws.is_generator_draw(f):  # np.random.rand(), rng.choice(...): an island of the graph (or a break)
         return numpy_draws.draw(f, args, kwargs)
     if f in random.REPLACEMENTS:  # stateful random ops draw from fed seeds (janus.trace.seeds)
         return random.REPLACEMENTS[f](*_shapes(args), **callbacks.builtin_keywords(_shapes(kwargs), call))
