@@ -162,7 +162,8 @@ def _actor_critic(jit, own_generator=False):
         return episode_reward
 
     return types.SimpleNamespace(fn=lambda seed: rng.run(episode, seed), janus_fns=[episode], env=env,
-                                 state=lambda: {**env_state(env), "weights": [v.numpy() for v in model.trainable_variables],
+                                 state=lambda: {**env_state(env),
+                                                "weights": [v.numpy() for v in model.trainable_variables],
                                                 "next": rng.run(np.random.rand), "own": _generator(generator)})
 
 
@@ -218,7 +219,8 @@ def _keras_io(jit):
         return episode_reward
 
     return types.SimpleNamespace(fn=lambda seed: rng.run(episode, seed), janus_fns=[episode], env=env,
-                                 state=lambda: {**env_state(env), "weights": [v.numpy() for v in model.trainable_variables],
+                                 state=lambda: {**env_state(env),
+                                                "weights": [v.numpy() for v in model.trainable_variables],
                                                 "next": rng.run(np.random.rand)})
 
 

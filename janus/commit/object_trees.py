@@ -46,7 +46,8 @@ class TreeSnapshot:
     """What a graph run's island may change in the tree of objects found by ``find``,
     saved by :meth:`take` before the run and put back by :meth:`abort` if it fails.
     ``member(obj)``: the objects whose ``__dict__`` the snapshot may save (the others
-    refuse the run); ``check(root)``: why the tree may no longer be the island's.  The protocol of :class:`janus.commit.island_copies.IslandCopy`."""
+    refuse the run); ``check(root)``: why the tree may no longer be the island's.  The
+    protocol of :class:`janus.commit.island_copies.IslandCopy`."""
 
     label: str
     find: Callable[[tuple, dict], Any]

@@ -379,6 +379,10 @@ def _trace(python_fn: types.FunctionType, converted: Callable, args: tuple, kwar
             raise
         finally:
             ctx.recursion.close()
+    if ctx.heap.islands_misused or ctx.heap.computed_arrays_read:  # library code caught the error of such a use
+        error = ConversionError("library code used as NumPy an array the graph computes", code=Code.TENSOR_VALUE)
+        islands.refuse_misused(ctx.heap, speculator, error)
+        raise error
     if arrays or ctx.heap.state_arrays:
         _check_arrays_unread(ctx, arrays | ctx.heap.state_arrays)
     if printed.getvalue():

@@ -34,7 +34,8 @@ from janus.convert.registry import is_converted_function
 from janus.errors import ConversionError
 from janus.reporting.codes import Code
 from janus.runtime import (
-    builtins, callbacks, containers, dunders, environments, islands, numpy_draws, random, recursion, state, tensor_arrays,
+    builtins, callbacks, containers, dunders, environments, islands, numpy_draws, random, recursion, state,
+    tensor_arrays,
 )
 from janus.runtime.graph_lists import GraphList
 from janus.trace import arrays, kinds

@@ -241,7 +241,8 @@ def flatten(result: Any, spec: Any, flat: list) -> None:
     kind = spec[0]
     if kind == "scalar" and type(result) is spec[1]:
         flat.append(np.asarray(result, DTYPES[spec[1]].as_numpy_dtype))
-    elif kind in ("array", "new array") and type(result) is np.ndarray and result.dtype == spec[1] and result.shape == spec[2]:
+    elif kind in ("array", "new array") and type(result) is np.ndarray and result.dtype == spec[1] \
+            and result.shape == spec[2]:
         flat.append(np.array(result))  # a copy: the tensor must not share the object's array
     elif kind == "none" and result is None or kind == "empty dict" and type(result) is dict and not result:
         pass

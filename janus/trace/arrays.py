@@ -35,6 +35,7 @@ import tensorflow as tf
 from janus.errors import ConversionError, Restart
 from janus.reporting.codes import Code
 from janus.trace import numpy_semantics
+from janus.trace.active import current
 from janus.trace.scalars import PyScalar, is_symbolic
 from janus.trace.sources import Source
 from janus.trace.values import SymbolicShape
@@ -279,6 +280,9 @@ class TensorValues(LoweredArray):
         object.__setattr__(self, "_sources", {})
 
     def read_as_numpy(self, what: str) -> None:
+        ctx = current()
+        if ctx is not None:
+            ctx.heap.computed_arrays_read.append(what)  # sticky: checked after the trace (janus.driver.entry)
         raise ConversionError(f"NumPy or Python reads ({what}) the values of a NumPy array the graph computes",
                               code=Code.TENSOR_VALUE)
 
