@@ -208,3 +208,9 @@ XLA_MIN_GAIN = 0.05
 # gain, and a tie lost costs more than it shows (the graph's backward function under a tape,
 # which a segment's own time does not see).  Tests set it to force a verdict.
 SEGMENT_MIN_GAIN = 0.05
+
+# A `for` over a Python range whose `break` a tensor decides (an episode ending on the
+# environment's `done`): up to this many items after the break became the graph's, each is a
+# conditional of its own; a longer rest is one tf.while_loop (janus.runtime.loops.for_stmt),
+# whose graph does not grow with the range.
+UNROLLED_BREAK_ITEMS = 32

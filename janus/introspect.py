@@ -20,6 +20,7 @@ from typing import Any
 
 from janus import config
 from janus.commit import effects as _effects
+from janus.commit.object_trees import TreeSnapshot
 from janus.convert.support import marked_do_not_convert
 from janus.driver.function import BoundJanusFunction, JanusFunction, registry, wrapping
 from janus.reporting import events as _events, html as _html
@@ -218,8 +219,10 @@ class Explanation:
                 lines.append(f"    runs undoing ({entry.report.late_failure}): {_undone(entry)} put back "
                              f"if a run fails; with another thread running, calls run eagerly")
             for c in entry.graph.islands:
-                lines.append(f"    Python island: {', '.join(c.methods)} runs in Python inside the graph on a copy of "
-                             f"{c.label}, committed after the run; with another thread running, calls run eagerly")
+                how = f"on {c.label}'s objects themselves, saved before the run and put back if it aborts" \
+                    if isinstance(c, TreeSnapshot) else f"on a copy of {c.label}, committed after the run"
+                lines.append(f"    Python island: {', '.join(c.methods)} runs in Python inside the graph {how}; "
+                             "with another thread running, calls run eagerly")
             if entry.xla is not None:
                 lines.append(f"    XLA: {entry.xla.describe(entry.graph.xla_ops)}")
             for title, group in (("assumptions", [a for a in entry.report.assumptions if a.speculative]),

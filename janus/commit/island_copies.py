@@ -145,6 +145,8 @@ class CommitIsland(Effect):
         self.copy.commit()
 
     def describe(self) -> str:
+        if getattr(self.copy, "kind", None) == "gymnasium environment":  # janus.commit.object_trees
+            return f"keep what the Python island did to {self.copy.label} (put back if the run aborts)"
         return f"commit {self.copy.label} as the Python island left its copy"
 
     def map_values(self, fn):

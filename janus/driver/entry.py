@@ -379,6 +379,10 @@ def _trace(python_fn: types.FunctionType, converted: Callable, args: tuple, kwar
             raise
         finally:
             ctx.recursion.close()
+    if ctx.heap.islands_misused or ctx.heap.computed_arrays_read:  # library code caught the error of such a use
+        error = ConversionError("library code used as NumPy an array the graph computes", code=Code.TENSOR_VALUE)
+        islands.refuse_misused(ctx.heap, speculator, error)
+        raise error
     if arrays or ctx.heap.state_arrays:
         _check_arrays_unread(ctx, arrays | ctx.heap.state_arrays)
     if printed.getvalue():
@@ -392,7 +396,7 @@ def _trace(python_fn: types.FunctionType, converted: Callable, args: tuple, kwar
     inputs = guards.compile_inputs([p for p, _ in specs], fed_scalars, ctx.guard_set.namespace, arrays)
     graph = Graph(concrete=concrete, check=check, inputs=inputs, output=state["output"], effects=state["effects"],
                   namespace=ctx.guard_set.namespace, seeds=ctx.seeds.reservation if ctx.seeds.used else None,
-                  undo=undo, xla_ops=state.get("xla_ops", 0), islands=[i.copy for i in ctx.heap.islands.values()])
+                  undo=undo, xla_ops=state.get("xla_ops", 0), islands=_distinct(i.copy for i in ctx.heap.islands.values()))
     report = Report(
         guards=list(ctx.guard_set.guards), guard_source=guard_source, input_specs=specs,
         input_names=[ctx.heap.label_of(ctx.heap.arg_inputs.get(p)) or p.label for p, _ in specs],
@@ -455,3 +459,9 @@ def _refuse_stateful_random(concrete: Any) -> None:
     if found:
         raise ConversionError(f"library code draws random numbers with {', '.join(found)}, which a graph "
                               f"would draw differently from eager", permanent=True, code=Code.RANDOM)
+
+
+def _distinct(copies: Any) -> list:
+    """The islands' copies, each once (a gymnasium environment's tree registers every object
+    it holds under one snapshot: janus.runtime.environments)."""
+    return list({id(c): c for c in copies}.values())

@@ -34,7 +34,8 @@ from janus.convert.registry import is_converted_function
 from janus.errors import ConversionError
 from janus.reporting.codes import Code
 from janus.runtime import (
-    builtins, callbacks, containers, dunders, islands, numpy_draws, random, recursion, state, tensor_arrays,
+    builtins, callbacks, containers, dunders, environments, islands, numpy_draws, random, recursion, state,
+    tensor_arrays,
 )
 from janus.runtime.graph_lists import GraphList
 from janus.trace import arrays, kinds
@@ -95,7 +96,7 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
         kwargs = {k: _variable_value(v) for k, v in kwargs.items()}
     if arrays.lowers(f, args, kwargs):  # NumPy on fed arrays, computed by the graph as NumPy would
         return arrays.lowered_call(f, args)
-    if numpy_draws.is_global_draw(f):  # np.random.rand() ...: an island of the graph (or a graph break)
+    if numpy_draws.is_generator_draw(f):  # np.random.rand(), rng.choice(...): an island of the graph (or a break)
         return numpy_draws.draw(f, args, kwargs)
     if f in random.REPLACEMENTS:  # stateful random ops draw from fed seeds (janus.trace.seeds)
         return random.REPLACEMENTS[f](*_shapes(args), **callbacks.builtin_keywords(_shapes(kwargs), call))
@@ -118,6 +119,8 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(f.__self__, tf.distribute.experimental.ParameterServerStrategy):
             raise ConversionError("uses a ParameterServerStrategy, whose coordinator schedules tf.functions of "
                                   "its own", permanent=True, code=Code.DISTRIBUTED)
+        if environments.is_environment_method(f):  # env.step(action): an island of the graph (or a break)
+            return environments.island(f, args, kwargs)
         if is_allowed_library(f.__func__) or is_allowed_library(f.__self__) or _named_tuple_method(f):
             return f(*callbacks.library_arguments(_protocols(f, _shapes(args)), f, call),
                      **callbacks.library_arguments(_protocols(f, _shapes(kwargs)), f, call))
@@ -157,6 +160,9 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
         if f in callbacks.RUN_TIME_PYTHON:
             raise ConversionError(f"{qualified_name(f)} runs Python while the graph runs: an aborted run could "
                                   "not take its effects back", permanent=True, code=Code.PY_FUNCTION)
+        made = arrays.tensor_values(f, args, kwargs)  # np.squeeze(probs): eager's array of a tensor's values
+        if made is not None:
+            return made
         if qualified_name(f).startswith("numpy.") and any(is_symbolic(v) for v in (*args, *kwargs.values())):
             raise ConversionError(f"{qualified_name(f)} reads the values of a tensor the graph computes",
                                   code=Code.TENSOR_VALUE)

@@ -47,7 +47,7 @@ from janus.errors import ConversionError, Restart
 from janus.reporting.codes import Code
 from janus.runtime.state import instance_dict, is_data_descriptor
 from janus.trace.active import current
-from janus.trace.arrays import FED_DTYPES, FedArray
+from janus.trace.arrays import FED_DTYPES, FedArray, IslandArray, TensorValues
 from janus.trace.scalars import DTYPES, PyScalar
 from janus.trace.values import is_user_class
 
@@ -76,19 +76,6 @@ _NUMPY = frozenset({
     np.max, np.amin, np.amax, np.argmax, np.argmin, np.where, np.dot, np.round, np.around, np.isclose, np.allclose,
     np.any, np.all, np.cumsum, np.prod, np.reshape, np.transpose, np.squeeze, np.expand_dims, np.outer,
 })
-
-
-class IslandArray(FedArray):
-    """A NumPy array a Python island returned: a tensor only TensorFlow may use (eager's
-    array is the object's own, which NumPy code, a return or a store would show).  Used
-    otherwise, it marks its island's method (``heap.islands_misused``, sticky like a fed
-    array's mark) and fails the trace; the next trace calls that method as written."""
-
-    __slots__ = ()
-
-    def read_as_numpy(self, what: str) -> None:
-        self._marks.setdefault(self._source, what)
-        raise ConversionError(f"uses as NumPy ({what}) an array a Python island returned", code=Code.ISLAND)
 
 
 class IslandsRefused(Restart):
@@ -169,14 +156,22 @@ class Island:
 
 def island_op(run: Any, args: tuple, kwargs: dict, spec: Any, name: str, marks: Any, misused: dict) -> Any:
     """The ``tf.numpy_function`` op that calls ``run(*args, **kwargs)`` in Python while the
-    graph runs (the numbers the graph carries given as Python numbers), its result checked
+    graph runs (the numbers the graph carries given as Python numbers, the arrays as new
+    arrays of their dtype and shape, as eager's code would hand them), its result checked
     against ``spec``; its results as converted code sees them (an array used as NumPy marks
     ``marks`` in ``misused``)."""
-    numbers = [v for v in (*args, *kwargs.values()) if isinstance(v, PyScalar)]
+    computed = [v for v in (*args, *kwargs.values()) if isinstance(v, (PyScalar, FedArray))]
 
     def call(*values: np.ndarray) -> list:
         given = iter(values)
-        as_python = lambda v: v.kind(next(given)) if isinstance(v, PyScalar) else v  # noqa: E731
+
+        def as_python(v: Any) -> Any:  # what eager's code hands the call
+            if isinstance(v, PyScalar):
+                return v.kind(next(given))
+            if isinstance(v, FedArray):  # a new array (or NumPy scalar) of the graph's values
+                value = np.array(next(given), dtype=v.dtype, copy=True)
+                return value if v.scalar_type is None else v.scalar_type(value)
+            return v
         result = run(*(as_python(v) for v in args), **{n: as_python(v) for n, v in kwargs.items()})
         flat: list = []
         flatten(result, spec, flat)
@@ -184,7 +179,8 @@ def island_op(run: Any, args: tuple, kwargs: dict, spec: Any, name: str, marks: 
 
     # a stateful op: TensorFlow's automatic control dependencies run it after the stateful
     # ops before it (other islands, and the conditionals and loops holding them)
-    outs = tf.numpy_function(call, [tf.stop_gradient(v.tensor) for v in numbers], dtypes(spec), stateful=True,
+    inputs = [tf.stop_gradient(v.tensor if isinstance(v, PyScalar) else tf.convert_to_tensor(v)) for v in computed]
+    outs = tf.numpy_function(call, inputs, dtypes(spec), stateful=True,
                              name=name)
     outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
     return rebuild(spec, iter(outs), marks, misused)
@@ -200,7 +196,9 @@ class IslandRunFailed(ConversionError):
 
 def _result_spec(ctx: Any, fn: types.FunctionType) -> Any:
     """What the profile says ``fn`` returns, as a spec: ``("scalar", kind)``, ``("array",
-    dtype, shape)``, ``("none",)``, ``(tuple or list, [specs])``; or why there is none."""
+    dtype, shape)``, ``("none",)``, ``(tuple or list, [specs])``; or why there is none.  (Also
+    in specs: ``("new array", dtype, shape)``, an array new at every call, and ``("empty
+    dict",)``: :mod:`janus.runtime.environments`.)"""
     profile = ctx.checks.speculator.profile if ctx.checks.speculator is not None else None
     seen = {_without_value(t) for t in profile.return_types(fn)} if profile is not None else set()
     if len(seen) != 1:
@@ -231,9 +229,9 @@ def _spec(info: Any) -> Any:
 def dtypes(spec: Any) -> list:
     if spec[0] == "scalar":
         return [DTYPES[spec[1]]]
-    if spec[0] == "array":
+    if spec[0] in ("array", "new array"):
         return [tf.as_dtype(spec[1])]
-    if spec[0] == "none":
+    if spec[0] in ("none", "empty dict"):
         return []
     return [d for part in spec[1] for d in dtypes(part)]
 
@@ -243,9 +241,10 @@ def flatten(result: Any, spec: Any, flat: list) -> None:
     kind = spec[0]
     if kind == "scalar" and type(result) is spec[1]:
         flat.append(np.asarray(result, DTYPES[spec[1]].as_numpy_dtype))
-    elif kind == "array" and type(result) is np.ndarray and result.dtype == spec[1] and result.shape == spec[2]:
+    elif kind in ("array", "new array") and type(result) is np.ndarray and result.dtype == spec[1] \
+            and result.shape == spec[2]:
         flat.append(np.array(result))  # a copy: the tensor must not share the object's array
-    elif kind == "none" and result is None:
+    elif kind == "none" and result is None or kind == "empty dict" and type(result) is dict and not result:
         pass
     elif kind in (tuple, list) and type(result) is kind and len(result) == len(spec[1]):
         for value, part in zip(result, spec[1]):
@@ -265,8 +264,14 @@ def rebuild(spec: Any, outs: Any, fn: types.FunctionType, misused: dict) -> Any:
         t = next(outs)
         t.set_shape(spec[2])
         return IslandArray(t, np.empty(0, spec[1]), spec[2], fn, misused)
+    if kind == "new array":  # a new array at every call (an environment's observation): leaves the graph as one
+        t = next(outs)
+        t.set_shape(spec[2])
+        return TensorValues(t)
     if kind == "none":
         return None
+    if kind == "empty dict":
+        return {}  # a new dict, as eager's call returns one
     return kind(rebuild(part, outs, fn, misused) for part in spec[1])
 
 

@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 
 import tensorflow as tf
 
+from janus import config
 from janus.convert.sites import SiteInfo
 from janus.errors import ConversionError
 from janus.reporting.codes import Code
@@ -139,6 +140,10 @@ def for_stmt(iterable: Any, extra_test: Callable | None, body: Callable, args: t
         count = _counted(count)
         if extra_test is not None:
             go = extra_test(*state)
+            rest = _rest_of_range(iterable, item) if is_tensor(go) else None
+            if rest is not None:
+                no_cells(cells, "for loop")
+                return escapes.in_graph(_tensor_for, rest, extra_test, body, state, names)
             if is_tensor(go):
                 state = if_stmt(go, lambda *s, item=item: tuple(body(item, *s)), lambda *s: s, state, names,
                                 cells=cells)
@@ -147,6 +152,15 @@ def for_stmt(iterable: Any, extra_test: Callable | None, body: Callable, args: t
                 break
         state = tuple(body(item, *state))
     return state
+
+
+def _rest_of_range(iterable: Any, item: Any) -> "TensorRange | None":
+    """The items of Python range ``iterable`` from ``item`` on, as a range a
+    ``tf.while_loop`` iterates, when there are more than ``config.UNROLLED_BREAK_ITEMS``."""
+    if type(iterable) is not range or type(item) is not int:
+        return None
+    rest = range(item, iterable.stop, iterable.step)
+    return TensorRange(rest.start, rest.stop, rest.step) if len(rest) > config.UNROLLED_BREAK_ITEMS else None
 
 
 def _items(iterable: Any, names: Sequence[str], state: Callable[[], tuple]):

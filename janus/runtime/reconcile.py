@@ -21,6 +21,7 @@ import tensorflow as tf
 from janus.errors import ConversionError
 from janus.reporting.codes import Code
 from janus.runtime.graph_lists import GraphList, common_spec
+from janus.trace.arrays import IslandArray, TensorValues
 from janus.trace.values import UNDEF, PyScalar, is_symbolic
 from janus.trace.scalars import DTYPES, PY_SCALARS, PyOrTensor
 
@@ -54,7 +55,16 @@ class ListKind:
     shape: tuple
 
 
-Kind = Union[Plain, Number, NumberOrTensorKind, ListKind]
+@dataclass(frozen=True)
+class ArrayKind:
+    """A NumPy array the graph computes (an island's, or NumPy's of a tensor), carried as its tensor."""
+
+    cls: type
+    dtype: Any
+    dims: tuple
+
+
+Kind = Union[Plain, Number, NumberOrTensorKind, ListKind, ArrayKind]
 
 
 def _kind(leaf: Any) -> Kind:
@@ -64,6 +74,8 @@ def _kind(leaf: Any) -> Kind:
         return Number(leaf.kind)
     if isinstance(leaf, PyOrTensor):
         return NumberOrTensorKind(leaf.kind)
+    if isinstance(leaf, (IslandArray, TensorValues)):  # an array the graph computes: carried as its tensor
+        return ArrayKind(type(leaf), leaf.dtype, leaf.dims)
     if is_symbolic(leaf):
         return Plain.TENSOR
     if any(is_symbolic(t) for t in tf.nest.flatten(leaf, expand_composites=True)):
@@ -82,6 +94,8 @@ def split(values: Any) -> tuple[list, list[Kind], list]:
             tensors += x.parts()
         elif isinstance(x, GraphList):
             tensors.append(x.handle)
+        elif isinstance(x, (IslandArray, TensorValues)):
+            tensors.append(x.tensor)
         elif k is not Plain.PYTHON:
             tensors.append(x.tensor if isinstance(x, PyScalar) else x)
     return leaves, kinds, tensors
@@ -97,6 +111,8 @@ def join(structure: Any, leaves: list, kinds: list[Kind], tensors) -> Any:
             out.append(next(tensors))
         elif isinstance(kind, ListKind):
             out.append(GraphList(next(tensors), kind.dtype, kind.shape))
+        elif isinstance(kind, ArrayKind):
+            out.append(leaf.carried(next(tensors)))
         elif isinstance(kind, NumberOrTensorKind):
             number, tensor, is_number = next(tensors), next(tensors), next(tensors)
             out.append(PyOrTensor(number, kind.kind, tensor, is_number))

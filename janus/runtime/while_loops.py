@@ -24,6 +24,7 @@ from janus.runtime.graph_lists import GraphList
 from janus.runtime.reconcile import Number, as_union, join, number_or_tensor, split, union_kind
 from janus.runtime.truth import is_tensor, truth
 from janus.trace.aborts import first_line
+from janus.trace.arrays import IslandArray, TensorValues
 from janus.trace.active import current
 from janus.trace.seeds import DrawInLoop
 from janus.trace.values import UNDEF, PyScalar, is_symbolic
@@ -51,7 +52,8 @@ def while_loop(test: Callable, body: Callable, state: tuple, names: Sequence[str
             if leaf is UNDEF:
                 raise ConversionError(f"{what}: {name} is first assigned inside a tensor-dependent loop",
                                       code=Code.TENSOR_LOOP)
-            if not is_tensor(leaf) and type(leaf) not in PY_SCALARS and not isinstance(leaf, GraphList):
+            if not is_tensor(leaf) and type(leaf) not in PY_SCALARS \
+                    and not isinstance(leaf, (GraphList, IslandArray, TensorValues)):  # arrays: carried as tensors
                 raise ConversionError(f"{what}: {name} holds a Python {type(leaf).__name__} across a tensor loop",
                                       code=Code.TENSOR_LOOP)
         init_values.append(tf.nest.map_structure(lambda v: PyScalar.of(v) if type(v) in PY_SCALARS else v, value))

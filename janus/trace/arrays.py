@@ -35,7 +35,8 @@ import tensorflow as tf
 from janus.errors import ConversionError, Restart
 from janus.reporting.codes import Code
 from janus.trace import numpy_semantics
-from janus.trace.scalars import PyScalar
+from janus.trace.active import current
+from janus.trace.scalars import PyScalar, is_symbolic
 from janus.trace.sources import Source
 from janus.trace.values import SymbolicShape
 
@@ -116,6 +117,20 @@ class FedArray:
     @property
     def ndim(self) -> int:
         return len(self._dims)
+
+    @property
+    def dims(self) -> tuple:
+        """The shape the trace knows: None where it varies."""
+        return self._dims
+
+    def stand_in(self) -> np.ndarray | np.generic:
+        """A value of this array's type, dtype and shape (the trace knows all three): a
+        uniform distribution for floats (a valid ``p=``), zeros otherwise."""
+        if self.scalar_type is not None:
+            return self.scalar_type(0)
+        size = int(np.prod(self._dims))
+        fill = 1.0 / size if size and np.issubdtype(self._dtype, np.inexact) else 0
+        return np.full(self._dims, fill, self._dtype)
 
     @property
     def shape(self) -> tuple:
@@ -222,6 +237,84 @@ class LoweredArray(FedArray):
         for source in self._sources:
             self._marks.setdefault(source, what)
         raise ReadAsNumPy({s: what for s in self._sources})
+
+
+class IslandArray(FedArray):
+    """A NumPy array a Python island returned: a tensor only TensorFlow may use (eager's
+    array is the object's own, which NumPy code, a return or a store would show).  Used
+    otherwise, it marks its island's method (``heap.islands_misused``, sticky like a fed
+    array's mark) and fails the trace; the next trace calls that method as written."""
+
+    __slots__ = ()
+
+    def read_as_numpy(self, what: str) -> None:
+        self._marks.setdefault(self._source, what)
+        raise ConversionError(f"uses as NumPy ({what}) an array a Python island returned", code=Code.ISLAND)
+
+    @property
+    def tensor(self) -> tf.Tensor:
+        return self._input
+
+    def carried(self, tensor: tf.Tensor) -> "IslandArray":
+        """The array ``tensor`` carries out of a tensor conditional or loop (``janus.runtime.reconcile``):
+        an island's array of the same dtype and shape, marking the same method if misused."""
+        tensor.set_shape(self._dims)
+        return IslandArray(tensor, np.empty(0, self._dtype), self._dims, self._source, self._marks)
+
+
+class TensorValues(LoweredArray):
+    """The NumPy array eager's NumPy makes of a tensor the graph computes
+    (``np.squeeze(action_probs)``, ``np.asarray(t)``): in eager, a new ``ndarray`` of the
+    tensor's dtype and values.  Converted code sees this stand-in, whose tensor is those
+    values; a Python island (``np.random.choice(n, p=...)``, ``env.step``) is handed eager's
+    array, and the array leaves the graph as a new one (packing: a :class:`LoweredArray`).
+    An island that returns a new array (a gymnasium environment's observation) returns one.
+    Anything else NumPy or Python would do with it (arithmetic, indexing, ``print``) reads its
+    values, which the graph has not computed yet: the trace fails there (a graph break)."""
+
+    __slots__ = ()
+
+    def __init__(self, tensor: tf.Tensor):
+        FedArray.__init__(self, tensor, np.empty(0, tensor.dtype.as_numpy_dtype), tuple(tensor.shape.as_list()),
+                          None, {})
+        object.__setattr__(self, "_sources", {})
+
+    def read_as_numpy(self, what: str) -> None:
+        ctx = current()
+        if ctx is not None:
+            ctx.heap.computed_arrays_read.append(what)  # sticky: checked after the trace (janus.driver.entry)
+        raise ConversionError(f"NumPy or Python reads ({what}) the values of a NumPy array the graph computes",
+                              code=Code.TENSOR_VALUE)
+
+    @property
+    def tensor(self) -> tf.Tensor:
+        return self._input
+
+    def carried(self, tensor: tf.Tensor) -> "TensorValues":
+        """The array ``tensor`` carries out of a tensor conditional or loop (``janus.runtime.reconcile``)."""
+        tensor.set_shape(self._dims)
+        return TensorValues(tensor)
+
+
+# NumPy's functions that make an array of a tensor's values, and the keywords that keep eager's dtype
+_TENSOR_VALUES = {np.squeeze: frozenset({"axis"}), np.asarray: frozenset(), np.array: frozenset()}
+
+
+def tensor_values(f: Any, args: tuple, kwargs: dict) -> TensorValues | None:
+    """``f(*args, **kwargs)`` when it makes eager's NumPy array of a tensor the graph computes
+    (``np.squeeze(probs)``, ``np.asarray(t)``): its stand-in; None for any other call."""
+    try:
+        if f not in _TENSOR_VALUES or len(args) != 1 or not kwargs.keys() <= _TENSOR_VALUES[f]:
+            return None
+    except TypeError:  # an unhashable callee
+        return None
+    t = args[0]
+    if not is_symbolic(t) or np.dtype(t.dtype.as_numpy_dtype) not in FED_DTYPES or not t.shape.is_fully_defined():
+        return None
+    axis = kwargs.get("axis")
+    if axis is not None and not (type(axis) is int or type(axis) is tuple and all(type(a) is int for a in axis)):
+        return None
+    return TensorValues(tf.squeeze(t, axis) if f is np.squeeze else tf.identity(t))
 
 
 def _sources(value: FedArray) -> tuple:

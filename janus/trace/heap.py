@@ -106,6 +106,9 @@ class HeapModel:
     # the objects of Python islands the trace made, by id (janus.runtime.islands)
     islands: dict[int, Any] = field(default_factory=dict)
     islands_misused: dict[Any, str] = field(default_factory=dict)  # their methods whose arrays were read as NumPy
+    # uses as NumPy of arrays the graph computes (janus.trace.arrays.TensorValues): sticky, so
+    # that library code catching the error cannot hide one
+    computed_arrays_read: list[str] = field(default_factory=list)
     _keep: list[Any] = field(default_factory=list)
     _pinned: set[int] = field(default_factory=set)
 
