@@ -208,3 +208,8 @@ XLA_MIN_GAIN = 0.05
 # gain, and a tie lost costs more than it shows (the graph's backward function under a tape,
 # which a segment's own time does not see).  Tests set it to force a verdict.
 SEGMENT_MIN_GAIN = 0.05
+
+# Never slower than eager over a whole run (janus.driver.policy.ConversionPolicy.whole_run): a
+# function stops converting once its conversions cannot bring the run back within this share
+# of eager's total.  None turns the rule off.
+WHOLE_RUN_SLACK: float | None = 0.10

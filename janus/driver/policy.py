@@ -14,15 +14,48 @@ to stop assuming, and when to give up.
   (``janus.trace.known_values``).
 * **What to stop assuming**: a speculation whose assertion failed is banned at its site.
 * **When to give up**: at once for a construct that can never convert; after the
-  conversion budget; or when the last graphs built were never reused (the profile of
-  misses predicts no reuse).  A function that gave up runs plainly eagerly, without
-  profiling, and a warning says why and what the user can do, once.
+  conversion budget; when the last graphs built were never reused (the profile of
+  misses predicts no reuse); or when its conversions do not pay for themselves over the
+  whole run (:meth:`ConversionPolicy.whole_run`).  A function that gave up runs plainly
+  eagerly, without profiling, and a warning says why and what the user can do, once.
+
+**When a function stops converting because conversions do not pay** (:meth:`~ConversionPolicy.whole_run`,
+asked whenever a conversion is due, after the budget and the never-reused rule).  With the
+function's :class:`~janus.driver.ledger.Ledger`: ``N`` calls so far, ``T`` Janus's seconds for
+them (profiled and eager runs, conversions with their failed traces and each new graph's
+first run, XLA trials, graph runs, aborted ones too), ``E`` eager's estimated seconds per call
+(the median of the latest eager runs), ``O = T - N*E`` the overhead so far, ``C`` the mean
+seconds of one conversion attempt, ``s = max(0, E - G)`` the saving of a warm graph call
+(``G`` its mean seconds) and ``r`` the share of the calls since the first graph that a warm
+graph served.  It stops converting when
+
+* at least ``MIN_ATTEMPTS_BEFORE_STOPPING`` (3) conversions were attempted — a function's
+  first conversions always get their chance to pay back;
+* ``O - N*r*s > WHOLE_RUN_SLACK * 2N*E + C``: were the run to go on for as many calls again
+  with no further conversion, its graphs saving ``s`` on the share ``r`` of them, Janus would
+  still be more than ``config.WHOLE_RUN_SLACK`` (10%) over eager's total, by more than one
+  more conversion could be worth;
+* and the next conversion would be told nothing the last was not (no speculation banned,
+  number fed, shape relaxed or tensor unspecialized since): a step up the specialization
+  hierarchy (value, shape, rank, dtype) always goes ahead, bounded by the budget.
+
+When the rule would stop a function whose tensors specialized by value missed, it first
+stops specializing them (``Verdict.GENERALIZE``: one graph for every value) and converts.
+
+With no further conversion the gap closes by ``r*s + 0.1*E`` per call, so stopping bounds the
+loss; a function whose graphs are clearly faster has ``N*r*s`` growing with the run and is
+not stopped.  Estimating a run's remaining length as its length so far is the usual guess
+with nothing else to go on (the rent-or-buy bound).  A stop keeps the graphs that were
+reused, unless a warm graph call was measured no faster than eager (then every graph goes);
+the calls run plainly eagerly, unprofiled.
 """
 from __future__ import annotations
 
+import enum
 import logging
 from collections import Counter
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import tensorflow as tf
@@ -36,11 +69,52 @@ from janus.trace.speculation import Assumption, Speculator
 from janus.trace.scalars import is_eager_tensor
 from janus.trace.values import is_eager_composite
 
+if TYPE_CHECKING:
+    from janus.driver.ledger import Ledger
+
 log = logging.getLogger("janus")
 
 # Graphs in a row that were never reused before the next miss: a sign the guards that
 # keep failing pin values that change on every call.
 UNUSED_GRAPHS_BEFORE_GIVING_UP = 3
+# Conversion attempts a function always gets before the whole-run rule may stop it (as many
+# as unused graphs it may build: a function whose graphs go unused gives that reason first).
+MIN_ATTEMPTS_BEFORE_STOPPING = 3
+
+
+class Verdict(enum.Enum):
+    """What the whole-run rule says of a due conversion."""
+
+    CONVERT = "convert"  # within the slack, on track to pay back, or the next trace is more general
+    GENERALIZE = "stop specializing by value, then convert"  # the cheaper step up the hierarchy first
+    STOP = "stop converting"  # its conversions cost more than they saved
+
+
+@dataclass(frozen=True)
+class WholeRun:
+    """The whole-run account behind a due conversion (:meth:`ConversionPolicy.whole_run`):
+    the verdict, and the seconds the rule weighed."""
+
+    verdict: Verdict
+    calls: int = 0
+    spent: float = 0.0  # Janus's seconds for the calls so far
+    eager: float = 0.0  # eager's estimated seconds for the same calls
+    recoverable: float = 0.0  # what the graphs would save over as many calls again, at the rate seen
+    allowance: float = 0.0  # what the overhead may be at that point: the slack, plus one conversion
+
+    @property
+    def stop(self) -> bool:
+        return self.verdict is Verdict.STOP
+
+    @property
+    def overhead(self) -> float:
+        return self.spent - self.eager
+
+    def describe(self) -> str:
+        """The account in words, for the give-up reason."""
+        return (f"{self.spent:.3f} s in {self.calls} calls against eager's estimated {self.eager:.3f} s; its graphs "
+                f"would save {self.recoverable:.3f} s over as many calls again, under the {self.allowance:.3f} s "
+                f"over eager allowed ({config.WHOLE_RUN_SLACK:.0%} of eager's total, plus one conversion)")
 
 
 class ConversionPolicy:
@@ -72,6 +146,7 @@ class ConversionPolicy:
         self.assumptions: dict = {}
         self.misses: Counter[str] = Counter()
         self._warned = False
+        self._known_at_attempt = self._knowledge()  # what the last conversion attempt was told
 
     # -- when -----------------------------------------------------------------------
     @property
@@ -93,6 +168,7 @@ class ConversionPolicy:
         return self.eager_since_attempt >= needed
 
     def converted(self, ok: bool) -> None:
+        self._known_at_attempt = self._knowledge()
         self.eager_since_attempt = 0
         self.explained_miss = False
         self.last_attempt_failed = not ok
@@ -105,6 +181,40 @@ class ConversionPolicy:
         """The newest graphs each served only the call that built them."""
         recent = entries[:UNUSED_GRAPHS_BEFORE_GIVING_UP]
         return len(recent) == UNUSED_GRAPHS_BEFORE_GIVING_UP and all(e.counters.hits <= 1 for e in recent)
+
+    def whole_run(self, ledger: "Ledger") -> WholeRun:
+        """Whether to stop converting because conversions do not pay over the whole run
+        (the rule is in the module docstring); asked when a conversion is due."""
+        attempts = self.conversions + self.failed_attempts
+        per_call = ledger.eager_per_call()
+        if per_call is None or attempts < MIN_ATTEMPTS_BEFORE_STOPPING or config.WHOLE_RUN_SLACK is None:
+            return WholeRun(Verdict.CONVERT)
+        calls = ledger.calls
+        graph = ledger.graph_per_call()
+        saving = max(0.0, per_call - graph) if graph is not None else 0.0
+        recoverable = calls * ledger.graph_share() * saving
+        allowance = config.WHOLE_RUN_SLACK * 2 * calls * per_call + ledger.conversion_seconds / attempts
+        spent, eager = ledger.total, calls * per_call
+        if spent - eager - recoverable <= allowance or self._knowledge() != self._known_at_attempt:
+            verdict = Verdict.CONVERT  # within bounds, or a step up the hierarchy the last trace did not know
+        elif self.tensor_value_misses & self.tensor_values:
+            verdict = Verdict.GENERALIZE
+        else:
+            verdict = Verdict.STOP
+        return WholeRun(verdict, calls, spent, eager, recoverable, allowance)
+
+    def _knowledge(self) -> tuple:
+        """What a trace is told beyond the profile, grown by misses: banned speculations, numbers
+        fed, tensors no longer specialized by value, relaxed shapes and widened specs.  When it
+        grew since the last attempt, the next trace is more general than the last."""
+        return (len(self.banned_sites), len(self.varying), len(self.never_values),
+                tuple(sorted(repr(item) for item in self.relaxed_shapes().items())))
+
+    def give_up_on_cost(self, account: WholeRun) -> None:
+        """Stop converting: the conversions cost more than they saved (``account``)."""
+        self.give_up(reason(Code.NO_PAYBACK, f"its conversions cost more than they saved: {account.describe()}"),
+                     "Values it specializes on change too often for a graph to pay back its conversion; "
+                     "see janus.explain(f).")
 
     def record_eager_call(self) -> None:
         """A profiled eager call: one more toward the next conversion."""
