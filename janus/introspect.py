@@ -306,6 +306,10 @@ def _describe_split(jf: JanusFunction, indent: str) -> list[str]:
     return lines
 
 
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
 def _describe_time(jf: JanusFunction, indent: str) -> list[str]:
     """Where ``jf``'s time went (its ledger): converting, graph runs against eager's estimate."""
     ledger, policy = jf.ledger, jf.policy
@@ -315,15 +319,15 @@ def _describe_time(jf: JanusFunction, indent: str) -> list[str]:
     estimate = (f"eager's estimated {ledger.calls * per_call:.3f} s ({per_call * 1e3:.3f} ms a call, the median "
                 f"eager run)") if per_call is not None else "no eager run timed to compare with"
     attempts = policy.conversions + policy.failed_attempts
-    lines = [f"{indent}time: {ledger.total:.3f} s in {ledger.calls} calls, against {estimate}",
-             f"{indent}  converting: {ledger.conversion_seconds:.3f} s, {attempts} conversion"
-             f"{'s' if attempts != 1 else ''} ({policy.failed_attempts} failed)"]
+    lines = [f"{indent}time: {ledger.total:.3f} s in {_n(ledger.calls, 'call')}, against {estimate}",
+             f"{indent}  converting: {ledger.conversion_seconds:.3f} s, {_n(attempts, 'conversion')} "
+             f"({policy.failed_attempts} failed)"]
     graph = ledger.graph_per_call()
     if graph is not None:
         versus = f" against eager's {per_call * 1e3:.3f} ms" if per_call is not None else ""
-        lines.append(f"{indent}  graph runs: {ledger.graph_seconds:.3f} s in {ledger.graph_calls} calls, "
+        lines.append(f"{indent}  graph runs: {ledger.graph_seconds:.3f} s in {_n(ledger.graph_calls, 'call')}, "
                      f"{graph * 1e3:.3f} ms a call{versus}")
-    lines.append(f"{indent}  eager runs: {ledger.eager_seconds:.3f} s in {ledger.eager_calls} calls (profiled or not)")
+    lines.append(f"{indent}  eager runs: {ledger.eager_seconds:.3f} s in {_n(ledger.eager_calls, 'call')} (profiled or not)")
     if ledger.trial_seconds or ledger.aborted_seconds:
         lines.append(f"{indent}  XLA trials {ledger.trial_seconds:.3f} s, aborted graph runs "
                      f"{ledger.aborted_seconds:.3f} s")

@@ -19,7 +19,7 @@ from harness import check
 from janus import config
 from janus.driver import conversion, segments
 from janus.driver.ledger import Ledger
-from janus.driver.policy import MIN_ATTEMPTS_BEFORE_STOPPING, ConversionPolicy, Verdict
+from janus.driver.policy import MIN_ATTEMPTS_BEFORE_STOPPING, ConversionPolicy
 from janus.reporting.codes import Code
 from janus.trace.sources import Arg
 
@@ -125,19 +125,19 @@ def test_clearly_faster_graphs_are_not_stopped_however_much_converting_cost():
     assert not account.stop and account.overhead < 0, account
 
 
-def test_a_step_up_the_hierarchy_goes_ahead_and_values_are_unspecialized_before_stopping():
+def test_a_step_up_the_hierarchy_goes_ahead():
     led = _ledger(calls=12, eager=0.001, eager_runs=12, graph=0.0, graph_calls=0, converting=3.0)
     policy = _policy(conversions=3)
     policy.varying[Arg(1)] = float  # a number whose value guard failed: the next trace feeds it
-    assert policy.whole_run(led).verdict is Verdict.CONVERT
-    policy = _policy(conversions=3)
-    policy.tensor_values.add(Arg(0))  # a tensor specialized by value, whose value guard failed
-    policy.tensor_value_misses.add(Arg(0))
-    assert policy.whole_run(led).verdict is Verdict.GENERALIZE
-    assert policy.stop_specializing_values() == {Arg(0)}
-    assert policy.whole_run(led).verdict is Verdict.CONVERT  # a step up: the next trace knows more
+    assert not policy.whole_run(led).stop
     policy.converted(True)  # ... and once that conversion has not paid either, it stops
-    assert policy.whole_run(led).verdict is Verdict.STOP
+    assert policy.whole_run(led).stop
+    policy = _policy(conversions=3)
+    policy.tensor_values.add(Arg(0))  # a tensor specialized by value, whose value guard failed:
+    policy.tensor_value_misses.add(Arg(0))  # the never-reused rule unspecializes it
+    assert not policy.whole_run(led).stop
+    assert policy.stop_specializing_values() == {Arg(0)}
+    assert not policy.whole_run(led).stop  # the next trace knows more
 
 
 def test_the_rule_is_off_without_a_slack(monkeypatch):

@@ -28,7 +28,6 @@ from janus.convert.segments import BreakSite
 from janus.convert.registry import is_converted_code
 from janus.driver import xla_choice
 from janus.driver.entry import RAISED_UNDER, CacheEntry, TracePlan, build_entry, convert, input_leaves
-from janus.driver.policy import Verdict
 from janus.errors import ConversionError, NotYet, Restart, UndefinedValueError
 from janus.reporting.codes import Code, derived, reason as _reason
 from janus.runtime.islands import IslandsRefused
@@ -256,12 +255,6 @@ class Conversion:
         call was measured no faster than eager."""
         policy, ledger = self.policy, self.ledger
         account = policy.whole_run(ledger)
-        if account.verdict is Verdict.GENERALIZE:
-            stopped = policy.stop_specializing_values()
-            self.note(_reason(Code.REPLANNED, f"the conversions did not pay: "
-                              f"{', '.join(sorted(s.label for s in stopped))} no longer specialized by value"))
-            entries.drop(lambda e: e.counters.hits <= 1)
-            return True
         if not account.stop:
             return True
         self.note(_reason(Code.NO_PAYBACK, "its conversions cost more than they saved; running eagerly"))

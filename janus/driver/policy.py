@@ -36,11 +36,10 @@ graph served.  It stops converting when
   still be more than ``config.WHOLE_RUN_SLACK`` (10%) over eager's total, by more than one
   more conversion could be worth;
 * and the next conversion would be told nothing the last was not (no speculation banned,
-  number fed, shape relaxed or tensor unspecialized since): a step up the specialization
-  hierarchy (value, shape, rank, dtype) always goes ahead, bounded by the budget.
-
-When the rule would stop a function whose tensors specialized by value missed, it first
-stops specializing them (``Verdict.GENERALIZE``: one graph for every value) and converts.
+  number fed, shape relaxed or tensor unspecialized since), and no tensor or recursion bound
+  specialized by value has missed: a step up the specialization hierarchy (value, shape,
+  rank, dtype) always goes ahead, and the never-reused rule decides when values stop being
+  specialized (one graph for every tree); the budget still bounds both.
 
 With no further conversion the gap closes by ``r*s + 0.1*E`` per call, so stopping bounds the
 loss; a function whose graphs are clearly faster has ``N*r*s`` growing with the run and is
@@ -51,7 +50,6 @@ the calls run plainly eagerly, unprofiled.
 """
 from __future__ import annotations
 
-import enum
 import logging
 from collections import Counter
 from dataclasses import dataclass
@@ -82,20 +80,12 @@ UNUSED_GRAPHS_BEFORE_GIVING_UP = 3
 MIN_ATTEMPTS_BEFORE_STOPPING = 3
 
 
-class Verdict(enum.Enum):
-    """What the whole-run rule says of a due conversion."""
-
-    CONVERT = "convert"  # within the slack, on track to pay back, or the next trace is more general
-    GENERALIZE = "stop specializing by value, then convert"  # the cheaper step up the hierarchy first
-    STOP = "stop converting"  # its conversions cost more than they saved
-
-
 @dataclass(frozen=True)
 class WholeRun:
     """The whole-run account behind a due conversion (:meth:`ConversionPolicy.whole_run`):
-    the verdict, and the seconds the rule weighed."""
+    whether to stop converting, and the seconds the rule weighed."""
 
-    verdict: Verdict
+    stop: bool
     calls: int = 0
     spent: float = 0.0  # Janus's seconds for the calls so far
     eager: float = 0.0  # eager's estimated seconds for the same calls
@@ -103,18 +93,15 @@ class WholeRun:
     allowance: float = 0.0  # what the overhead may be at that point: the slack, plus one conversion
 
     @property
-    def stop(self) -> bool:
-        return self.verdict is Verdict.STOP
-
-    @property
     def overhead(self) -> float:
         return self.spent - self.eager
 
     def describe(self) -> str:
         """The account in words, for the give-up reason."""
-        return (f"{self.spent:.3f} s in {self.calls} calls against eager's estimated {self.eager:.3f} s; its graphs "
-                f"would save {self.recoverable:.3f} s over as many calls again, under the {self.allowance:.3f} s "
-                f"over eager allowed ({config.WHOLE_RUN_SLACK:.0%} of eager's total, plus one conversion)")
+        return (f"{self.spent:.3f} s in {self.calls} calls against eager's estimated {self.eager:.3f} s; at the rate "
+                f"seen its graphs would win back {self.recoverable:.3f} s over as many calls again, leaving more than "
+                f"the {self.allowance:.3f} s over eager allowed ({config.WHOLE_RUN_SLACK:.0%} of eager's total then, "
+                f"plus one conversion)")
 
 
 class ConversionPolicy:
@@ -188,20 +175,18 @@ class ConversionPolicy:
         attempts = self.conversions + self.failed_attempts
         per_call = ledger.eager_per_call()
         if per_call is None or attempts < MIN_ATTEMPTS_BEFORE_STOPPING or config.WHOLE_RUN_SLACK is None:
-            return WholeRun(Verdict.CONVERT)
+            return WholeRun(False)
         calls = ledger.calls
         graph = ledger.graph_per_call()
         saving = max(0.0, per_call - graph) if graph is not None else 0.0
         recoverable = calls * ledger.graph_share() * saving
         allowance = config.WHOLE_RUN_SLACK * 2 * calls * per_call + ledger.conversion_seconds / attempts
         spent, eager = ledger.total, calls * per_call
-        if spent - eager - recoverable <= allowance or self._knowledge() != self._known_at_attempt:
-            verdict = Verdict.CONVERT  # within bounds, or a step up the hierarchy the last trace did not know
-        elif self.tensor_value_misses & self.tensor_values:
-            verdict = Verdict.GENERALIZE
-        else:
-            verdict = Verdict.STOP
-        return WholeRun(verdict, calls, spent, eager, recoverable, allowance)
+        # over the allowance, with nothing to learn: the next trace would not be more general than
+        # the last, and no tensor specialized by value is waiting to be unspecialized
+        stop = spent - eager - recoverable > allowance and self._knowledge() == self._known_at_attempt and \
+            not self.tensor_value_misses & self.tensor_values
+        return WholeRun(stop, calls, spent, eager, recoverable, allowance)
 
     def _knowledge(self) -> tuple:
         """What a trace is told beyond the profile, grown by misses: banned speculations, numbers
