@@ -77,23 +77,22 @@ def main(argv=None) -> None:
     modes = ("eager", "rule", "no rule")
     for title, every in (("tag changing every 4 calls (conversions do not pay)", 4), ("fixed tag", None)):
         times = {m: [] for m in modes}
-        stats = {}
+        stats: dict = {m: [] for m in modes}
         for _ in range(args.rounds):
             for m in modes:
-                cumulative, stats[m] = run(m, args.steps, every)
+                cumulative, s = run(m, args.steps, every)
                 times[m].append(cumulative)
+                stats[m].append(s)
         print(f"{title}: {args.rounds} interleaved rounds of {args.steps} calls; cumulative seconds (x eager)")
-        print("  mode      " + "".join(f"{f'after {c}':>20}" for c in checkpoints) + "    conversions")
+        print("  mode      " + "".join(f"{f'after {c}':>20}" for c in checkpoints) + "    conversions by round")
         for m in modes:
             cells = ""
             for c in checkpoints:
                 mine = statistics.median(t[c - 1] for t in times[m])
                 eager = statistics.median(t[c - 1] for t in times["eager"])
                 cells += f"{mine:>11.3f} ({mine / eager:4.2f}x)"
-            conv = ""
-            if stats[m]:
-                code = stats[m]["code"]
-                conv = f"{stats[m]['conversions']:>13}" + (f" (gave up: {code.value})" if code else "")
+            conv = "    " + ", ".join(f"{s['conversions']}" + (f" ({s['code'].value})" if s["code"] else "")
+                                   for s in stats[m]) if m != "eager" else ""
             print(f"  {m:<10}{cells}{conv}")
 
 

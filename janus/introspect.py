@@ -151,8 +151,7 @@ def stats(f: Any) -> dict[str, int | float]:
 def _time_stats(jf: JanusFunction) -> dict[str, float]:
     """The seconds of ``jf``'s ledger (a split function's segments have their own)."""
     ledger = jf.ledger
-    per_call = ledger.eager_per_call()
-    return {"seconds": ledger.total, "eager_estimate_seconds": ledger.calls * per_call if per_call else 0.0,
+    return {"seconds": ledger.total, "eager_estimate_seconds": ledger.eager_estimate() or 0.0,
             "conversion_seconds": ledger.conversion_seconds, "graph_seconds": ledger.graph_seconds,
             "eager_seconds": ledger.eager_seconds, "trial_seconds": ledger.trial_seconds,
             "aborted_seconds": ledger.aborted_seconds}
@@ -316,8 +315,9 @@ def _describe_time(jf: JanusFunction, indent: str) -> list[str]:
     if not ledger.calls and not ledger.conversion_seconds:
         return []
     per_call = ledger.eager_per_call()
-    estimate = (f"eager's estimated {ledger.calls * per_call:.3f} s ({per_call * 1e3:.3f} ms a call, the median "
-                f"eager run)") if per_call is not None else "no eager run timed to compare with"
+    estimate = (f"eager's estimated {ledger.eager_estimate():.3f} s (its eager runs, and {per_call * 1e3:.3f} ms, "
+                f"the median eager run, for each other call)") if per_call is not None \
+        else "no eager run timed to compare with"
     attempts = policy.conversions + policy.failed_attempts
     lines = [f"{indent}time: {ledger.total:.3f} s in {_n(ledger.calls, 'call')}, against {estimate}",
              f"{indent}  converting: {ledger.conversion_seconds:.3f} s, {_n(attempts, 'conversion')} "

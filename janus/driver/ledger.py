@@ -4,8 +4,8 @@
 profiled calls, the conversions and their failed traces, the XLA trials, the graph runs
 (those that aborted too) and the eager runs after a fallback.  A :class:`Ledger` adds them
 up for one Janus function (each graph segment of a split function has its own), and keeps
-the eager calls' times: their median is the estimate of what eager costs per call, so
-``calls * median`` estimates eager's total for the same calls.  The policy reads the ledger
+the eager calls' times: eager's total for the same calls is estimated as the eager runs'
+own seconds plus, for every call that ran otherwise, their median.  The policy reads the ledger
 when a conversion is due (:meth:`janus.driver.policy.ConversionPolicy.whole_run`);
 ``janus.stats`` and ``janus.explain`` show it.
 
@@ -35,7 +35,7 @@ class Ledger:
     """The seconds one Janus function spent, by kind, and its calls (see the module)."""
 
     __slots__ = ("calls", "eager_seconds", "eager_calls", "graph_seconds", "graph_calls", "conversion_seconds",
-                 "trial_seconds", "aborted_seconds", "calls_at_first_graph", "_samples")
+                 "trial_seconds", "aborted_seconds", "_samples")
 
     def __init__(self) -> None:
         self.reset()
@@ -49,25 +49,21 @@ class Ledger:
         self.conversion_seconds = 0.0  # misses: guard diagnosis, traces (failed ones too); new graphs' first runs
         self.trial_seconds = 0.0  # calls that took part in an XLA trial (both graphs run, the variant traced)
         self.aborted_seconds = 0.0  # graph runs that aborted (the call then ran eagerly)
-        self.calls_at_first_graph: int | None = None  # ``calls`` when the first graph ran
         self._samples: deque[float] = deque(maxlen=EAGER_SAMPLES)
 
     # -- recording ------------------------------------------------------------------
-    def eager_ran(self, seconds: float, call: bool = True) -> None:
-        """An eager run of the function took ``seconds`` (``call``: it ended a call)."""
+    def eager_ran(self, seconds: float) -> None:
+        """A call ended in an eager run of the function that took ``seconds``."""
         self.eager_seconds += seconds
         self.eager_calls += 1
         self._samples.append(seconds)
-        if call:
-            self.calls += 1
+        self.calls += 1
 
     def graph_ran(self, seconds: float, first: bool, trial: bool) -> None:
         """A graph run succeeded in ``seconds``: the graph's ``first`` run (it builds the
         function TensorFlow runs: part of converting), a run in an XLA ``trial``, or a warm
         run (what a graph call costs)."""
         self.calls += 1
-        if self.calls_at_first_graph is None:
-            self.calls_at_first_graph = self.calls - 1
         if first:
             self.conversion_seconds += seconds
         elif trial:
@@ -91,6 +87,13 @@ class Ledger:
         return self.eager_seconds + self.graph_seconds + self.conversion_seconds + self.trial_seconds + \
             self.aborted_seconds
 
+    def eager_estimate(self) -> float | None:
+        """Eager's estimated seconds for the calls so far: the eager runs as they took (eager
+        pays a first call's warm-up too), the median eager run for each other call (None:
+        no eager run yet)."""
+        per_call = self.eager_per_call()
+        return None if per_call is None else self.eager_seconds + per_call * (self.calls - self.eager_calls)
+
     def eager_per_call(self) -> float | None:
         """Eager's estimated seconds per call: the median of the latest eager runs (None: none yet)."""
         samples = self._samples
@@ -99,10 +102,3 @@ class Ledger:
     def graph_per_call(self) -> float | None:
         """A warm graph call's mean seconds (None: no warm graph call yet)."""
         return self.graph_seconds / self.graph_calls if self.graph_calls else None
-
-    def graph_share(self) -> float:
-        """The share of the calls since the first graph ran that a warm graph served."""
-        if self.calls_at_first_graph is None:
-            return 0.0
-        since = self.calls - self.calls_at_first_graph
-        return self.graph_calls / since if since > 0 else 0.0

@@ -21,32 +21,31 @@ to stop assuming, and when to give up.
 
 **When a function stops converting because conversions do not pay** (:meth:`~ConversionPolicy.whole_run`,
 asked whenever a conversion is due, after the budget and the never-reused rule).  With the
-function's :class:`~janus.driver.ledger.Ledger`: ``N`` calls so far, ``T`` Janus's seconds for
-them (profiled and eager runs, conversions with their failed traces and each new graph's
-first run, XLA trials, graph runs, aborted ones too), ``E`` eager's estimated seconds per call
-(the median of the latest eager runs), ``O = T - N*E`` the overhead so far, ``C`` the mean
-seconds of one conversion attempt, ``s = max(0, E - G)`` the saving of a warm graph call
-(``G`` its mean seconds) and ``r`` the share of the calls since the first graph that a warm
-graph served.  It stops converting when
+function's :class:`~janus.driver.ledger.Ledger`: ``T`` Janus's seconds for the calls so far
+(profiled and eager runs, conversions with their failed traces and each new graph's first
+run, XLA trials, graph runs, aborted ones too), ``X`` eager's estimated seconds for them (the
+eager runs' own seconds, and for each other call ``E``, the median eager run), ``O = T - X``
+the overhead (what converting cost, less what the warm graph calls saved against ``E``) and
+``C`` the mean seconds of one conversion attempt, it stops converting when
 
-* at least ``MIN_ATTEMPTS_BEFORE_STOPPING`` (3) conversions were attempted — a function's
+* at least ``MIN_ATTEMPTS_BEFORE_STOPPING`` (3) conversions were attempted: a function's
   first conversions always get their chance to pay back;
-* ``O - N*r*s > WHOLE_RUN_SLACK * 2N*E + C``: were the run to go on for as many calls again
-  with no further conversion, its graphs saving ``s`` on the share ``r`` of them, Janus would
-  still be more than ``config.WHOLE_RUN_SLACK`` (10%) over eager's total, by more than one
-  more conversion could be worth;
+* ``O > WHOLE_RUN_SLACK * X + C``: the run so far is more than ``config.WHOLE_RUN_SLACK``
+  (10%) over eager's, by more than one conversion — the credit of the newest graph, which
+  has not had the time to pay back; so the conversions so far have, on the whole, cost more
+  than their graphs saved, and the next one, made the same way, would not pay either;
 * and the next conversion would be told nothing the last was not (no speculation banned,
   number fed, shape relaxed or tensor unspecialized since), and no tensor or recursion bound
   specialized by value has missed: a step up the specialization hierarchy (value, shape,
   rank, dtype) always goes ahead, and the never-reused rule decides when values stop being
   specialized (one graph for every tree); the budget still bounds both.
 
-With no further conversion the gap closes by ``r*s + 0.1*E`` per call, so stopping bounds the
-loss; a function whose graphs are clearly faster has ``N*r*s`` growing with the run and is
-not stopped.  Estimating a run's remaining length as its length so far is the usual guess
-with nothing else to go on (the rent-or-buy bound).  A stop keeps the graphs that were
-reused, unless a warm graph call was measured no faster than eager (then every graph goes);
-the calls run plainly eagerly, unprofiled.
+A function converted once is never weighed again unless it misses; one whose graphs pay for
+their conversions has ``O <= 0`` (a 2 s conversion saving 50 ms a call is even after 40
+calls).  A stop keeps the graphs that were reused, unless a warm graph call was measured no
+faster than eager (then every graph goes); the calls run plainly eagerly, unprofiled, so the
+overhead stops growing while the slack grows with every call: the loss is bounded by what was
+spent before the stop.
 """
 from __future__ import annotations
 
@@ -89,8 +88,9 @@ class WholeRun:
     calls: int = 0
     spent: float = 0.0  # Janus's seconds for the calls so far
     eager: float = 0.0  # eager's estimated seconds for the same calls
-    recoverable: float = 0.0  # what the graphs would save over as many calls again, at the rate seen
-    allowance: float = 0.0  # what the overhead may be at that point: the slack, plus one conversion
+    saved: float = 0.0  # what its warm graph calls saved against eager's per-call estimate
+    grace: float = 0.0  # one conversion's mean seconds: the credit of the newest graph, yet to pay back
+    allowance: float = 0.0  # what the overhead may be: the slack of eager's estimate, plus the grace
 
     @property
     def overhead(self) -> float:
@@ -98,10 +98,9 @@ class WholeRun:
 
     def describe(self) -> str:
         """The account in words, for the give-up reason."""
-        return (f"{self.spent:.3f} s in {self.calls} calls against eager's estimated {self.eager:.3f} s; at the rate "
-                f"seen its graphs would win back {self.recoverable:.3f} s over as many calls again, leaving more than "
-                f"the {self.allowance:.3f} s over eager allowed ({config.WHOLE_RUN_SLACK:.0%} of eager's total then, "
-                f"plus one conversion)")
+        return (f"{self.spent:.3f} s in {self.calls} calls against eager's estimated {self.eager:.3f} s (its graph "
+                f"calls saved {self.saved:.3f} s): {self.overhead:.3f} s over eager, more than the {self.allowance:.3f} s "
+                f"allowed ({config.WHOLE_RUN_SLACK:.0%} of eager's time, plus one conversion's {self.grace:.3f} s)")
 
 
 class ConversionPolicy:
@@ -176,17 +175,15 @@ class ConversionPolicy:
         per_call = ledger.eager_per_call()
         if per_call is None or attempts < MIN_ATTEMPTS_BEFORE_STOPPING or config.WHOLE_RUN_SLACK is None:
             return WholeRun(False)
-        calls = ledger.calls
-        graph = ledger.graph_per_call()
-        saving = max(0.0, per_call - graph) if graph is not None else 0.0
-        recoverable = calls * ledger.graph_share() * saving
-        allowance = config.WHOLE_RUN_SLACK * 2 * calls * per_call + ledger.conversion_seconds / attempts
-        spent, eager = ledger.total, calls * per_call
+        spent, eager = ledger.total, ledger.eager_estimate()
+        saved = per_call * ledger.graph_calls - ledger.graph_seconds
+        grace = ledger.conversion_seconds / attempts
+        allowance = config.WHOLE_RUN_SLACK * eager + grace
         # over the allowance, with nothing to learn: the next trace would not be more general than
         # the last, and no tensor specialized by value is waiting to be unspecialized
-        stop = spent - eager - recoverable > allowance and self._knowledge() == self._known_at_attempt and \
+        stop = spent - eager > allowance and self._knowledge() == self._known_at_attempt and \
             not self.tensor_value_misses & self.tensor_values
-        return WholeRun(stop, calls, spent, eager, recoverable, allowance)
+        return WholeRun(stop, ledger.calls, spent, eager, saved, grace, allowance)
 
     def _knowledge(self) -> tuple:
         """What a trace is told beyond the profile, grown by misses: banned speculations, numbers
