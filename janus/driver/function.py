@@ -24,11 +24,10 @@ import tensorflow as tf
 from janus import config
 from janus.commit.uninterrupted import SignalsDeferred
 from janus.convert.libraries import is_user_code
-from janus.driver import workers
+from janus.driver import ledger as _ledger, workers
 from janus.driver.cache import GraphCache
 from janus.driver.conversion import Conversion
 from janus.driver.counts import Counts
-from janus.driver import ledger as _ledger
 from janus.driver.entry import CacheEntry, input_leaves
 from janus.driver.logs import configure_logging
 from janus.driver.options import Options

@@ -38,7 +38,8 @@ the overhead (what converting cost, less what the warm graph calls saved against
   number fed, shape relaxed or tensor unspecialized since), and no tensor or recursion bound
   specialized by value has missed: a step up the specialization hierarchy (value, shape,
   rank, dtype) always goes ahead, and the never-reused rule decides when values stop being
-  specialized (one graph for every tree); the budget still bounds both.
+  specialized (one graph for every tree); nor is a graph dropped for a banned assumption
+  being rebuilt (``lost_to_ban``); the budget still bounds all of these.
 
 A function converted once is never weighed again unless it misses; one whose graphs pay for
 their conversions has ``O <= 0`` (a 2 s conversion saving 50 ms a call is even after 40
@@ -131,6 +132,7 @@ class ConversionPolicy:
         self.no_islands: set = set()  # methods not run as Python islands (janus.runtime.islands)
         self.assumptions: dict = {}
         self.misses: Counter[str] = Counter()
+        self.rebuilds = 0  # graphs dropped with a banned assumption, not yet rebuilt (whole_run)
         self._warned = False
         self._known_at_attempt = self._knowledge()  # what the last conversion attempt was told
 
@@ -155,6 +157,7 @@ class ConversionPolicy:
 
     def converted(self, ok: bool) -> None:
         self._known_at_attempt = self._knowledge()
+        self.rebuilds = max(0, self.rebuilds - 1)
         self.eager_since_attempt = 0
         self.explained_miss = False
         self.last_attempt_failed = not ok
@@ -182,7 +185,7 @@ class ConversionPolicy:
         # over the allowance, with nothing to learn: the next trace would not be more general than
         # the last, and no tensor specialized by value is waiting to be unspecialized
         stop = spent - eager > allowance and self._knowledge() == self._known_at_attempt and \
-            not self.tensor_value_misses & self.tensor_values
+            not self.tensor_value_misses & self.tensor_values and not self.rebuilds
         return WholeRun(stop, ledger.calls, spent, eager, saved, grace, allowance)
 
     def _knowledge(self) -> tuple:
@@ -210,6 +213,12 @@ class ConversionPolicy:
     def ban(self, assumption: Assumption) -> None:
         """Never assume again what ``assumption`` assumed (its site, or its check's value)."""
         self.banned_sites.add(assumption.ban)
+
+    def lost_to_ban(self, graphs: int) -> None:
+        """``graphs`` cached graphs were dropped for making a banned assumption: as many
+        conversions rebuild them without the whole-run rule weighing them (they served calls;
+        the ban, not values that keep changing, made them go)."""
+        self.rebuilds += graphs
 
     def speculator(self, profile: Any) -> Speculator:
         """What a trace may assume: what ``profile`` saw (None: nothing), minus what was banned;
