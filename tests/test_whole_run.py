@@ -5,7 +5,8 @@ whose graphs pay back is never stopped.
 
 No test here depends on the machine's speed: the ``fake_times`` fixture makes the ledger
 record fixed seconds for each kind of run (an eager run, a graph run, one trace), so the
-policy's decision is forced by those numbers.  Programs run with ``jit_compile=False``: the
+policy's decision is forced by those numbers.  (Every other test runs with the rule off,
+``conftest.py``: there it would weigh real time.)  Programs run with ``jit_compile=False``: the
 XLA trial times with the real clock and would add a trace on a slow machine.
 """
 import types
@@ -24,6 +25,13 @@ from janus.reporting.codes import Code
 from janus.trace.sources import Arg
 
 STOPPED = "its conversions cost more than they saved"
+
+
+@pytest.fixture(autouse=True)
+def _whole_run_rule_on(monkeypatch):
+    """The rule is off in every other test (``conftest.py``: it weighs measured time); here it
+    is on, with its default slack, and ``fake_times`` fixes what it weighs."""
+    monkeypatch.setattr(config, "WHOLE_RUN_SLACK", config.DEFAULT_WHOLE_RUN_SLACK)
 
 
 @pytest.fixture
