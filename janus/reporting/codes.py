@@ -556,9 +556,9 @@ for _ in range(40): f(tf.ones(2))
        "depends on the function's shape; tests/test_graph_breaks.py covers it"),
     _e(Code.NO_PAYBACK, Kind.GIVE_UP, "conversions cost more than they saved",
        "Over the whole run so far, the function's conversions (failed traces included) cost more than its graphs "
-       "saved, and at the rate seen they would not bring the run back within 10% of eager's time: it stops "
-       "converting and runs eagerly, unprofiled (graphs that were reused stay unless slower than eager). "
-       "`janus.explain(f)` shows the seconds behind the decision.",
+       "saved: its time is more than 10% over eager's estimate, by more than one conversion, after three "
+       "conversions, and the next would be made like the last ones. It stops converting and runs eagerly, "
+       "unprofiled (graphs that were reused stay unless slower than eager). `janus.explain(f)` shows the seconds.",
        "Pass values that change between calls as tensors, so that one graph serves them.",
        "`config.WHOLE_RUN_SLACK` (None: off)", None,
        "depends on measured time; tests/test_whole_run.py forces it with a fake clock"),
