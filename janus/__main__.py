@@ -104,7 +104,9 @@ def _report_lines(stream) -> None:
         s = janus.stats(jf)
         split = f" breaks={s['breaks']} segment_graph_calls={s['segment_graph_calls']}" if s["breaks"] else ""
         print(f"janus: {name}: calls={s['calls']} graph_calls={s['graph_calls']} "
-              f"eager_calls={s['eager_calls']} conversions={s['conversions']}{split}", file=stream)
+              f"eager_calls={s['eager_calls']} conversions={s['conversions']}{split} "
+              f"seconds={s['seconds']:.2f} converting={s['conversion_seconds']:.2f} "
+              f"eager_estimate={s['eager_estimate_seconds']:.2f}", file=stream)
     if not seen:
         print("janus: no function recorded a GradientTape; nothing was taken over", file=stream)
 

@@ -214,3 +214,10 @@ SEGMENT_MIN_GAIN = 0.05
 # conditional of its own; a longer rest is one tf.while_loop (janus.runtime.loops.for_stmt),
 # whose graph does not grow with the range.
 UNROLLED_BREAK_ITEMS = 32
+
+# Never slower than eager over a whole run (janus.driver.policy.ConversionPolicy.whole_run): a
+# function stops converting once its conversions cannot bring the run back within this share
+# of eager's total.  None turns the rule off (tests do, but for tests/test_whole_run.py: the rule
+# weighs measured time).
+DEFAULT_WHOLE_RUN_SLACK = 0.10
+WHOLE_RUN_SLACK: float | None = DEFAULT_WHOLE_RUN_SLACK

@@ -31,7 +31,11 @@ from janus.trace.guards import GuardKind
 STAT_KEYS = ("calls", "graph_calls", "eager_calls", "conversions", "fallbacks", "cache_entries",
              "failed_conversions", "assertion_failures", "assumptions_failed", "graph_breaks")
 SEGMENT_STAT_KEYS = ("breaks", "segments", "segment_graph_calls", "segment_eager_calls")
-ALL_STAT_KEYS = STAT_KEYS + ("cache_constant_bytes", "tree_nodes", "tree_nodes_computed", "xla_graphs") + SEGMENT_STAT_KEYS
+# seconds, from the function's ledger (janus.driver.ledger): the whole run against eager's estimate
+TIME_STAT_KEYS = ("seconds", "eager_estimate_seconds", "conversion_seconds", "graph_seconds", "eager_seconds",
+                  "trial_seconds", "aborted_seconds")
+ALL_STAT_KEYS = STAT_KEYS + ("cache_constant_bytes", "tree_nodes", "tree_nodes_computed", "xla_graphs") + \
+    SEGMENT_STAT_KEYS + TIME_STAT_KEYS
 
 DISABLED = _reason(Code.DISABLED, "Janus is disabled (JANUS_DISABLE)")
 DO_NOT_CONVERT = _reason(Code.DO_NOT_CONVERT, "marked janus.do_not_convert: Janus never converts it")
@@ -112,7 +116,7 @@ def _a(word: str) -> str:
     return _articles(f"a {word}")
 
 
-def stats(f: Any) -> dict[str, int]:
+def stats(f: Any) -> dict[str, int | float]:
     """Counters of a Janus function: calls, graph_calls, eager_calls, conversions, fallbacks, cache_entries
     (graphs held) and cache_constant_bytes (the tensors they captured as constants), tree_nodes
     and tree_nodes_computed (nodes its cached graphs' recursions over trees walked, and
@@ -120,7 +124,12 @@ def stats(f: Any) -> dict[str, int]:
     clusters), graph_breaks (calls a strict function refused to run eagerly); for a function
     split at graph breaks: breaks (its statements that run in Python for a reason), segments
     (its graph segments, those of segments split in turn included), segment_graph_calls and
-    segment_eager_calls (their runs as graphs and eagerly, summed) ...
+    segment_eager_calls (their runs as graphs and eagerly, summed); and where the calls' time
+    went, in seconds (``janus.driver.ledger``): seconds (all of it), eager_estimate_seconds
+    (what eager would have taken for the same calls: calls times the median eager run),
+    conversion_seconds (misses, traces, failed ones included, and new graphs' first runs),
+    graph_seconds (warm graph runs), eager_seconds (eager runs, profiled or not),
+    trial_seconds (calls running an XLA trial) and aborted_seconds (graph runs that aborted) ...
 
     ``f``: the function as the user holds it (module docstring); one Janus never ran has
     every count zero."""
@@ -136,7 +145,17 @@ def stats(f: Any) -> dict[str, int]:
     out["tree_nodes_computed"] = sum(p.unique for e in jf.entries for p in e.report.forests)
     out["xla_graphs"] = sum(1 for e in jf.entries if e.graph.xla_ops and e.xla is not None and e.xla.chosen)
     out.update(_segment_stats(jf))
+    out.update(_time_stats(jf))
     return out
+
+
+def _time_stats(jf: JanusFunction) -> dict[str, float]:
+    """The seconds of ``jf``'s ledger (a split function's segments have their own)."""
+    ledger = jf.ledger
+    return {"seconds": ledger.total, "eager_estimate_seconds": ledger.eager_estimate() or 0.0,
+            "conversion_seconds": ledger.conversion_seconds, "graph_seconds": ledger.graph_seconds,
+            "eager_seconds": ledger.eager_seconds, "trial_seconds": ledger.trial_seconds,
+            "aborted_seconds": ledger.aborted_seconds}
 
 
 def _segment_stats(jf: JanusFunction) -> dict[str, int]:
@@ -195,6 +214,7 @@ class Explanation:
         lines = [f"Janus function {jf.__qualname__}",
                  f"  calls {s['calls']}: {s['graph_calls']} as graphs, {s['eager_calls']} eagerly "
                  f"({s['fallbacks']} fallbacks); {s['conversions']} conversions, {len(self.entries)} cached graphs"]
+        lines += _describe_time(jf, "  ")
         if jf.permanent_reason:
             lines.append(f"  runs eagerly: {tagged(jf.permanent_reason)}")
         if jf.split is not None:
@@ -279,11 +299,41 @@ def _describe_split(jf: JanusFunction, indent: str) -> list[str]:
         lines.append(f"{indent}  inputs: {', '.join(seg.inputs) or 'none'}; outputs: {', '.join(seg.outputs) or 'none'}")
         if call.function.permanent_reason:
             lines.append(f"{indent}  runs eagerly: {tagged(call.function.permanent_reason)}")
+        lines += _describe_time(call.function, indent + "  ")
         trial = call.describe()
         if trial is not None:
             lines.append(f"{indent}  {trial}")
         if call.function.split is not None:
             lines += _describe_split(call.function, indent + "  ")
+    return lines
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _describe_time(jf: JanusFunction, indent: str) -> list[str]:
+    """Where ``jf``'s time went (its ledger): converting, graph runs against eager's estimate."""
+    ledger, policy = jf.ledger, jf.policy
+    if not ledger.calls and not ledger.conversion_seconds:
+        return []
+    per_call = ledger.eager_per_call()
+    estimate = (f"eager's estimated {ledger.eager_estimate():.3f} s (its eager runs, and {per_call * 1e3:.3f} ms, "
+                f"the median eager run, for each other call)") if per_call is not None \
+        else "no eager run timed to compare with"
+    attempts = policy.conversions + policy.failed_attempts
+    lines = [f"{indent}time: {ledger.total:.3f} s in {_n(ledger.calls, 'call')}, against {estimate}",
+             f"{indent}  converting: {ledger.conversion_seconds:.3f} s, {_n(attempts, 'conversion')} "
+             f"({policy.failed_attempts} failed)"]
+    graph = ledger.graph_per_call()
+    if graph is not None:
+        versus = f" against eager's {per_call * 1e3:.3f} ms" if per_call is not None else ""
+        lines.append(f"{indent}  graph runs: {ledger.graph_seconds:.3f} s in {_n(ledger.graph_calls, 'call')}, "
+                     f"{graph * 1e3:.3f} ms a call{versus}")
+    lines.append(f"{indent}  eager runs: {ledger.eager_seconds:.3f} s in {_n(ledger.eager_calls, 'call')} (profiled or not)")
+    if ledger.trial_seconds or ledger.aborted_seconds:
+        lines.append(f"{indent}  XLA trials {ledger.trial_seconds:.3f} s, aborted graph runs "
+                     f"{ledger.aborted_seconds:.3f} s")
     return lines
 
 

@@ -30,3 +30,15 @@ def _no_measured_segment_trial(monkeypatch):
     from janus import config
 
     monkeypatch.setattr(config, "SEGMENT_MIN_GAIN", -math.inf)
+
+
+@pytest.fixture(autouse=True)
+def _no_measured_whole_run(monkeypatch):
+    """Whether a function stops converting because its conversions do not pay depends on
+    timed runs (``janus.driver.policy.ConversionPolicy.whole_run``): a test's small function,
+    converted several times, would stop on a slow machine where a quick one goes on.  Every
+    test starts with the rule off; ``tests/test_whole_run.py`` turns it on and fixes the
+    times it weighs."""
+    from janus import config
+
+    monkeypatch.setattr(config, "WHOLE_RUN_SLACK", None)

@@ -56,7 +56,9 @@ def learn_from_abort(jf: "JanusFunction", entry: CacheEntry, error: BaseExceptio
                 note(reason(Code.RUN_ABORTED, f"{_RARE_CHECKS[failed.kind]}, re-ran eagerly (graph kept): {failed.description}"))
                 return
             jf.policy.ban(failed)
+            cached = len(jf.entries)
             jf.entries.drop(lambda e: any(a.ban == failed.ban for a in e.report.assumptions))
+            jf.policy.lost_to_ban(cached - len(jf.entries))
             jf.policy.retry_next_call(jf.options.profile_calls)  # re-convert next call, without it
             jf.conversion.why = f"a failed assumption (#{failed.id} {failed.description})"
             note(reason(Code.ASSUMPTION_FAILED, f"assumption failed, re-ran eagerly: {failed.description}"))

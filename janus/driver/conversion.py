@@ -38,6 +38,7 @@ from janus.trace.known_values import TensorValuesKept
 
 if TYPE_CHECKING:
     from janus.driver.cache import GraphCache
+    from janus.driver.ledger import Ledger
     from janus.driver.options import Options
     from janus.driver.policy import ConversionPolicy
     from janus_profiler import Profiler
@@ -65,9 +66,10 @@ class Conversion:
     """The conversions of one function, and what the last one left to report."""
 
     def __init__(self, fn: types.FunctionType, policy: "ConversionPolicy", profiler: "Profiler",
-                 note: Callable[[str], None]):
+                 note: Callable[[str], None], ledger: "Ledger"):
         self.fn = fn
         self.policy = policy
+        self.ledger = ledger  # the function's time, for the whole-run rule
         self.profiler = profiler
         self.note = note
         self.reset()
@@ -245,7 +247,23 @@ class Conversion:
             entries.drop(lambda e: e.counters.hits <= 1)
             self.permanent_location = None
             return False
-        return True
+        return self._pays(entries)
+
+    def _pays(self, entries: "GraphCache") -> bool:
+        """The whole-run rule (``ConversionPolicy.whole_run``): False after stopping because
+        the conversions do not pay.  The graphs that were reused stay, unless a warm graph
+        call was measured no faster than eager."""
+        policy, ledger = self.policy, self.ledger
+        account = policy.whole_run(ledger)
+        if not account.stop:
+            return True
+        self.note(_reason(Code.NO_PAYBACK, "its conversions cost more than they saved; running eagerly"))
+        policy.give_up_on_cost(account)
+        graph, eager = ledger.graph_per_call(), ledger.eager_per_call()
+        slower = graph is not None and eager is not None and graph >= eager
+        entries.drop(lambda e: slower or e.counters.hits <= 1)
+        self.permanent_location = None
+        return False
 
     def _converted(self) -> Callable | None:
         """The converted function, or None after giving up (a construct never converted)."""

@@ -24,7 +24,7 @@ import tensorflow as tf
 from janus import config
 from janus.commit.uninterrupted import SignalsDeferred
 from janus.convert.libraries import is_user_code
-from janus.driver import workers
+from janus.driver import ledger as _ledger, workers
 from janus.driver.cache import GraphCache
 from janus.driver.conversion import Conversion
 from janus.driver.counts import Counts
@@ -74,7 +74,8 @@ class JanusFunction:
         self.counts = Counts()
         self.profiler = Profiler(include=is_user_code, values=False)  # what the converter reads
         self.policy = ConversionPolicy(fn.__qualname__)
-        self.conversion = Conversion(fn, self.policy, self.profiler, weak_method(self._note))
+        self.ledger = _ledger.Ledger()  # where its calls' time went: the whole run against eager's
+        self.conversion = Conversion(fn, self.policy, self.profiler, weak_method(self._note), self.ledger)
         self.xla_trials = XlaTrials()
         self._converting = threading.Lock()  # held by the thread that profiles or converts
         self.split: SplitFunction | None = None  # set once a graph break splits it into segments
@@ -141,11 +142,13 @@ class JanusFunction:
         if entry is None and not self.policy.gave_up:
             busy = not self._converting.acquire(blocking=False)  # one thread at a time profiles and converts
             if not busy:
+                started = _ledger.clock()
                 try:
                     self.conversion.failure = None
                     entry = self._miss(args, kwargs)
                 finally:
                     self._converting.release()
+                    self.ledger.converted(_ledger.clock() - started)
         if entry is None and not busy and self.options.strict and \
                 (self.conversion.failure is not None or self.policy.gave_up):
             self._break()
@@ -207,8 +210,12 @@ class JanusFunction:
     def _run(self, entry: CacheEntry, args: tuple, kwargs: dict) -> Any:
         """Run a graph and commit its effects; if it aborted, nothing was committed: run
         eagerly.  Ctrl-C waits until the commit is done.  A call may take part in the
-        graph's XLA trial (``janus.driver.xla_choice``)."""
+        graph's XLA trial (``janus.driver.xla_choice``).  Timed for the ledger: a graph's
+        first run is part of converting it."""
+        started = _ledger.clock()
+        first = not entry.counters.hits
         with self.xla_trials.turn(entry, args, kwargs) as trial, SignalsDeferred():
+            both = trial is not None and trial.variant is not None  # runs the XLA variant too: a trial call
             try:
                 if trial is not None:
                     outputs, target = self.xla_trials.execute(entry, trial, args, kwargs)
@@ -229,7 +236,9 @@ class JanusFunction:
                 if trial is not None and trial.chosen:
                     self.xla_trials.adopt(self.entries, entry, trial)
         if outputs is None:  # outside the except block: eager's exception must not chain to the graph's
+            self.ledger.graph_aborted(_ledger.clock() - started)
             return self._eager(args, kwargs)
+        self.ledger.graph_ran(_ledger.clock() - started, first, both)
         return result
 
     def _eager(self, args: tuple, kwargs: dict) -> Any:
@@ -238,14 +247,18 @@ class JanusFunction:
         policy = self.policy
         if self.counts["conversions"] or policy.failed_attempts or policy.gave_up:
             self.counts.add("fallbacks")
-        if policy.gave_up:
-            return self.python_function(*args, **kwargs)
-        policy.record_eager_call()
-        for source, value in input_leaves(args, kwargs):
-            policy.observe(source, value)
-        if config.profiling() and not policy.budget_exhausted():
-            return self.conversion.eager_call(lambda: self.profiler.call(self.python_function, *args, **kwargs))
-        return self.conversion.eager_call(lambda: self.python_function(*args, **kwargs))
+        started = _ledger.clock()
+        try:
+            if policy.gave_up:
+                return self.python_function(*args, **kwargs)
+            policy.record_eager_call()
+            for source, value in input_leaves(args, kwargs):
+                policy.observe(source, value)
+            if config.profiling() and not policy.budget_exhausted():
+                return self.conversion.eager_call(lambda: self.profiler.call(self.python_function, *args, **kwargs))
+            return self.conversion.eager_call(lambda: self.python_function(*args, **kwargs))
+        finally:
+            self.ledger.eager_ran(_ledger.clock() - started)
 
     def _as_written(self, args: tuple, kwargs: dict, why: str) -> Any:
         """Run the call unprofiled, saying why (not a fallback: nothing was tried)."""
@@ -282,6 +295,7 @@ class JanusFunction:
         self.last_entry = None
         self.split = None
         self.breaks_made = 0
+        self.ledger.reset()
         self.conversion.reset()
         self.profiler.reset()
         self.policy.reset()

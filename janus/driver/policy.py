@@ -14,15 +14,46 @@ to stop assuming, and when to give up.
   (``janus.trace.known_values``).
 * **What to stop assuming**: a speculation whose assertion failed is banned at its site.
 * **When to give up**: at once for a construct that can never convert; after the
-  conversion budget; or when the last graphs built were never reused (the profile of
-  misses predicts no reuse).  A function that gave up runs plainly eagerly, without
-  profiling, and a warning says why and what the user can do, once.
+  conversion budget; when the last graphs built were never reused (the profile of
+  misses predicts no reuse); or when its conversions do not pay for themselves over the
+  whole run (:meth:`ConversionPolicy.whole_run`).  A function that gave up runs plainly
+  eagerly, without profiling, and a warning says why and what the user can do, once.
+
+**When a function stops converting because conversions do not pay** (:meth:`~ConversionPolicy.whole_run`,
+asked whenever a conversion is due, after the budget and the never-reused rule).  With the
+function's :class:`~janus.driver.ledger.Ledger`: ``T`` Janus's seconds for the calls so far
+(profiled and eager runs, conversions with their failed traces and each new graph's first
+run, XLA trials, graph runs, aborted ones too), ``X`` eager's estimated seconds for them (the
+eager runs' own seconds, and for each other call ``E``, the median eager run), ``O = T - X``
+the overhead (what converting cost, less what the warm graph calls saved against ``E``) and
+``C`` the mean seconds of one conversion attempt, it stops converting when
+
+* at least ``MIN_ATTEMPTS_BEFORE_STOPPING`` (3) conversions were attempted: a function's
+  first conversions always get their chance to pay back;
+* ``O > WHOLE_RUN_SLACK * X + C``: the run so far is more than ``config.WHOLE_RUN_SLACK``
+  (10%) over eager's, by more than one conversion — the credit of the newest graph, which
+  has not had the time to pay back; so the conversions so far have, on the whole, cost more
+  than their graphs saved, and the next one, made the same way, would not pay either;
+* and the next conversion would be told nothing the last was not (no speculation banned,
+  number fed, shape relaxed or tensor unspecialized since), and no tensor or recursion bound
+  specialized by value has missed: a step up the specialization hierarchy (value, shape,
+  rank, dtype) always goes ahead, and the never-reused rule decides when values stop being
+  specialized (one graph for every tree); nor is a graph dropped for a banned assumption
+  being rebuilt (``lost_to_ban``); the budget still bounds all of these.
+
+A function converted once is never weighed again unless it misses; one whose graphs pay for
+their conversions has ``O <= 0`` (a 2 s conversion saving 50 ms a call is even after 40
+calls).  A stop keeps the graphs that were reused, unless a warm graph call was measured no
+faster than eager (then every graph goes); the calls run plainly eagerly, unprofiled, so the
+overhead stops growing while the slack grows with every call: the loss is bounded by what was
+spent before the stop.
 """
 from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import tensorflow as tf
@@ -36,11 +67,41 @@ from janus.trace.speculation import Assumption, Speculator
 from janus.trace.scalars import is_eager_tensor
 from janus.trace.values import is_eager_composite
 
+if TYPE_CHECKING:
+    from janus.driver.ledger import Ledger
+
 log = logging.getLogger("janus")
 
 # Graphs in a row that were never reused before the next miss: a sign the guards that
 # keep failing pin values that change on every call.
 UNUSED_GRAPHS_BEFORE_GIVING_UP = 3
+# Conversion attempts a function always gets before the whole-run rule may stop it (as many
+# as unused graphs it may build: a function whose graphs go unused gives that reason first).
+MIN_ATTEMPTS_BEFORE_STOPPING = 3
+
+
+@dataclass(frozen=True)
+class WholeRun:
+    """The whole-run account behind a due conversion (:meth:`ConversionPolicy.whole_run`):
+    whether to stop converting, and the seconds the rule weighed."""
+
+    stop: bool
+    calls: int = 0
+    spent: float = 0.0  # Janus's seconds for the calls so far
+    eager: float = 0.0  # eager's estimated seconds for the same calls
+    saved: float = 0.0  # what its warm graph calls saved against eager's per-call estimate
+    grace: float = 0.0  # one conversion's mean seconds: the credit of the newest graph, yet to pay back
+    allowance: float = 0.0  # what the overhead may be: the slack of eager's estimate, plus the grace
+
+    @property
+    def overhead(self) -> float:
+        return self.spent - self.eager
+
+    def describe(self) -> str:
+        """The account in words, for the give-up reason."""
+        return (f"{self.spent:.3f} s in {self.calls} calls against eager's estimated {self.eager:.3f} s (its graph "
+                f"calls saved {self.saved:.3f} s): {self.overhead:.3f} s over eager, more than the {self.allowance:.3f} s "
+                f"allowed ({config.WHOLE_RUN_SLACK:.0%} of eager's time, plus one conversion's {self.grace:.3f} s)")
 
 
 class ConversionPolicy:
@@ -71,7 +132,9 @@ class ConversionPolicy:
         self.no_islands: set = set()  # methods not run as Python islands (janus.runtime.islands)
         self.assumptions: dict = {}
         self.misses: Counter[str] = Counter()
+        self.rebuilds = 0  # graphs dropped with a banned assumption, not yet rebuilt (whole_run)
         self._warned = False
+        self._known_at_attempt = self._knowledge()  # what the last conversion attempt was told
 
     # -- when -----------------------------------------------------------------------
     @property
@@ -93,6 +156,8 @@ class ConversionPolicy:
         return self.eager_since_attempt >= needed
 
     def converted(self, ok: bool) -> None:
+        self._known_at_attempt = self._knowledge()
+        self.rebuilds = max(0, self.rebuilds - 1)
         self.eager_since_attempt = 0
         self.explained_miss = False
         self.last_attempt_failed = not ok
@@ -106,6 +171,36 @@ class ConversionPolicy:
         recent = entries[:UNUSED_GRAPHS_BEFORE_GIVING_UP]
         return len(recent) == UNUSED_GRAPHS_BEFORE_GIVING_UP and all(e.counters.hits <= 1 for e in recent)
 
+    def whole_run(self, ledger: "Ledger") -> WholeRun:
+        """Whether to stop converting because conversions do not pay over the whole run
+        (the rule is in the module docstring); asked when a conversion is due."""
+        attempts = self.conversions + self.failed_attempts
+        per_call = ledger.eager_per_call()
+        if per_call is None or attempts < MIN_ATTEMPTS_BEFORE_STOPPING or config.WHOLE_RUN_SLACK is None:
+            return WholeRun(False)
+        spent, eager = ledger.total, ledger.eager_estimate()
+        saved = per_call * ledger.graph_calls - ledger.graph_seconds
+        grace = ledger.conversion_seconds / attempts
+        allowance = config.WHOLE_RUN_SLACK * eager + grace
+        # over the allowance, with nothing to learn: the next trace would not be more general than
+        # the last, and no tensor specialized by value is waiting to be unspecialized
+        stop = spent - eager > allowance and self._knowledge() == self._known_at_attempt and \
+            not self.tensor_value_misses & self.tensor_values and not self.rebuilds
+        return WholeRun(stop, ledger.calls, spent, eager, saved, grace, allowance)
+
+    def _knowledge(self) -> tuple:
+        """What a trace is told beyond the profile, grown by misses: banned speculations, numbers
+        fed, tensors no longer specialized by value, relaxed shapes and widened specs.  When it
+        grew since the last attempt, the next trace is more general than the last."""
+        return (len(self.banned_sites), len(self.varying), len(self.never_values),
+                tuple(sorted(repr(item) for item in self.relaxed_shapes().items())))
+
+    def give_up_on_cost(self, account: WholeRun) -> None:
+        """Stop converting: the conversions cost more than they saved (``account``)."""
+        self.give_up(reason(Code.NO_PAYBACK, f"its conversions cost more than they saved: {account.describe()}"),
+                     "Values it specializes on change too often for a graph to pay back its conversion; "
+                     "see janus.explain(f).")
+
     def record_eager_call(self) -> None:
         """A profiled eager call: one more toward the next conversion."""
         self.eager_since_attempt += 1
@@ -118,6 +213,12 @@ class ConversionPolicy:
     def ban(self, assumption: Assumption) -> None:
         """Never assume again what ``assumption`` assumed (its site, or its check's value)."""
         self.banned_sites.add(assumption.ban)
+
+    def lost_to_ban(self, graphs: int) -> None:
+        """``graphs`` cached graphs were dropped for making a banned assumption: as many
+        conversions rebuild them without the whole-run rule weighing them (they served calls;
+        the ban, not values that keep changing, made them go)."""
+        self.rebuilds += graphs
 
     def speculator(self, profile: Any) -> Speculator:
         """What a trace may assume: what ``profile`` saw (None: nothing), minus what was banned;

@@ -106,6 +106,7 @@ class SegmentCall:
             finally:
                 elapsed = time.perf_counter() - start
                 self.seconds += elapsed
+                jf.ledger.eager_ran(elapsed)  # a run as written: eager's own time, for the segment's ledger
                 if events.ACTIVE is not None:
                     events.ACTIVE.segment_as_written(jf, start, elapsed)
                 if trial:

@@ -75,6 +75,7 @@ class Code(str, enum.Enum):
     RESTARTS = "JB056"
     JANUS_BUG = "JB057"
     RAISES_AS_EAGER = "JB058"
+    NO_PAYBACK = "JB059"
     GUARD_MISS = "JB060"
     ASSUMPTION_FAILED = "JB061"
     RUN_ABORTED = "JB062"
@@ -553,6 +554,14 @@ for _ in range(40): f(tf.ones(2))
        "step, a break inside a loop body Janus cannot cut): the call runs eagerly.",
        "Move the statement out of the construct, or into a function of its own.", _STRICT, None,
        "depends on the function's shape; tests/test_graph_breaks.py covers it"),
+    _e(Code.NO_PAYBACK, Kind.GIVE_UP, "conversions cost more than they saved",
+       "Over the whole run so far, the function's conversions (failed traces included) cost more than its graphs "
+       "saved: its time is more than 10% over eager's estimate, by more than one conversion, after three "
+       "conversions, and the next would be made like the last ones. It stops converting and runs eagerly, "
+       "unprofiled (graphs that were reused stay unless slower than eager). `janus.explain(f)` shows the seconds.",
+       "Pass values that change between calls as tensors, so that one graph serves them.",
+       "`config.WHOLE_RUN_SLACK` (None: off)", None,
+       "depends on measured time; tests/test_whole_run.py forces it with a fake clock"),
     _e(Code.RESTARTS, Kind.EAGER, "trace kept restarting",
        "The trace restarted more than its bound (each time learning what to feed or check): the call runs eagerly.",
        "Report it with `janus.explain(f)`.", _NONE, None, "a bound that tests reach by monkeypatching"),
