@@ -120,6 +120,20 @@ def test_the_profilers_modules_stay_readable_in_one_sitting():
             assert n <= MAX_MODULE_LINES, f"{m} has {n} lines (at most {MAX_MODULE_LINES})"
 
 
+def test_the_architecture_map_names_every_module():
+    """docs/architecture.md's map of the tree names every module (issue #41): a reader finds a
+    file's job there before opening it."""
+    import re
+
+    with open(os.path.join(ROOT, "docs", "architecture.md"), encoding="utf-8") as fh:
+        doc = fh.read()
+    start = doc.index("```\njanus/\n")
+    words = set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", doc[start:doc.index("```", start + 4)]))
+    unnamed = sorted(p for m, p in _modules().items() if not p.endswith("__init__.py")
+                     and os.path.basename(p)[:-3] not in words)
+    assert not unnamed, f"not in docs/architecture.md's map: {unnamed}"
+
+
 def test_profiler_finds_the_conversion_checker_without_importing_janus():
     code = ("import sys, janus_profiler.report as r\n"
             "checker = r.find_checker()\n"
