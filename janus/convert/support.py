@@ -85,16 +85,23 @@ def _declarations(node: gast.FunctionDef) -> Reason | None:
     if any(isinstance(n, (gast.Global, gast.Nonlocal)) and n not in own for n in gast.walk(node)):
         return _reason(Code.GLOBAL_NONLOCAL, "global or nonlocal statement in a nested function")
     declared = {name for n in own for name in n.names}
-    targets = set()
-    for n in analysis.scope_nodes(node.body):
-        for target in n.targets if isinstance(n, gast.Assign) else [n.target] if isinstance(n, gast.AugAssign) else []:
-            targets |= {id(t) for t in gast.walk(target) if isinstance(t, gast.Name)}
+    targets = _assigned_names(node)
     for n in analysis.scope_nodes(node.body):
         if isinstance(n, gast.Name) and n.id in declared and isinstance(n.ctx, gast.Store) and id(n) not in targets:
             return _reason(Code.GLOBAL_NONLOCAL, f"{n.id}, declared global or nonlocal, is bound other than by an assignment")
         if isinstance(n, (gast.FunctionDef, gast.ClassDef)) and n.name in declared:
             return _reason(Code.GLOBAL_NONLOCAL, f"{n.name}, declared global or nonlocal, is bound by a definition")
     return None
+
+
+def _assigned_names(node: gast.FunctionDef) -> set[int]:
+    """The ids of the Name nodes an assignment (``X = ...``, ``X += ...``, tuple targets) of the
+    function's own scope binds."""
+    targets: set[int] = set()
+    for n in analysis.scope_nodes(node.body):
+        for target in n.targets if isinstance(n, gast.Assign) else [n.target] if isinstance(n, gast.AugAssign) else []:
+            targets |= {id(t) for t in gast.walk(target) if isinstance(t, gast.Name)}
+    return targets
 
 
 def unsupported_reason(fn: types.FunctionType) -> Reason | None:
