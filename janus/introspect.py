@@ -226,38 +226,7 @@ class Explanation:
                          "a graph since dropped from the cache")
             lines.append(f"  last graph call: {which} (janus.concrete_function)")
         for i, entry in enumerate(self.entries):
-            shapes = ", ".join(f"{name}: {spec.dtype.name}{spec.shape.as_list()}"
-                               for name, (_, spec) in zip(entry.report.input_names, entry.report.input_specs))
-            lines.append(f"  graph {i}: {entry.counters.hits} hits, {entry.counters.failures} aborted runs"
-                         f"{' (relaxed shapes)' if entry.report.relaxed else ''}; converted in "
-                         f"{entry.report.seconds:.2f} s")
-            lines.append(f"    inputs: {shapes or 'none'}")
-            if entry.report.heap_inputs:
-                lines.append(f"    fed at each call: {', '.join(entry.report.heap_inputs)}")
-            lines.append(f"    assertions in graph: {entry.report.assertions}")
-            if entry.graph.undo is not None:
-                lines.append(f"    runs undoing ({entry.report.late_failure}): {_undone(entry)} put back "
-                             f"if a run fails; with another thread running, calls run eagerly")
-            for c in entry.graph.islands:
-                how = f"on {c.label}'s objects themselves, saved before the run and put back if it aborts" \
-                    if isinstance(c, TreeSnapshot) else f"on a copy of {c.label}, committed after the run"
-                lines.append(f"    Python island: {', '.join(c.methods)} runs in Python inside the graph {how}; "
-                             "with another thread running, calls run eagerly")
-            if entry.xla is not None:
-                lines.append(f"    XLA: {entry.xla.describe(entry.graph.xla_ops)}")
-            for title, group in (("assumptions", [a for a in entry.report.assumptions if a.speculative]),
-                                 ("run-time checks", [a for a in entry.report.assumptions if not a.speculative])):
-                if group:
-                    lines.append(f"    {title}:")
-                    lines += [f"      - #{a.id} {a.description} (held {a.held}, failed {a.failed})" for a in group]
-            if entry.graph.effects:
-                lines.append(f"    deferred effects: {', '.join(_effects.describe(entry.graph.effects))}")
-            for plan in entry.report.forests:
-                lines.append("    recursion over trees: " + "\n      ".join(plan.describe()))
-            for name, why in entry.report.unbatched.items():
-                lines.append(f"    recursion of {name} inlined for these structures only, not batched: {why}")
-            lines.append("    guards:")
-            lines += _guards_by_kind(entry.report.guards) or ["      (none)"]
+            lines += _describe_entry(i, entry)
         dropped = [a for a in jf.policy.assumptions.values() if a.failed and not any(a in e.report.assumptions for e in self.entries)]
         if dropped:
             lines.append("  assumptions given up:")
@@ -271,6 +240,41 @@ class Explanation:
         return "\n".join(lines)
 
     __repr__ = __str__
+
+
+def _describe_entry(i: int, entry: Any) -> list[str]:
+    """One cached graph: its hits, inputs, what it feeds, runs in Python, assumes and guards."""
+    shapes = ", ".join(f"{name}: {spec.dtype.name}{spec.shape.as_list()}"
+                       for name, (_, spec) in zip(entry.report.input_names, entry.report.input_specs))
+    lines = [f"  graph {i}: {entry.counters.hits} hits, {entry.counters.failures} aborted runs"
+             f"{' (relaxed shapes)' if entry.report.relaxed else ''}; converted in {entry.report.seconds:.2f} s",
+             f"    inputs: {shapes or 'none'}"]
+    if entry.report.heap_inputs:
+        lines.append(f"    fed at each call: {', '.join(entry.report.heap_inputs)}")
+    lines.append(f"    assertions in graph: {entry.report.assertions}")
+    if entry.graph.undo is not None:
+        lines.append(f"    runs undoing ({entry.report.late_failure}): {_undone(entry)} put back "
+                     f"if a run fails; with another thread running, calls run eagerly")
+    for c in entry.graph.islands:
+        how = f"on {c.label}'s objects themselves, saved before the run and put back if it aborts" \
+            if isinstance(c, TreeSnapshot) else f"on a copy of {c.label}, committed after the run"
+        lines.append(f"    Python island: {', '.join(c.methods)} runs in Python inside the graph {how}; "
+                     "with another thread running, calls run eagerly")
+    if entry.xla is not None:
+        lines.append(f"    XLA: {entry.xla.describe(entry.graph.xla_ops)}")
+    for title, group in (("assumptions", [a for a in entry.report.assumptions if a.speculative]),
+                         ("run-time checks", [a for a in entry.report.assumptions if not a.speculative])):
+        if group:
+            lines.append(f"    {title}:")
+            lines += [f"      - #{a.id} {a.description} (held {a.held}, failed {a.failed})" for a in group]
+    if entry.graph.effects:
+        lines.append(f"    deferred effects: {', '.join(_effects.describe(entry.graph.effects))}")
+    for plan in entry.report.forests:
+        lines.append("    recursion over trees: " + "\n      ".join(plan.describe()))
+    for name, why in entry.report.unbatched.items():
+        lines.append(f"    recursion of {name} inlined for these structures only, not batched: {why}")
+    lines.append("    guards:")
+    return lines + (_guards_by_kind(entry.report.guards) or ["      (none)"])
 
 
 def _describe_split(jf: JanusFunction, indent: str) -> list[str]:
