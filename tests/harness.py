@@ -263,6 +263,26 @@ def fresh_module(source: str, **inject: Any) -> types.ModuleType:
     return mod
 
 
+class OwnGenerator:
+    """The harness runs the eager and the Janus program call by call in turn: each keeps its
+    own state of NumPy's global generator, put in place around its calls."""
+
+    def __init__(self, seed: int):
+        saved = np.random.get_state()
+        np.random.seed(seed)
+        self.state = np.random.get_state()
+        np.random.set_state(saved)
+
+    def run(self, fn: Callable, *args: Any) -> Any:
+        saved = np.random.get_state()
+        np.random.set_state(self.state)
+        try:
+            return fn(*args)
+        finally:
+            self.state = np.random.get_state()
+            np.random.set_state(saved)
+
+
 class BlockGenerator:
     """The base of the random program generators: a seeded ``random.Random`` (``r``), the
     nesting ``depth`` and the number of ``loops`` so far.  A generator gives ``branch()``,

@@ -25,7 +25,7 @@ import janus
 from janus.commit.object_trees import TreeSnapshot
 from janus.runtime import environments
 
-from harness import check, check_seeded
+from harness import OwnGenerator, check, check_seeded
 
 gymnasium = pytest.importorskip("gymnasium")
 
@@ -35,26 +35,6 @@ EXACT = {"rtol": 0.0, "atol": 0.0}
 ULP = {"rtol": 1e-6, "atol": 1e-7}
 MAX_STEPS = 16  # the loop's bound; TimeLimit truncates at 12, the pole falls earlier on some episodes
 LONG_EPISODE = 100  # keras-io's loop ignores truncation: its episodes end when the pole falls
-
-
-class OwnGenerator:
-    """The harness runs the eager and the Janus program call by call in turn: each keeps its
-    own state of NumPy's global generator, put in place around its calls."""
-
-    def __init__(self, seed: int):
-        saved = np.random.get_state()
-        np.random.seed(seed)
-        self.state = np.random.get_state()
-        np.random.set_state(saved)
-
-    def run(self, fn, *args):
-        saved = np.random.get_state()
-        np.random.set_state(self.state)
-        try:
-            return fn(*args)
-        finally:
-            self.state = np.random.get_state()
-            np.random.set_state(saved)
 
 
 def _generator(g) -> tuple:

@@ -11,30 +11,10 @@ import numpy as np
 import tensorflow as tf
 
 import janus
-from harness import check
+from harness import OwnGenerator, check
 
 EXACT = {"rtol": 0.0, "atol": 0.0}
 PROFILE_CALLS = 3  # janus.function's default
-
-
-class OwnGenerator:
-    """The harness runs the eager and the Janus program call by call in turn: each keeps its
-    own state of NumPy's global generator, put in place around its calls."""
-
-    def __init__(self, seed: int):
-        saved = np.random.get_state()
-        np.random.seed(seed)
-        self.state = np.random.get_state()
-        np.random.set_state(saved)
-
-    def run(self, fn, *args):
-        saved = np.random.get_state()
-        np.random.set_state(self.state)
-        try:
-            return fn(*args)
-        finally:
-            self.state = np.random.get_state()
-            np.random.set_state(saved)
 
 
 def _agent(jit, check_positive: bool = False):
