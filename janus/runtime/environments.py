@@ -209,10 +209,9 @@ def _refusal(ctx: Any, f: types.MethodType, args: tuple, kwargs: dict) -> str | 
     why = unvouched(root, f.__name__)
     if why is not None:
         return why
-    if ctx.recursion is not None and ctx.recursion.active is not None:
-        return "it is called during a recursion over trees"
-    if ctx.log.dynamic_depth and (not ctx.log.sinks or ctx.log.sinks[-1] is None):
-        return "it is called inside a graph a library builds around the user's function"
+    why = islands.where_refused(ctx)
+    if why is not None:
+        return why
     if ctx.source_of(root) is None:
         return "the environment is not Python state the function reads"
     tree = _tree(root)

@@ -296,13 +296,22 @@ def _with_helpers(fn: types.FunctionType, cls: type, attrs: dict) -> tuple[list[
     return found, None
 
 
-def _refusal(ctx: Any, obj: Any, summaries: list[tuple[Any, Confined]], args: tuple, kwargs: dict) -> str | None:
-    """Why the island of ``summaries`` (its method and their helpers) on ``obj`` cannot be
-    made in this trace (None: it can)."""
+def where_refused(ctx: Any) -> str | None:
+    """Why no island can be made where this trace is now: inside a recursion over trees, or in
+    a graph a library builds around the user's function (None: one can)."""
     if ctx.recursion is not None and ctx.recursion.active is not None:
         return "it is called during a recursion over trees"
     if ctx.log.dynamic_depth and (not ctx.log.sinks or ctx.log.sinks[-1] is None):
         return "it is called inside a graph a library builds around the user's function"
+    return None
+
+
+def _refusal(ctx: Any, obj: Any, summaries: list[tuple[Any, Confined]], args: tuple, kwargs: dict) -> str | None:
+    """Why the island of ``summaries`` (its method and their helpers) on ``obj`` cannot be
+    made in this trace (None: it can)."""
+    why = where_refused(ctx)
+    if why is not None:
+        return why
     if ctx.source_of(obj) is None:
         return "its object is not Python state the function reads"
     cls = type(obj)
