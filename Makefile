@@ -45,9 +45,9 @@ $(VENV)/.installed: pyproject.toml
 demo: $(VENV)/.installed
 	$(PY) examples/demo.py
 
-# one process: the Ctrl-C tests (test_threads_signals) failed twice in pytest-xdist workers
+# one pytest worker per core; -rf names each failure in the summary
 test: $(VENV)/.installed
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -rf -n auto tests
 
 test-subset: $(VENV)/.installed
 	$(PY) -m pytest -q -n auto $(SUBSET)

@@ -52,6 +52,17 @@ def _hammer(fn, threads: int, calls: int, make_input) -> list:
     return errors
 
 
+@pytest.fixture
+def python_ctrl_c():
+    """SIGINT raises KeyboardInterrupt, as in a program started from a terminal.  A process
+    started in the background by a shell without job control (``make test &`` in a script)
+    inherits SIGINT ignored, and Python then leaves it ignored: eager would not see a
+    Ctrl-C either, and these tests would test nothing."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 @pytest.mark.parametrize("warm", [False, True])
 def test_threads_calling_one_step_lose_no_update(warm):
     """Four threads call one step, while it converts (cold) or once it has a graph (warm):
@@ -179,7 +190,7 @@ def test_the_xla_trial_loses_no_concurrent_update(monkeypatch):
 
 
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals go to the main thread")
-def test_ctrl_c_during_the_commit_leaves_all_effects_or_none(monkeypatch):
+def test_ctrl_c_during_the_commit_leaves_all_effects_or_none(monkeypatch, python_ctrl_c):
     """SIGINT arriving after the graph wrote its variables, while Python commits the
     step's other effects: the call must end with all of its effects (then raise
     KeyboardInterrupt, as eager would at its next bytecode) or none."""
@@ -204,7 +215,33 @@ def test_ctrl_c_during_the_commit_leaves_all_effects_or_none(monkeypatch):
 
 
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals go to the main thread")
-def test_ctrl_c_at_random_times_never_tears_a_graph_call():
+def test_a_program_that_ignores_ctrl_c_keeps_ignoring_it(monkeypatch):
+    """SIGINT ignored by the program (as a shell's background job inherits it): eager goes
+    on, so the graph call does too, and the disposition is still "ignore" afterwards."""
+    c = Counter()
+    c.step = janus.function(c.step, profile_calls=1)
+    for _ in range(3):
+        c.step(tf.ones([2]))
+    finish = entry_module.Graph.finish
+
+    def interrupted_finish(self, outs, a, k):
+        signal.raise_signal(signal.SIGINT)
+        return finish(self, outs, a, k)
+
+    monkeypatch.setattr(entry_module.Graph, "finish", interrupted_finish)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        for trial in range(3):
+            np.testing.assert_allclose(c.step(tf.ones([2]) * trial).numpy(), [2.0 * trial] * 2)
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert float(c.count.numpy()) == len(c.history) == 6
+    assert janus.stats(c.step)["graph_calls"] == 2 + 3
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals go to the main thread")
+def test_ctrl_c_at_random_times_never_tears_a_graph_call(python_ctrl_c):
     """SIGINT from a timer at random moments while graph calls run: after each interrupt,
     the variable and the history agree (every graph call is all or nothing)."""
     c = Counter()
