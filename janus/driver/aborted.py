@@ -1,8 +1,10 @@
 """What a function learns when one of its graph runs aborted (nothing was committed, and the
 call re-runs eagerly): what failed (:mod:`janus.trace.aborts`) tells the policy what to stop
-assuming, which graphs to drop, and when a graph itself cannot run."""
+assuming, which graphs to drop, and when a graph itself cannot run — returned as one
+:class:`Learned`."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from janus.commit import undo as undoing
@@ -12,7 +14,7 @@ from janus.reporting.codes import Code, reason
 from janus.trace import aborts
 
 if TYPE_CHECKING:
-    from janus.driver.function import JanusFunction
+    from janus.trace.speculation import Assumption
 
 # Runs of a graph that never succeeded, each failing in an op (not an assumption), after
 # which the function gives up: the graph, not the input, is what fails.
@@ -26,39 +28,44 @@ _RARE_CHECKS = {"not_raising": "a side that raises was taken",
                 "numpy_range": "a NumPy operation's operands left the range the graph computes it in"}
 
 
-def learn_from_abort(jf: "JanusFunction", entry: CacheEntry, error: BaseException) -> None:
-    """A run of ``entry`` aborted with ``error``.  A failed assumption drops every graph that
-    made it, and is never assumed again.  The user's ``assert`` failing is none: the graph
-    stays (right whenever the assert holds); nor, while it is rare, is a raising side taken
-    or a list index out of range."""
-    note = jf._note  # noqa: SLF001 - the function's reasons, for janus.explain
+@dataclass(frozen=True)
+class Learned:
+    """What an aborted run taught the function (:meth:`JanusFunction._learn` applies it): a
+    note for ``janus.explain``; an assumption never to make again (its graphs go, and the
+    next call converts without it); or that the graph itself cannot run (it goes, and the
+    function runs eagerly for good, ``retired``: why)."""
+
+    note: str
+    banned: "Assumption | None" = None
+    retired: str | None = None
+
+
+def learn_from_abort(entry: CacheEntry, error: BaseException) -> Learned:
+    """What a run of ``entry`` that aborted with ``error`` teaches.  A failed assumption drops
+    every graph that made it, and is never assumed again.  The user's ``assert`` failing is
+    none: the graph stays (right whenever the assert holds); nor, while it is rare, is a
+    raising side taken or a list index out of range."""
     if isinstance(error, undoing.Disturbed):
-        note(reason(Code.RUN_ABORTED, f"ran eagerly: {error.reason}"))
-        return
+        return Learned(reason(Code.RUN_ABORTED, f"ran eagerly: {error.reason}"))
     match aborts.classify(error, entry.report.assumptions):
         case aborts.SeedsOverflowed():
             entry.graph.seeds.grow()
-            note(reason(Code.RUN_ABORTED, "the graph made more random draws than seeds were reserved; re-ran eagerly, "
-                                                 "reserving more"))
+            return Learned(reason(Code.RUN_ABORTED, "the graph made more random draws than seeds were reserved; re-ran "
+                                                    "eagerly, reserving more"))
         case aborts.AssertFailed():
-            note(reason(Code.RUN_ABORTED, "an assert statement failed in the graph; re-ran eagerly (graph kept)"))
+            return Learned(reason(Code.RUN_ABORTED, "an assert statement failed in the graph; re-ran eagerly (graph kept)"))
         case aborts.OpFailed() as failed:
-            note(reason(Code.RUN_ABORTED,
-                        f"graph run aborted{failed.location(is_user_code_file)}, re-ran eagerly: {failed.summary}"))
+            note = reason(Code.RUN_ABORTED, f"graph run aborted{failed.location(is_user_code_file)}, re-ran eagerly: "
+                                            f"{failed.summary}")
             if entry.counters.hits == 0 and entry.counters.failures >= RETIRE_AFTER_FAILED_RUNS:
                 # never ran through: a graph TensorFlow cannot run, not an input eager also fails on
-                jf.entries.drop(lambda e: e is entry)
-                jf.policy.give_up(reason(Code.ALWAYS_ABORTS, f"its graph failed on each of its "
-                                         f"{entry.counters.failures} runs ({failed.summary})"), "See janus.explain(f).")
+                return Learned(note, retired=reason(Code.ALWAYS_ABORTS, f"its graph failed on each of its "
+                                                    f"{entry.counters.failures} runs ({failed.summary})"))
+            return Learned(note)
         case aborts.AssumptionFailed(assumption=failed):
             failed.failed += 1
             if failed.kind in _RARE_CHECKS and failed.failed <= failed.held:
-                note(reason(Code.RUN_ABORTED, f"{_RARE_CHECKS[failed.kind]}, re-ran eagerly (graph kept): {failed.description}"))
-                return
-            jf.policy.ban(failed)
-            cached = len(jf.entries)
-            jf.entries.drop(lambda e: any(a.ban == failed.ban for a in e.report.assumptions))
-            jf.policy.lost_to_ban(cached - len(jf.entries))
-            jf.policy.retry_next_call(jf.options.profile_calls)  # re-convert next call, without it
-            jf.conversion.why = f"a failed assumption (#{failed.id} {failed.description})"
-            note(reason(Code.ASSUMPTION_FAILED, f"assumption failed, re-ran eagerly: {failed.description}"))
+                return Learned(reason(Code.RUN_ABORTED, f"{_RARE_CHECKS[failed.kind]}, re-ran eagerly (graph kept): "
+                                                        f"{failed.description}"))
+            return Learned(reason(Code.ASSUMPTION_FAILED, f"assumption failed, re-ran eagerly: {failed.description}"),
+                           banned=failed)

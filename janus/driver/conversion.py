@@ -5,16 +5,16 @@ arguments (:func:`janus.driver.entry.build_entry`) under a :class:`TracePlan`.  
 that raises a :class:`janus.errors.Restart` starts again with what the signal carries (a
 speculation banned, the recursions on trees regrouped); one that fails with relaxed
 shapes or fed numbers is tried once more specialized on this call's values.  All of it
-happens in :meth:`Conversion.run`'s single loop, at most ``MAX_TRACES`` traces.
+happens in :meth:`Conversion.run`'s single loop, at most ``MAX_TRACES`` traces, and what
+came of it is returned as one :data:`janus.driver.outcome.Outcome`.
 """
 from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
 import types
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable
 
 import tensorflow as tf
@@ -28,6 +28,7 @@ from janus.convert.segments import BreakSite
 from janus.convert.registry import is_converted_code
 from janus.driver import xla_choice
 from janus.driver.entry import RAISED_UNDER, CacheEntry, TracePlan, build_entry, convert, input_leaves
+from janus.driver.outcome import NOT_DUE, Converted, Failed, Outcome, Raised, RaisesAsEager, SplitAt, Why
 from janus.errors import ConversionError, NotYet, Restart, UndefinedValueError
 from janus.reporting.codes import Code, derived, reason as _reason
 from janus.runtime.islands import IslandsRefused
@@ -49,19 +50,6 @@ MAX_TRACES = 12  # traces of one conversion, restarts and the specialized retry 
 MAX_RAISING = 4  # kinds of call remembered to raise the user's exception while tracing
 
 
-@dataclass
-class Raised:
-    """A trace raised the user's exception (eager may raise it too): its kind, message, the
-    guards the trace had checked when it raised, and the failed attempt (to count it as one
-    if eager does not raise the same)."""
-
-    kind: type
-    message: str
-    check: Callable[[tuple, dict], bool]
-    attempt: tuple | None = None
-    line: int | None = None  # the function's own line it was raised in, where a break may go
-
-
 class Conversion:
     """The conversions of one function, and what the last one left to report."""
 
@@ -76,69 +64,54 @@ class Conversion:
 
     def reset(self) -> None:
         self.source: str | None = None  # the generated code, for janus.explain
-        self.failure: tuple[str, str | None] | None = None  # (reason, location) of this call's failure
-        self.permanent_location: str | None = None  # the user's line of the reason it gave up, if known
-        self.why: str | None = None  # what led to the next conversion, for its log line
+        self.why: str | None = None  # what led to the next conversion, for its log line (next_because)
         self._last_failed: tuple | None = None  # the last failed attempt: its failure and what it knew
-        self.break_site: BreakSite | None = None  # the statement this call's failed conversion says runs in Python
         self.next_break: BreakSite | None = None  # a statement eager ran where its trace raised: the next break
-        self.raised: dict[int, Raised] = {}  # per thread: its call's trace raised the user's exception
         self.raising: list[Callable[[tuple, dict], bool]] = []  # guards of calls that raise while tracing
         self.may_break = False  # the function may be split at a break (not strict, no collectives)
         self._why_unsplittable: str | None = None  # "" once known to be splittable
 
-    def failed(self, reason: str, location: str | None = None) -> None:
-        """Remember why this call's conversion failed (for strict mode's error)."""
-        self.failure = (reason, location)
+    def next_because(self, why: str) -> None:
+        """What the next conversion of this function is for (a guard miss, a failed
+        assumption), for its log line."""
+        self.why = why
 
     def run(self, args: tuple, kwargs: dict, entries: "GraphCache", options: "Options",
             collective: tf.distribute.Strategy | None,
-            on_collective: Callable[[tf.distribute.Strategy], None]) -> CacheEntry | None:
-        """Convert on this call if the policy says so: the new entry, its XLA decision made
-        (None: run this call eagerly)."""
+            on_collective: Callable[[tf.distribute.Strategy], None]) -> Outcome:
+        """Convert on this call if the policy says so: a new entry, its XLA decision made,
+        or why this call runs otherwise (``janus.driver.outcome``)."""
         policy = self.policy
-        self.break_site = None
-        self.raised.pop(threading.get_ident(), None)
         self.may_break = not options.strict and collective is None
         if self.next_break is not None and self.may_break:
-            self.break_site, self.next_break = self.next_break, None
-            return None
+            site, self.next_break = self.next_break, None
+            return SplitAt(site)
         if not self._due(entries, options.profile_calls):
-            return None
+            return NOT_DUE
         started = time.perf_counter()
         why = self.why or f"{policy.eager_since_attempt} profiled calls"
         converted = self._converted()
-        if converted is None:
-            return None
+        if isinstance(converted, (Failed, SplitAt)):
+            return converted
         speculate, mode = options.speculate, options.xla_mode
         for source, value in input_leaves(args, kwargs):
             policy.observe(source, value)
         history = self.profiler.data.arg_history(self.fn) if speculate else []
-        plan = TracePlan(relaxed=policy.relaxed_shapes(), xla=mode is True,
-                         fed=policy.fed_scalars(self.fn, history, speculate, args, kwargs))
+        first = TracePlan(relaxed=policy.relaxed_shapes(), xla=mode is True,
+                          fed=policy.fed_scalars(self.fn, history, speculate, args, kwargs))
         profile = self.profiler.data if speculate else None
-        entry, first = None, plan
-        for _ in range(MAX_TRACES):
-            try:
-                entry = build_entry(self.fn, converted, args, kwargs, plan, policy.speculator(profile), on_collective)
-                break
-            except Exception as e:  # noqa: BLE001 - every outcome of a trace is decided below
-                plan = self._after_failed_trace(e, plan)
-                if plan is None:
-                    break
-        else:
-            self.failed(_reason(Code.RESTARTS, "the trace kept being restarted"))
-        if entry is not None:
-            self._last_failed = None
-        policy.converted(entry is not None)
+        outcome, plan = self._traced(converted, args, kwargs, first, profile, on_collective)
+        policy.converted(isinstance(outcome, Converted))
         seconds = time.perf_counter() - started
-        if entry is None:
-            self._give_up_if_repeated(first, args, kwargs)
+        if not isinstance(outcome, Converted):
+            self._give_up_if_repeated(first, args, kwargs, outcome)
             if log.isEnabledFor(logging.INFO):
                 log.info("%s: conversion failed after %.2f s (%s)%s", self.fn.__qualname__, seconds,
-                         self.failure[0] if self.failure else "see janus.explain",
+                         outcome.why.reason if isinstance(outcome, (Failed, RaisesAsEager)) else "see janus.explain",
                          "; runs eagerly from now on" if policy.gave_up else "")
-            return None
+            return outcome
+        self._last_failed = None
+        entry = outcome.entry
         entry.report.seconds = seconds
         xla_plan = replace(plan, xla=True)
         entry.xla = xla_choice.decide(mode, entry, collective, lambda a, k: build_entry(
@@ -149,22 +122,37 @@ class Conversion:
                      sum(1 for a in entry.report.assumptions if a.speculative), len(entry.report.input_specs),
                      " (relaxed shapes)" if entry.report.relaxed else "", _specialized_on(entry))
         self.why = None
-        return entry
+        return outcome
 
-    def _give_up_if_repeated(self, plan: TracePlan, args: tuple, kwargs: dict) -> None:
+    def _traced(self, converted: Callable, args: tuple, kwargs: dict, plan: TracePlan, profile: Any,
+                on_collective: Callable[[tf.distribute.Strategy], None]) -> tuple[Outcome, TracePlan]:
+        """The one loop: trace under ``plan``, revised after each failed trace, at most
+        ``MAX_TRACES`` times; what came of it, and the plan of the last trace."""
+        for _ in range(MAX_TRACES):
+            try:
+                entry = build_entry(self.fn, converted, args, kwargs, plan, self.policy.speculator(profile),
+                                    on_collective)
+                return Converted(entry), plan
+            except Exception as e:  # noqa: BLE001 - every outcome of a trace is decided below
+                step = self._after_failed_trace(e, plan)
+            if not isinstance(step, TracePlan):
+                return step, plan
+            plan = step
+        return Failed(Why(_reason(Code.RESTARTS, "the trace kept being restarted"))), plan
+
+    def _give_up_if_repeated(self, plan: TracePlan, args: tuple, kwargs: dict, outcome: Outcome) -> None:
         """A conversion that failed exactly as the one before, on a call of the same kind
         (tensors of the same dtypes and shapes, the same Python numbers and strings) and
         knowing the same (no new relaxation, no speculation banned since), would fail again:
         stop trying rather than profile and trace until the budget is spent (a step with a
         NumPy call on a gradient ran at 0.69x eager that way).  The calls then run plainly
         eagerly."""
-        if self.failure is None or self.policy.gave_up or self.break_site is not None:
+        if not isinstance(outcome, (Failed, RaisesAsEager)) or self.policy.gave_up:
             return
         known = (len(self.policy.banned_sites),) + tuple(sorted(repr(i) for i in {**plan.relaxed, **plan.fed}.items()))
-        attempt = (self.failure, known, _kind_of_call(args, kwargs))
-        raised = self.raised.get(threading.get_ident())
-        if raised is not None:  # counted once eager has run the call (eager_call)
-            raised.attempt = attempt
+        attempt = ((outcome.why.reason, outcome.why.location), known, _kind_of_call(args, kwargs))
+        if isinstance(outcome, RaisesAsEager):  # counted once eager has run the call (eager_call)
+            outcome.raised.attempt = attempt
             return
         self._count_failed(attempt)
 
@@ -174,23 +162,21 @@ class Conversion:
             self._last_failed = attempt
             return
         reason, location = attempt[0]
-        self.permanent_location = location
         self.note(_reason(Code.FAILED_TWICE, "the conversion failed twice the same way; running eagerly"))
         self.policy.give_up(_reason(Code.FAILED_TWICE, f"its conversion failed twice the same way: {reason}"),
-                            "See janus.explain(f) for the construct; janus.do_not_convert marks it on purpose.")
+                            "See janus.explain(f) for the construct; janus.do_not_convert marks it on purpose.", location)
 
     def raises(self, args: tuple, kwargs: dict) -> bool:
         """Does this call match the guards of a trace that raised what eager raised too?
         Such a call runs eagerly without a conversion (eager raises it again, or not)."""
         return any(check(args, kwargs) for check in self.raising)
 
-    def eager_call(self, call: Callable[[], Any]) -> Any:
-        """``call()``, the eager run of this call.  When its trace raised the user's
+    def eager_call(self, call: Callable[[], Any], raised: Raised | None = None) -> Any:
+        """``call()``, the eager run of this call.  When its trace ``raised`` the user's
         exception, eager's outcome decides: the same exception — the function raises on
         such calls (a function that raises now and then keeps its graphs for the others),
         remembered under the trace's guards and not a failed conversion; anything else — a
         failed conversion, counted towards giving up."""
-        raised = self.raised.pop(threading.get_ident(), None)
         if raised is None:
             return call()
         try:
@@ -231,7 +217,6 @@ class Conversion:
         if policy.budget_exhausted():
             self.note(_reason(Code.BUDGET, "conversion budget exhausted; running eagerly"))
             policy.give_up_on_budget()
-            self.permanent_location = None
             return False
         if policy.reuse_unlikely(entries):
             stopped = policy.stop_specializing_values()
@@ -245,7 +230,6 @@ class Conversion:
                            f"({policy.misses.most_common(1)[0][0] if policy.misses else 'new guards every call'})"),
                            "Values it specializes on change at every call; see janus.explain(f).")
             entries.drop(lambda e: e.counters.hits <= 1)
-            self.permanent_location = None
             return False
         return self._pays(entries)
 
@@ -262,13 +246,12 @@ class Conversion:
         graph, eager = ledger.graph_per_call(), ledger.eager_per_call()
         slower = graph is not None and eager is not None and graph >= eager
         entries.drop(lambda e: slower or e.counters.hits <= 1)
-        self.permanent_location = None
         return False
 
-    def _converted(self) -> Callable | None:
-        """The converted function, or None after giving up (a construct never converted)."""
-        fn = self.fn
-        self.permanent_location = None
+    def _converted(self) -> Callable | Failed | SplitAt:
+        """The converted function; or the statement to split at, or why it failed (for good,
+        but for Janus's own failure)."""
+        fn, location = self.fn, None
         reason = _reason(Code.DO_NOT_CONVERT, "marked janus.do_not_convert") if support.marked_do_not_convert(fn) \
             else support.unsupported_reason(fn)
         if reason is None:
@@ -278,25 +261,42 @@ class Conversion:
             except ConversionError as e:
                 reason = e.reason
             except Exception as e:  # noqa: BLE001 - Janus's own failure: never the user's exception
-                self.note(_reason(Code.JANUS_BUG, f"converting failed inside Janus: {summary(e)}"))
-                self.failed(_reason(Code.JANUS_BUG, f"converting failed inside Janus: {summary(e)}"))
+                bug = _reason(Code.JANUS_BUG, f"converting failed inside Janus: {summary(e)}")
+                self.note(bug)
                 self.policy.converted(False)
-                return None
+                return Failed(Why(bug))
         else:
             line = construct_line(fn, reason)
-            self.permanent_location = None if line is None else f"{os.path.basename(fn.__code__.co_filename)}:{line}"
+            location = None if line is None else f"{os.path.basename(fn.__code__.co_filename)}:{line}"
             if self.may_break and line is not None and support.breaks_at_statement(reason):
                 self.note(derived(reason, f"cannot convert line {line}: {reason}; splitting there"))
-                self.break_site = BreakSite(line, reason)
                 self.policy.converted(False)
-                return None
+                return SplitAt(BreakSite(line, reason))
         self.note(derived(reason, f"cannot convert: {reason}"))
-        self.policy.give_up(reason, "It contains a construct Janus does not convert; see janus.explain(f).")
-        return None
+        self.policy.give_up(reason, "It contains a construct Janus does not convert; see janus.explain(f).", location)
+        return Failed(Why(reason, location, permanent=True))
 
-    def _after_failed_trace(self, error: Exception, plan: TracePlan) -> TracePlan | None:
-        """The plan of the next trace after ``error``, or None: the conversion failed."""
-        where = trace_location(error)
+    def _after_failed_trace(self, error: Exception, plan: TracePlan) -> TracePlan | Outcome:
+        """The plan of the next trace after ``error``; or, when there is none, what the
+        conversion came to."""
+        revised = self._revised(error, plan)
+        if revised is not None:
+            return revised
+        if isinstance(error, Regroup):
+            error = ConversionError("recursive calls on trees changed between traces", code=Code.TREE_RECURSION)
+        outcome = self._failure(error, trace_location(error) or None)
+        if isinstance(outcome, SplitAt) or isinstance(outcome, Failed) and outcome.why.permanent:
+            return outcome
+        if (plan.relaxed or plan.fed) and not self.policy.gave_up:
+            return TracePlan(xla=plan.xla)  # once more, specialized on this call's values
+        if isinstance(error, ConversionError):  # a construct Janus refuses, not an error eager raises too
+            site = self._break_site(error, error.reason)
+            if site is not None:
+                return SplitAt(site)
+        return outcome
+
+    def _revised(self, error: Exception, plan: TracePlan) -> TracePlan | None:
+        """The plan a restart signal asks for (None: ``error`` is none, or its plan is spent)."""
         if isinstance(error, StateBeforeAssertion) and error.assumptions:
             for a in error.assumptions:
                 self.policy.ban(a)
@@ -315,48 +315,45 @@ class Conversion:
                                                 f"{error.reason}"))
             return plan
         if isinstance(error, Regroup):
-            regrouped = plan.regrouped(error)
-            if regrouped is not None:
-                return regrouped
-            error = ConversionError("recursive calls on trees changed between traces", code=Code.TREE_RECURSION)
-        if isinstance(error, StateBeforeAssertion):
-            self.note(derived(error.reason, f"trace failed: {error.reason} (an assert in the code)"))
-            self.failed(derived(error.reason, f"trace failed: {error.reason} (an assert in the code)"), where or None)
-        elif isinstance(error, ConversionError):
-            self.note(derived(error.reason, f"trace failed{_at(where)}: {error.reason}"))
-            self.failed(error.reason, where or None)
-            if error.permanent and self._break_at(error, error.reason):
-                return None
-            if error.permanent:
-                self.permanent_location = where or None
-                self.policy.give_up(error.reason, "It reaches code Janus never converts; see janus.explain(f).")
-                return None
-        elif isinstance(error, Restart):
-            self.note(_reason(Code.RESTARTS, f"trace failed{_at(where)}: an unexpected restart ({type(error).__name__})"))
-            self.failed(_reason(Code.RESTARTS, f"an unexpected restart ({type(error).__name__})"), where or None)
-        else:  # eager will raise it (or not) for real
-            self.note(_reason(Code.RAISES_AS_EAGER, f"trace raised{_at(where)} {summary(error)}"))
-            self.failed(_reason(Code.RAISES_AS_EAGER, f"tracing it raised {summary(error)}"), where or None)
-            check = getattr(error, RAISED_UNDER, None)
-            if check is not None:
-                line = self._own_line(error) if self.may_break and not self._unsplittable() else None
-                self.raised[threading.get_ident()] = Raised(type(error), str(error), check, line=line)
-        if (plan.relaxed or plan.fed) and not self.policy.gave_up:
-            return TracePlan(xla=plan.xla)  # once more, specialized on this call's values
-        if isinstance(error, ConversionError):  # a construct Janus refuses, not an error eager raises too
-            self._break_at(error, error.reason)
+            return plan.regrouped(error)
         return None
 
-    def _break_at(self, error: BaseException, reason: str) -> bool:
+    def _failure(self, error: Exception, where: str | None) -> Failed | SplitAt | RaisesAsEager:
+        """What a trace that failed with ``error`` (no restart) says, noted for explain."""
+        if isinstance(error, StateBeforeAssertion):
+            failure = derived(error.reason, f"trace failed: {error.reason} (an assert in the code)")
+            self.note(failure)
+            return Failed(Why(failure, where))
+        if isinstance(error, ConversionError):
+            self.note(derived(error.reason, f"trace failed{_at(where)}: {error.reason}"))
+            if not error.permanent:
+                return Failed(Why(error.reason, where))
+            site = self._break_site(error, error.reason)
+            if site is not None:
+                return SplitAt(site)
+            self.policy.give_up(error.reason, "It reaches code Janus never converts; see janus.explain(f).", where)
+            return Failed(Why(error.reason, where, permanent=True))
+        if isinstance(error, Restart):
+            self.note(_reason(Code.RESTARTS, f"trace failed{_at(where)}: an unexpected restart ({type(error).__name__})"))
+            return Failed(Why(_reason(Code.RESTARTS, f"an unexpected restart ({type(error).__name__})"), where))
+        # eager will raise it (or not) for real
+        self.note(_reason(Code.RAISES_AS_EAGER, f"trace raised{_at(where)} {summary(error)}"))
+        why = Why(_reason(Code.RAISES_AS_EAGER, f"tracing it raised {summary(error)}"), where)
+        check = getattr(error, RAISED_UNDER, None)
+        if check is None:
+            return Failed(why)
+        line = self._own_line(error) if self.may_break and not self._unsplittable() else None
+        return RaisesAsEager(why, Raised(type(error), str(error), check, line=line))
+
+    def _break_site(self, error: BaseException, reason: str) -> BreakSite | None:
         """A trace failed in a statement of the function's own code: that statement will run
-        in Python, the rest in graph segments (``janus.driver.segments``)."""
+        in Python, the rest in graph segments (``janus.driver.segments``); None: it cannot."""
         if not self.may_break or isinstance(error, (UndefinedValueError, NotYet)):  # eager raises / a later call converts
-            return False
+            return None
         line = self._own_line(error)
         if line is None or self._unsplittable():
-            return False
-        self.break_site = BreakSite(line, reason)
-        return True
+            return None
+        return BreakSite(line, reason)
 
     def _own_line(self, error: BaseException) -> int | None:
         """The innermost line of the function's own code ``error`` passed through."""
@@ -390,7 +387,7 @@ def _kind_of_call(args: tuple, kwargs: dict) -> tuple:
     return tuple(kind(v) for v in args) + tuple((k, kind(v)) for k, v in sorted(kwargs.items()))
 
 
-def _at(where: str) -> str:
+def _at(where: str | None) -> str:
     return f" at {where}" if where else ""
 
 

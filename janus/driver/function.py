@@ -31,8 +31,9 @@ from janus.driver.counts import Counts
 from janus.driver.entry import CacheEntry, input_leaves
 from janus.driver.logs import configure_logging
 from janus.driver.options import Options
+from janus.driver.outcome import NOT_DUE, Converted, Failed, NotDue, Outcome, Raised, RaisesAsEager, SplitAt, Why
 from janus.driver.policy import ConversionPolicy
-from janus.driver.aborted import learn_from_abort
+from janus.driver.aborted import Learned, learn_from_abort
 from janus.driver.segments import SplitFunction, split_at
 from janus.driver.weak import weak_method
 from janus.driver.xla_choice import XlaTrials
@@ -75,7 +76,7 @@ class JanusFunction:
         self.profiler = Profiler(include=is_user_code, values=False)  # what the converter reads
         self.policy = ConversionPolicy(fn.__qualname__)
         self.ledger = _ledger.Ledger()  # where its calls' time went: the whole run against eager's
-        self.conversion = Conversion(fn, self.policy, self.profiler, weak_method(self._note), self.ledger)
+        self.conversion = Conversion(fn, self.policy, self.profiler, weak_method(self.note), self.ledger)
         self.xla_trials = XlaTrials()
         self._converting = threading.Lock()  # held by the thread that profiles or converts
         self.split: SplitFunction | None = None  # set once a graph break splits it into segments
@@ -138,23 +139,26 @@ class JanusFunction:
         split = self.split
         if split is not None:
             return split(args, kwargs)
-        entry, busy = self.entries.lookup(args, kwargs), False
+        entry, busy, outcome = self.entries.lookup(args, kwargs), False, NOT_DUE
         if entry is None and not self.policy.gave_up:
             busy = not self._converting.acquire(blocking=False)  # one thread at a time profiles and converts
             if not busy:
                 started = _ledger.clock()
                 try:
-                    self.conversion.failure = None
-                    entry = self._miss(args, kwargs)
+                    outcome = self._miss(args, kwargs)
                 finally:
                     self._converting.release()
                     self.ledger.converted(_ledger.clock() - started)
-        if entry is None and not busy and self.options.strict and \
-                (self.conversion.failure is not None or self.policy.gave_up):
-            self._break()
+        match outcome:
+            case Converted(entry=new):
+                entry = new
+            case Failed(why=why) | RaisesAsEager(why=why) if self.options.strict:
+                self._break(why)
+            case NotDue() if self.options.strict and not busy and self.policy.gave_up:
+                self._break(self.policy.permanent)
         if self.collective is not None and not workers.every_worker_runs_a_graph(self.collective, entry is not None):
             if entry is not None:
-                self._note(reason(Code.OTHER_WORKER, "another worker could not run a graph at this step: every worker runs it "
+                self.note(reason(Code.OTHER_WORKER, "another worker could not run a graph at this step: every worker runs it "
                                                       "eagerly"))
             entry = None
         if entry is not None:
@@ -164,39 +168,39 @@ class JanusFunction:
         if busy:
             return self._as_written(args, kwargs, reason(Code.BUSY, "another thread was profiling or converting this "
                                                                     "function: ran as written"))
-        return self._eager(args, kwargs)
+        return self._eager(args, kwargs, outcome.raised if isinstance(outcome, RaisesAsEager) else None)
 
-    def _miss(self, args: tuple, kwargs: dict) -> CacheEntry | None:
-        """No cached graph fits: convert if the policy says so (None: run this call eagerly)."""
+    def _miss(self, args: tuple, kwargs: dict) -> Outcome:
+        """No cached graph fits: convert if the policy says so, or split at a break."""
         if self.conversion.raises(args, kwargs):
-            return None
+            return NOT_DUE
         try:
             # under a multi-worker strategy every worker must take one path at a miss: eager
             miss = self.policy.learn_from_miss(self.entries[0], args, kwargs, at_once=self.collective is None) \
                 if self.entries else None
-            entry = self.conversion.run(args, kwargs, self.entries, self.options, self.collective,
-                                        weak_method(self._collective_seen))
+            outcome = self.conversion.run(args, kwargs, self.entries, self.options, self.collective,
+                                          weak_method(self._collective_seen))
         except Exception as e:  # noqa: BLE001 - Janus's own failure: never the user's exception
-            self._note(reason(Code.JANUS_BUG, f"converting failed inside Janus: {aborts.summary(e)}"))
-            self.conversion.failed(reason(Code.JANUS_BUG, f"converting failed inside Janus: {aborts.summary(e)}"))
-            return None
-        if entry is not None:
-            self.counts.add("conversions")
-            self.entries.insert(entry)
-            if not entry.graph.check(args, kwargs):
-                self._note(reason(Code.JANUS_BUG, "a new graph's guards did not hold on the call that built it"))
-                self.conversion.failed(reason(Code.JANUS_BUG, "a new graph's guards did not hold on the call that built it "
-                                                              "(a Janus bug)"))
-                return None
-        elif self.conversion.break_site is not None:
-            split = split_at(self, self.conversion.break_site, JanusFunction._segment(self))
-            if split is not None:
-                self.entries.clear()
-                self.split = split
-        elif miss is not None:
-            self._note(reason(Code.GUARD_MISS, f"no cached graph's guards held ({miss})"))
-            self.conversion.why = f"a guard miss ({miss})"
-        return entry
+            bug = reason(Code.JANUS_BUG, f"converting failed inside Janus: {aborts.summary(e)}")
+            self.note(bug)
+            return Failed(Why(bug))
+        match outcome:
+            case Converted(entry=entry):
+                self.counts.add("conversions")
+                self.entries.insert(entry)
+                if not entry.graph.check(args, kwargs):
+                    self.note(reason(Code.JANUS_BUG, "a new graph's guards did not hold on the call that built it"))
+                    return Failed(Why(reason(Code.JANUS_BUG, "a new graph's guards did not hold on the call that "
+                                                             "built it (a Janus bug)")))
+            case SplitAt(site=site):
+                split = split_at(self, site, JanusFunction._segment(self))
+                if split is not None:
+                    self.entries.clear()
+                    self.split = split
+            case _ if miss is not None:
+                self.note(reason(Code.GUARD_MISS, f"no cached graph's guards held ({miss})"))
+                self.conversion.next_because(f"a guard miss ({miss})")
+        return outcome
 
     @staticmethod
     def _segment(owner: "JanusFunction") -> Callable[[types.FunctionType, Options], "JanusFunction"]:
@@ -224,7 +228,7 @@ class JanusFunction:
             except Exception as e:  # noqa: BLE001 - an op failed, or Janus's own input gathering
                 entry.counters.failures += 1
                 self.counts.add("assertion_failures")
-                learn_from_abort(self, entry, e)
+                self._learn(learn_from_abort(entry, e), entry)
                 outputs = None
             if outputs is not None:
                 result = target.graph.finish(outputs, args, kwargs)
@@ -241,8 +245,24 @@ class JanusFunction:
         self.ledger.graph_ran(_ledger.clock() - started, first, both)
         return result
 
-    def _eager(self, args: tuple, kwargs: dict) -> Any:
-        """The call as written: profiled while Janus may still convert, plain once it gave up."""
+    def _learn(self, learned: Learned, entry: CacheEntry) -> None:
+        """Apply what an aborted run of ``entry`` taught (``janus.driver.aborted``)."""
+        self.note(learned.note)
+        banned = learned.banned
+        if banned is not None:
+            self.policy.ban(banned)
+            cached = len(self.entries)
+            self.entries.drop(lambda e: any(a.ban == banned.ban for a in e.report.assumptions))
+            self.policy.lost_to_ban(cached - len(self.entries))
+            self.policy.retry_next_call(self.options.profile_calls)  # re-convert next call, without it
+            self.conversion.next_because(f"a failed assumption (#{banned.id} {banned.description})")
+        if learned.retired is not None:
+            self.entries.drop(lambda e: e is entry)
+            self.policy.give_up(learned.retired, "See janus.explain(f).")
+
+    def _eager(self, args: tuple, kwargs: dict, raised: Raised | None = None) -> Any:
+        """The call as written: profiled while Janus may still convert, plain once it gave up
+        (``raised``: its trace raised the user's exception; ``Conversion.eager_call``)."""
         self.counts.add("eager_calls")
         policy = self.policy
         if self.counts["conversions"] or policy.failed_attempts or policy.gave_up:
@@ -255,24 +275,23 @@ class JanusFunction:
             for source, value in input_leaves(args, kwargs):
                 policy.observe(source, value)
             if config.profiling() and not policy.budget_exhausted():
-                return self.conversion.eager_call(lambda: self.profiler.call(self.python_function, *args, **kwargs))
-            return self.conversion.eager_call(lambda: self.python_function(*args, **kwargs))
+                return self.conversion.eager_call(lambda: self.profiler.call(self.python_function, *args, **kwargs),
+                                                  raised)
+            return self.conversion.eager_call(lambda: self.python_function(*args, **kwargs), raised)
         finally:
             self.ledger.eager_ran(_ledger.clock() - started)
 
     def _as_written(self, args: tuple, kwargs: dict, why: str) -> Any:
         """Run the call unprofiled, saying why (not a fallback: nothing was tried)."""
         self.counts.add("eager_calls")
-        self._note(why)
+        self.note(why)
         return self.python_function(*args, **kwargs)
 
-    def _break(self) -> None:
-        """Strict mode: this call cannot run as a graph; raise instead of running it eagerly."""
-        failure = self.conversion.failure
-        reason, location = failure if failure is not None else \
-            (self.policy.permanent_reason or "unknown", self.conversion.permanent_location)
+    def _break(self, why: Why) -> None:
+        """Strict mode: this call cannot run as a graph (``why``); raise instead of running it
+        eagerly."""
         self.counts.add("graph_breaks")
-        raise GraphBreakError(self.__qualname__, reason, location or _def_location(self.python_function))
+        raise GraphBreakError(self.__qualname__, why.reason, why.location or _def_location(self.python_function))
 
     def _collective_seen(self, strategy: tf.distribute.Strategy) -> None:
         """A trace used a multi-worker strategy: from now on every call agrees with the other
@@ -283,7 +302,17 @@ class JanusFunction:
             self.options = Options(self.options.given_profile_calls, False, self.options.jit_compile,
                                    self.options.given_strict)
 
-    def _note(self, reason: str) -> None:
+    @property
+    def gave_up(self) -> bool:
+        """It runs eagerly for good (``permanent_reason`` says why)."""
+        return self.policy.gave_up
+
+    def give_up(self, reason: str, advice: str) -> None:
+        """Run eagerly for good: ``reason``, with ``advice`` for the one warning."""
+        self.policy.give_up(reason, advice)
+
+    def note(self, reason: str) -> None:
+        """A reason for ``janus.explain`` (counted), logged at debug level."""
         self.reasons.add(reason)
         log.debug("%s: %s", self.__qualname__, reason)
 

@@ -53,13 +53,14 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import tensorflow as tf
 
 from janus import config
 from janus.commit.effects import Effect, SetAttr, When
+from janus.driver.outcome import Why
 from janus.reporting.codes import Code, reason, tagged
 from janus.trace.guards import GuardKind
 from janus.trace.sources import Arg, Attr, KwArg, Source
@@ -104,6 +105,14 @@ class WholeRun:
                 f"allowed ({config.WHOLE_RUN_SLACK:.0%} of eager's time, plus one conversion's {self.grace:.3f} s)")
 
 
+class GuardMissed(NamedTuple):
+    """What one failing guard says of a miss: whether the next trace covers it without a new
+    profile (``explained``), and whether it pinned a number of the function's state."""
+
+    explained: bool
+    state_number: bool = False
+
+
 class ConversionPolicy:
     """Per-function conversion state and decisions (the driver asks, the policy answers)."""
 
@@ -118,7 +127,7 @@ class ConversionPolicy:
         self.eager_since_attempt = 0
         self.last_attempt_failed = False
         self.explained_miss = False  # the last miss was a shape or value the next trace relaxes
-        self.permanent_reason: str | None = None
+        self.permanent: Why | None = None  # why it runs eagerly for good
         self.shapes: dict[Source, tf.TensorShape] = {}
         self.specs: dict[Source, tf.TypeSpec] = {}  # composite tensors: the spec widened over calls
         self.varying: dict[Source, type] = {}
@@ -139,7 +148,11 @@ class ConversionPolicy:
     # -- when -----------------------------------------------------------------------
     @property
     def gave_up(self) -> bool:
-        return self.permanent_reason is not None
+        return self.permanent is not None
+
+    @property
+    def permanent_reason(self) -> str | None:
+        return self.permanent.reason if self.permanent is not None else None
 
     def budget_exhausted(self) -> bool:
         return self.conversions + self.failed_attempts >= config.MAX_CONVERSIONS
@@ -240,10 +253,11 @@ class ConversionPolicy:
         return stopped
 
     # -- giving up ------------------------------------------------------------------
-    def give_up(self, reason: str, advice: str) -> None:
-        """Stop converting this function for good; warn once, naming the cause."""
-        if self.permanent_reason is None:
-            self.permanent_reason = reason
+    def give_up(self, reason: str, advice: str, location: str | None = None) -> None:
+        """Stop converting this function for good; warn once, naming the cause (and the
+        user's line of it, ``location``, when known)."""
+        if self.permanent is None:
+            self.permanent = Why(reason, location, permanent=True)
         if not self._warned:
             self._warned = True
             if self.segment:  # its statements go back into the driver: the other segments stay graphs
@@ -297,37 +311,48 @@ class ConversionPolicy:
             if graph.holds(guard, args, kwargs):
                 continue
             first = first or guard.description
-            source = guard.source
-            value = graph.value_at(source, args, kwargs) if source is not None else None
-            if guard.kind is GuardKind.VALUE and type(value) in (int, float):
-                self.varying[source] = type(value)  # fed once no longer kept a value (tensor_values)
-                if source in self.tensor_values:
-                    self.tensor_value_misses.add(source)
-                state_number = state_number or not source.is_argument
-                # an argument may take its old value again (its graph still serves it)
-                explained = explained and not source.is_argument
-            elif guard.kind is GuardKind.VALUE and is_eager_tensor(value):
-                self.tensor_value_misses.add(source)
-                explained = False
-            elif guard.kind is GuardKind.TENSOR and tf.is_tensor(value) and not source.is_argument:
-                self.observe_shape(source, value.shape, report.value_shape(source))
-            elif guard.kind is GuardKind.SPEC and is_eager_composite(value):
-                self.observe(source, value, report.heap_specs.get(source))
-            else:  # an argument tensor's new shape is relaxed by the next trace; anything else needs a profile
-                explained = explained and guard.kind is GuardKind.TENSOR and is_eager_tensor(value) \
-                    and value.dtype == report.tensor_dtype(source)
+            value = graph.value_at(guard.source, args, kwargs) if guard.source is not None else None
+            missed = self._learn_from_guard(guard, value, report)
+            explained = explained and missed.explained
+            state_number = state_number or missed.state_number
         if state_number:
-            # a number of state the function writes changes too: fed with the one that missed
-            written = set(_written(entry.graph.effects))
-            for guard in report.guards:
-                if guard.kind is GuardKind.VALUE and guard.source in written and guard.source not in self.varying:
-                    value = graph.value_at(guard.source, args, kwargs)
-                    if type(value) in (int, float):
-                        self.varying[guard.source] = type(value)
+            self._feed_written_numbers(entry, args, kwargs)
         self.explained_miss = at_once and explained and first is not None
         first = first or "argument structure"
         self.misses[first] += 1
         return first
+
+    def _learn_from_guard(self, guard: Any, value: Any, report: Any) -> "GuardMissed":
+        """What one failing guard teaches: a number it pinned is fed, a heap tensor's shape or
+        a composite's spec widened, a tensor specialized by value noted as missed."""
+        source, kind = guard.source, guard.kind
+        if kind is GuardKind.VALUE and type(value) in (int, float):
+            self.varying[source] = type(value)  # fed once no longer kept a value (tensor_values)
+            if source in self.tensor_values:
+                self.tensor_value_misses.add(source)
+            # an argument may take its old value again (its graph still serves it)
+            return GuardMissed(explained=not source.is_argument, state_number=not source.is_argument)
+        if kind is GuardKind.VALUE and is_eager_tensor(value):
+            self.tensor_value_misses.add(source)
+            return GuardMissed(explained=False)
+        if kind is GuardKind.TENSOR and tf.is_tensor(value) and not source.is_argument:
+            self.observe_shape(source, value.shape, report.value_shape(source))
+            return GuardMissed(explained=True)
+        if kind is GuardKind.SPEC and is_eager_composite(value):
+            self.observe(source, value, report.heap_specs.get(source))
+            return GuardMissed(explained=True)
+        # an argument tensor's new shape is relaxed by the next trace; anything else needs a profile
+        return GuardMissed(explained=kind is GuardKind.TENSOR and is_eager_tensor(value)
+                           and value.dtype == report.tensor_dtype(source))
+
+    def _feed_written_numbers(self, entry: Any, args: tuple, kwargs: dict) -> None:
+        """A number of state the function writes changes too: fed with the one that missed."""
+        written = set(_written(entry.graph.effects))
+        for guard in entry.report.guards:
+            if guard.kind is GuardKind.VALUE and guard.source in written and guard.source not in self.varying:
+                value = entry.graph.value_at(guard.source, args, kwargs)
+                if type(value) in (int, float):
+                    self.varying[guard.source] = type(value)
 
     def fed_scalars(self, fn: Any, history: list, speculate: bool, args: tuple, kwargs: dict) -> dict[Source, type]:
         """Python ints/floats to feed to the graph as tensors rather than specialize on

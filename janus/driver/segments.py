@@ -17,7 +17,7 @@ import threading
 import time
 import types
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import gast
 
@@ -33,8 +33,36 @@ from janus.reporting.codes import Code, derived, reason
 from janus.trace import aborts
 
 if TYPE_CHECKING:
-    from janus.driver.function import JanusFunction
+    from janus.driver.counts import Counts
+    from janus.driver.ledger import Ledger
     from janus.driver.options import Options
+
+
+
+class Splittable(Protocol):
+    """All a split and its segments use of a Janus function (``JanusFunction`` is one)."""
+
+    options: "Options"
+    split: "SplitFunction | None"
+    breaks_made: int  # of the root of a split: its splits and its segments'
+    counts: "Counts"
+    ledger: "Ledger"
+
+    @property
+    def python_function(self) -> types.FunctionType: ...
+
+    @property
+    def segment_of(self) -> "Splittable | None": ...
+
+    @property
+    def gave_up(self) -> bool: ...
+
+    def give_up(self, reason: str, advice: str) -> None: ...
+
+    def note(self, reason: str) -> None: ...
+
+    def __call__(self, *args: Any) -> Any: ...
+
 
 MAX_BREAKS = 8  # splits of a function and its segments, after which it runs eagerly as a whole
 TRIAL = 5  # graph runs of a segment, then as many runs as written, to see which is faster
@@ -63,7 +91,7 @@ class SegmentCall:
     __slots__ = ("function", "segment", "seconds", "graph_times", "eager_times", "as_written", "forced", "taped",
                  "_settled")
 
-    def __init__(self, function: "JanusFunction", segment: Segment, settled: Callable[[int], None]):
+    def __init__(self, function: Splittable, segment: Segment, settled: Callable[[int], None]):
         self.function = function
         self.segment = segment
         self._settled = settled  # told once the segment runs as written for good
@@ -77,16 +105,16 @@ class SegmentCall:
     @property
     def in_trial(self) -> bool:
         """Its graph has run, and the trial has not decided yet."""
-        return 0 < len(self.graph_times) and len(self.eager_times) < TRIAL and not self.function.policy.gave_up
+        return 0 < len(self.graph_times) and len(self.eager_times) < TRIAL and not self.function.gave_up
 
     @property
     def keeps_graph(self) -> bool:
-        return len(self.eager_times) >= TRIAL and not self.as_written and not self.function.policy.gave_up
+        return len(self.eager_times) >= TRIAL and not self.as_written and not self.function.gave_up
 
     def settle_as_written(self) -> None:
         """Run as written from now on (whole calls were faster so)."""
         self.as_written, self.forced = True, False
-        self.function._note(self.describe())  # noqa: SLF001 - the segment's own reasons, for explain
+        self.function.note(self.describe())
         self._settled(self.segment.index)
 
     def __call__(self, *args: Any) -> Any:
@@ -94,10 +122,10 @@ class SegmentCall:
         start = time.perf_counter()
         if jf.split is not None and jf.split.settled:  # split in turn, every segment of it as written
             self._settled(self.segment.index)
-        written = self.forced or self.as_written or jf.policy.gave_up
+        written = self.forced or self.as_written or jf.gave_up
         trial = not written and len(self.graph_times) >= TRIAL and len(self.eager_times) < TRIAL
         if written or trial:
-            if jf.policy.gave_up:
+            if jf.gave_up:
                 self._settled(self.segment.index)
             jf.counts.add("calls")
             jf.counts.add("eager_calls")
@@ -126,7 +154,7 @@ class SegmentCall:
         self.eager_times.append(elapsed)
         if len(self.eager_times) == TRIAL:
             self.as_written = not graphs_faster(self.graph_times, self.eager_times)
-            self.function._note(self.describe())  # noqa: SLF001 - the segment's own reasons, for explain
+            self.function.note(self.describe())
             if self.as_written:
                 self._settled(self.segment.index)
 
@@ -157,7 +185,7 @@ class SplitFunction:
     faster, they run as written.  A graph no tape recorded stays on its trial's verdict."""
 
     def __init__(self, fn: types.FunctionType, breaks: dict[int, BreakSite], options: "Options",
-                 make: Callable[[types.FunctionType, "Options"], "JanusFunction"]):
+                 make: Callable[[types.FunctionType, "Options"], Splittable]):
         self.breaks = dict(breaks)
         self._fn = fn
         self._node, self._filename, _, _ = parse.function_ast(fn)
@@ -284,15 +312,15 @@ class SplitFunction:
                              f"as written {written_ms:.3f} ms: {'kept as graphs' if keep else 'run as written'}")
 
     @property
-    def segments(self) -> list["JanusFunction"]:
+    def segments(self) -> list[Splittable]:
         return [c.function for c in self.calls]
 
     def seconds_in_segments(self) -> float:
         return sum(c.seconds for c in self.calls)
 
 
-def split_at(jf: "JanusFunction", site: BreakSite,
-             make: Callable[[types.FunctionType, "Options"], "JanusFunction"]) -> SplitFunction | None:
+def split_at(jf: Splittable, site: BreakSite,
+             make: Callable[[types.FunctionType, "Options"], Splittable]) -> SplitFunction | None:
     """``jf`` split at ``site``, a statement that cannot run in a graph: from this call on it
     runs in Python and the rest of the function in graph segments (made by ``make``; a
     segment splits again at a break of its own, and ``MAX_BREAKS`` bounds the breaks of a
@@ -303,7 +331,7 @@ def split_at(jf: "JanusFunction", site: BreakSite,
         root = root.segment_of
     root.breaks_made += 1
     if root.breaks_made > MAX_BREAKS:
-        jf.policy.give_up(reason(Code.TOO_MANY_BREAKS, f"more than {MAX_BREAKS} graph breaks (the last at {where}: "
+        jf.give_up(reason(Code.TOO_MANY_BREAKS, f"more than {MAX_BREAKS} graph breaks (the last at {where}: "
                                                         f"{site.reason})"),
                           "See janus.explain(f).")
         return None
@@ -312,9 +340,9 @@ def split_at(jf: "JanusFunction", site: BreakSite,
         options = replace(jf.options, given_profile_calls=min(1, jf.options.profile_calls))
         split = SplitFunction(jf.python_function, {site.line: site}, options, make)
     except Exception as e:  # noqa: BLE001 - cannot split: the function runs eagerly, as before breaks
-        jf._note(reason(Code.UNSPLITTABLE, f"graph break at {where} ({site.reason}) but {aborts.summary(e)}"))  # noqa: SLF001
-        jf.policy.give_up(reason(Code.UNSPLITTABLE, f"{site.reason} (at {where}); {aborts.summary(e)}"),
+        jf.note(reason(Code.UNSPLITTABLE, f"graph break at {where} ({site.reason}) but {aborts.summary(e)}"))
+        jf.give_up(reason(Code.UNSPLITTABLE, f"{site.reason} (at {where}); {aborts.summary(e)}"),
                           "See janus.explain(f).")
         return None
-    jf._note(derived(site.reason, f"graph break at {where}: {site.reason}"))  # noqa: SLF001 - the function's reasons, for explain
+    jf.note(derived(site.reason, f"graph break at {where}: {site.reason}"))
     return split
