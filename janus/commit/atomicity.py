@@ -37,7 +37,7 @@ from typing import Any, Iterable, Sequence
 import tensorflow as tf
 
 from janus import _tf_private
-from janus.errors import ConversionError, Restart
+from janus.errors import ConversionError, StateBeforeAssertion
 from janus.reporting.codes import Code
 from janus.trace.xla import nonzero_constant
 from janus_profiler import usercode
@@ -101,17 +101,6 @@ _REDUCTIONS = frozenset({"Sum", "Mean", "Max", "Min", "Prod", "All", "Any"})
 _SLICES = frozenset({"StridedSlice", "Slice"})
 # Division of integers by zero raises: only float division is free of failure.
 _DIVISIONS = frozenset({"RealDiv", "Div", "FloorDiv", "FloorMod", "TruncateDiv", "TruncateMod", "Mod"})
-
-class StateBeforeAssertion(Restart):
-    """An assertion depends on a state update, so the graph cannot be all-or-nothing: the
-    conversion traces again without ``assumptions`` (with none, it fails)."""
-
-    code = Code.STATE_IN_TENSOR_FLOW
-
-    def __init__(self, assumptions: list):
-        self.assumptions = [a for a in assumptions if a is not None]
-        super().__init__("an assertion checks a value computed after a state update")
-
 
 class FailureAfterWrite(ConversionError):
     """An op that may fail at run time runs only after a state update, and the graph holds

@@ -1,12 +1,16 @@
 """Converting a function on a call: the policy's go-ahead, then one bounded retry loop.
 
 A conversion parses and converts the function once, then traces it on the call's
-arguments (:func:`janus.driver.entry.build_entry`) under a :class:`TracePlan`.  A trace
-that raises a :class:`janus.errors.Restart` starts again with what the signal carries (a
-speculation banned, the recursions on trees regrouped); one that fails with relaxed
-shapes or fed numbers is tried once more specialized on this call's values.  All of it
-happens in :meth:`Conversion.run`'s single loop, at most ``MAX_TRACES`` traces, and what
-came of it is returned as one :data:`janus.driver.outcome.Outcome`.
+arguments (:func:`janus.driver.entry.build_entry`, one trace) under a frozen
+:class:`~janus.trace.plan.TracePlan` the policy makes.  A trace that raises a
+:class:`janus.errors.Restart` starts again under the plan the signal asks for
+(``revise``: a speculation banned, arrays or tensors kept as values, islands refused, the
+recursions on trees regrouped); one that fed NumPy arrays and failed otherwise tries them
+with this call's shapes, then as values; one that fails with relaxed shapes or fed numbers
+is tried once more specialized on this call's values.  All of it happens in
+:meth:`Conversion.run`'s single loop, at most ``MAX_TRACES`` traces; the policy learns
+from the last plan, and what came of it is returned as one
+:data:`janus.driver.outcome.Outcome`.
 """
 from __future__ import annotations
 
@@ -19,7 +23,6 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import tensorflow as tf
 
-from janus.commit.atomicity import StateBeforeAssertion
 from janus.convert import registry, support
 from janus.convert.parse import function_ast
 from janus.convert.pipeline import convert_source, own_codes
@@ -27,15 +30,12 @@ from janus.convert.analysis.breaks import unsplittable_reason
 from janus.convert.segments import BreakSite
 from janus.convert.registry import is_converted_code
 from janus.driver import xla_choice
-from janus.driver.entry import RAISED_UNDER, CacheEntry, TracePlan, build_entry, convert, input_leaves
+from janus.driver.entry import RAISED_UNDER, CacheEntry, build_entry, convert, fed_arrays, input_leaves
 from janus.driver.outcome import NOT_DUE, Converted, Failed, Outcome, Raised, RaisesAsEager, SplitAt, Why
-from janus.errors import ConversionError, NotYet, Restart, UndefinedValueError
+from janus.errors import ConversionError, NotYet, Regroup, Restart, StateBeforeAssertion, UndefinedValueError
 from janus.reporting.codes import Code, derived, reason as _reason
-from janus.runtime.islands import IslandsRefused
-from janus.runtime.recursion import Regroup
+from janus.trace.plan import Arrays, TracePlan
 from janus.trace.aborts import summary
-from janus.trace.arrays import StateArraysKept
-from janus.trace.known_values import TensorValuesKept
 
 if TYPE_CHECKING:
     from janus.driver.cache import GraphCache
@@ -46,7 +46,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("janus")
 
-MAX_TRACES = 12  # traces of one conversion, restarts and the specialized retry included
+# traces of one conversion, every retry counted: restarts (a few each: bans, trees
+# regrouped twice, values kept), fed arrays tried three ways, the specialized retry
+MAX_TRACES = 16
 MAX_RAISING = 4  # kinds of call remembered to raise the user's exception while tracing
 
 
@@ -97,10 +99,10 @@ class Conversion:
         for source, value in input_leaves(args, kwargs):
             policy.observe(source, value)
         history = self.profiler.data.arg_history(self.fn) if speculate else []
-        first = TracePlan(relaxed=policy.relaxed_shapes(), xla=mode is True,
-                          fed=policy.fed_scalars(self.fn, history, speculate, args, kwargs))
+        first = policy.plan(self.fn, history, speculate, args, kwargs, xla=mode is True)
         profile = self.profiler.data if speculate else None
         outcome, plan = self._traced(converted, args, kwargs, first, profile, on_collective)
+        policy.adopt(plan)
         policy.converted(isinstance(outcome, Converted))
         seconds = time.perf_counter() - started
         if not isinstance(outcome, Converted):
@@ -115,7 +117,7 @@ class Conversion:
         entry.report.seconds = seconds
         xla_plan = replace(plan, xla=True)
         entry.xla = xla_choice.decide(mode, entry, collective, lambda a, k: build_entry(
-            self.fn, converted, a, k, xla_plan, policy.speculator(profile), on_collective))
+            self.fn, converted, a, k, xla_plan, policy.speculator(profile, xla_plan), on_collective))
         if log.isEnabledFor(logging.INFO):
             log.info("converted %s in %.2f s after %s: %d guards, %d assumptions, %d inputs%s%s",
                      self.fn.__qualname__, seconds, why, len(entry.report.guards),
@@ -127,17 +129,20 @@ class Conversion:
     def _traced(self, converted: Callable, args: tuple, kwargs: dict, plan: TracePlan, profile: Any,
                 on_collective: Callable[[tf.distribute.Strategy], None]) -> tuple[Outcome, TracePlan]:
         """The one loop: trace under ``plan``, revised after each failed trace, at most
-        ``MAX_TRACES`` times; what came of it, and the plan of the last trace."""
+        ``MAX_TRACES`` traces; what came of it, and the last plan (what the policy learns)."""
         for _ in range(MAX_TRACES):
             try:
-                entry = build_entry(self.fn, converted, args, kwargs, plan, self.policy.speculator(profile),
+                entry = build_entry(self.fn, converted, args, kwargs, plan, self.policy.speculator(profile, plan),
                                     on_collective)
-                return Converted(entry), plan
             except Exception as e:  # noqa: BLE001 - every outcome of a trace is decided below
-                step = self._after_failed_trace(e, plan)
-            if not isinstance(step, TracePlan):
-                return step, plan
-            plan = step
+                step = self._after_failed_trace(e, plan, fed_arrays(args, kwargs, plan))
+                if not isinstance(step, TracePlan):
+                    return step, plan
+                plan = step
+                continue
+            if plan.arrays is Arrays.VALUES:  # with every array a value it worked: keep them so
+                plan = replace(plan, numpy_values=plan.numpy_values | fed_arrays(args, kwargs, plan.restarted()))
+            return Converted(entry), plan
         return Failed(Why(_reason(Code.RESTARTS, "the trace kept being restarted"))), plan
 
     def _give_up_if_repeated(self, plan: TracePlan, args: tuple, kwargs: dict, outcome: Outcome) -> None:
@@ -276,47 +281,31 @@ class Conversion:
         self.policy.give_up(reason, "It contains a construct Janus does not convert; see janus.explain(f).", location)
         return Failed(Why(reason, location, permanent=True))
 
-    def _after_failed_trace(self, error: Exception, plan: TracePlan) -> TracePlan | Outcome:
-        """The plan of the next trace after ``error``; or, when there is none, what the
-        conversion came to."""
-        revised = self._revised(error, plan)
-        if revised is not None:
-            return revised
-        if isinstance(error, Regroup):
-            error = ConversionError("recursive calls on trees changed between traces", code=Code.TREE_RECURSION)
+    def _after_failed_trace(self, error: Exception, plan: TracePlan, fed: frozenset) -> TracePlan | Outcome:
+        """The plan of the next trace after ``error`` (``fed``: the NumPy arrays the trace
+        fed); or, when there is none, what the conversion came to."""
+        if isinstance(error, Restart):
+            revised = error.revise(plan)
+            if revised is not None:
+                if error.note:
+                    self.note(_reason(Code.REPLANNED, error.note))
+                return revised
+            if isinstance(error, Regroup):
+                error = ConversionError("recursive calls on trees changed between traces", code=Code.TREE_RECURSION)
+        elif not (isinstance(error, ConversionError) and error.permanent):
+            fallback = plan.arrays_fallback(fed)
+            if fallback is not None:
+                return fallback
         outcome = self._failure(error, trace_location(error) or None)
         if isinstance(outcome, SplitAt) or isinstance(outcome, Failed) and outcome.why.permanent:
             return outcome
         if (plan.relaxed or plan.fed) and not self.policy.gave_up:
-            return TracePlan(xla=plan.xla)  # once more, specialized on this call's values
+            return plan.specialized()  # once more, specialized on this call's values
         if isinstance(error, ConversionError):  # a construct Janus refuses, not an error eager raises too
             site = self._break_site(error, error.reason)
             if site is not None:
                 return SplitAt(site)
         return outcome
-
-    def _revised(self, error: Exception, plan: TracePlan) -> TracePlan | None:
-        """The plan a restart signal asks for (None: ``error`` is none, or its plan is spent)."""
-        if isinstance(error, StateBeforeAssertion) and error.assumptions:
-            for a in error.assumptions:
-                self.policy.ban(a)
-            self.note(_reason(Code.REPLANNED, f"not speculated, checked after a state update: "
-                                                f"{'; '.join(a.description for a in error.assumptions)}"))
-            return plan
-        if isinstance(error, StateArraysKept):
-            self.note(_reason(Code.REPLANNED, f"kept as NumPy values (read as NumPy): {error.reason}"))
-            return plan
-        if isinstance(error, TensorValuesKept):
-            self.note(_reason(Code.REPLANNED, f"specialized by value (Python needs values made of them): {error.reason}"))
-            # a number fed to the graph among them (a recursion's depth) is a value again
-            return replace(plan, fed={s: kind for s, kind in plan.fed.items() if s not in error.sources})
-        if isinstance(error, IslandsRefused):
-            self.note(_reason(Code.REPLANNED, f"called as written, not as Python islands (their arrays are used as NumPy): "
-                                                f"{error.reason}"))
-            return plan
-        if isinstance(error, Regroup):
-            return plan.regrouped(error)
-        return None
 
     def _failure(self, error: Exception, where: str | None) -> Failed | SplitAt | RaisesAsEager:
         """What a trace that failed with ``error`` (no restart) says, noted for explain."""

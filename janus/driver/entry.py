@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import types
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -25,16 +25,17 @@ from janus.commit import undo as undoing
 from janus.commit.packing import Packer, Recipe, Run
 from janus.convert import support
 from janus.convert.pipeline import converted_function
-from janus.errors import ConversionError, Restart
+from janus.errors import ArraysReadAsNumPy, ConversionError, Restart, StateArraysKept
 from janus.reporting.codes import Code
 from janus.runtime import islands, ops
-from janus.runtime.recursion import Regroup, TreeRecursion
+from janus.runtime.recursion import TreeRecursion
 from janus.trace import guards, known_values, output, xla as xla_marks
 from janus.trace.active import CALL
-from janus.trace.arrays import ReadAsNumPy, StateArraysKept, is_fed_array
+from janus.trace.arrays import ReadAsNumPy, is_fed_array
 from janus.trace.context import TraceContext
 from janus.trace.seeds import DATASET_RANDOM_OPS, STATEFUL_RANDOM_OPS, SeedReservation
 from janus.trace.guards import Guard, GuardKind
+from janus.trace.plan import Arrays, TracePlan
 from janus.trace.sources import Arg, Default, KwArg, Source
 from janus.trace.scalars import DTYPES, is_eager_tensor
 from janus.trace.values import is_eager_composite
@@ -148,31 +149,6 @@ class CacheEntry:
     xla: Any = None
 
 
-@dataclass(frozen=True)
-class TracePlan:
-    """What a trace is specialized with, revised by each restart of the conversion loop.
-
-    ``relaxed``: a relaxed shape (or widened ``TypeSpec``) per source that varied;
-    ``fed``: Python numbers fed as inputs instead of specialized on; ``grouping`` and
-    ``refused``: which recursive calls on trees compute in one forest, and which are
-    inlined instead (``janus.runtime.recursion.Regroup``); ``xla``: mark XLA clusters."""
-
-    relaxed: dict = field(default_factory=dict)
-    fed: dict = field(default_factory=dict)
-    grouping: dict | bool | None = None
-    refused: dict = field(default_factory=dict)
-    xla: bool = False
-
-    def regrouped(self, signal: Regroup) -> "TracePlan | None":
-        """The plan after ``signal``: first find the roots, then group them, then each alone
-        (None: the trees changed between traces)."""
-        if signal.refused:
-            return replace(self, refused={**self.refused, **signal.refused})
-        if self.grouping is None or self.grouping and signal.grouping is False:
-            return replace(self, grouping=signal.grouping)
-        return None
-
-
 def convert(fn: types.FunctionType) -> types.FunctionType:
     """The converted code of ``fn``, calling Janus's runtime (the generated code's ``_jn``).
     A function marked ``janus.do_not_convert`` is never converted: a trace that reaches it
@@ -245,65 +221,31 @@ def _defaults(ctx: TraceContext, fn: types.FunctionType, args: tuple, kwargs: di
 def build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple, kwargs: dict,
                 plan: TracePlan, speculator: Speculator,
                 on_collective: Callable[[Any], None] | None = None) -> CacheEntry:
-    """Trace ``converted`` on these arguments into a cache entry (raises on failure).
+    """One trace of ``converted`` on these arguments into a cache entry (raises on failure).
 
-    Raises a :class:`janus.errors.Restart` when the trace must start again with what it
-    learned: :class:`janus.commit.atomicity.StateBeforeAssertion` (an assumption checked
-    after a state update) or :class:`janus.runtime.recursion.Regroup` (recursive calls on
-    trees to compute in one batch).  The driver's conversion loop retries.
-
-    NumPy array arguments are fed unless the policy keeps them as values
-    (``speculator.numpy_values``).  A trace that reads fed arrays as NumPy is traced again
-    with those kept as values (after a second such trace, all of them), and the policy
-    remembers them.  A trace that fails otherwise while arrays are fed is traced again with
-    this call's shapes of the fed arrays (``len(x)`` needs the size), then with every array
-    a value (eager's NumPy casts where a tensor input raises): arrays are remembered if that
-    last trace succeeds.  NumPy arrays of Python state are fed the same way
-    (``janus.trace.heap``); a trace that reads one as NumPy raises
-    :class:`~janus.trace.arrays.StateArraysKept`, a restart: the policy keeps it a value.
-    """
+    Raises a :class:`janus.errors.Restart` when the trace must start again under another
+    plan (``revise``); the driver's conversion loop retries.  NumPy array arguments are fed
+    (:func:`fed_arrays`) unless the plan keeps them as values; a trace that reads fed
+    arrays as NumPy raises :class:`~janus.errors.ArraysReadAsNumPy`, and one that reads an
+    array of Python state so :class:`~janus.errors.StateArraysKept`: the next trace keeps
+    them as values."""
+    fed = fed_arrays(args, kwargs, plan)
     try:
-        return _build_entry(python_fn, converted, args, kwargs, plan, speculator, on_collective)
+        return _trace(python_fn, converted, args, kwargs, plan, speculator, on_collective, fed)
     except ReadAsNumPy as e:
-        state = {s for s in e.sources if not s.is_argument} - speculator.numpy_values
+        if fed and plan.arrays is Arrays.FED:
+            raise ArraysReadAsNumPy(set(e.sources), fed) from None
+        state = {s for s in e.sources if not s.is_argument} - plan.numpy_values
         if not state:
             raise
-        speculator.numpy_values.update(state)
         raise StateArraysKept(state) from None
 
 
-def _build_entry(python_fn: types.FunctionType, converted: Callable, args: tuple, kwargs: dict, plan: TracePlan,
-                 speculator: Speculator, on_collective: Callable[[Any], None] | None) -> CacheEntry:
-    """:func:`build_entry` but for arrays of Python state read as NumPy."""
-    kept = speculator.numpy_values
-    arrays = [s for s, v in input_leaves(args, kwargs) if is_fed_array(v)]
-
-    def trace(fed: set, with_plan: TracePlan = plan) -> CacheEntry:
-        return _trace(python_fn, converted, args, kwargs, with_plan, speculator, on_collective, frozenset(fed))
-
-    for second in (False, True):
-        fed = {s for s in arrays if s not in kept}
-        if not fed:
-            break
-        try:
-            return trace(fed)
-        except ReadAsNumPy as e:
-            kept.update(fed if second else e.sources)
-        except Exception as e:
-            if isinstance(e, Restart) or isinstance(e, ConversionError) and e.permanent:
-                raise
-            if fed & plan.relaxed.keys():
-                static = replace(plan, relaxed={s: r for s, r in plan.relaxed.items() if s not in fed})
-                try:
-                    return trace(fed, static)
-                except Restart:
-                    raise
-                except Exception:  # noqa: BLE001 - decided by the trace with every array a value
-                    pass
-            entry = trace(set())
-            kept.update(fed)
-            return entry
-    return trace(set())
+def fed_arrays(args: tuple, kwargs: dict, plan: TracePlan) -> frozenset[Source]:
+    """The NumPy array arguments a trace under ``plan`` feeds as graph inputs."""
+    if plan.arrays is Arrays.VALUES:
+        return frozenset()
+    return frozenset(s for s, v in input_leaves(args, kwargs) if is_fed_array(v) and s not in plan.numpy_values)
 
 
 def _trace(python_fn: types.FunctionType, converted: Callable, args: tuple, kwargs: dict, plan: TracePlan,
@@ -313,7 +255,7 @@ def _trace(python_fn: types.FunctionType, converted: Callable, args: tuple, kwar
     leaves = [(p, v) for p, v in input_leaves(args, kwargs)
               if is_eager_tensor(v) and not (p in speculator.tensor_values and known_values.may_specialize(v))
               or p in arrays]
-    relaxed_shapes = plan.relaxed
+    relaxed_shapes = plan.shapes_for(arrays)
     composite_specs = {p: s for p, s in relaxed_shapes.items() if isinstance(s, tf.TypeSpec)}
     relaxed_shapes = {p: s for p, s in relaxed_shapes.items() if p not in composite_specs}
     fed_scalars = plan.fed

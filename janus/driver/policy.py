@@ -13,6 +13,9 @@ to stop assuming, and when to give up.
   would be inlined without end), until the graphs made for its values go unreused
   (``janus.trace.known_values``).
 * **What to stop assuming**: a speculation whose assertion failed is banned at its site.
+* **What a conversion starts from**: a :class:`~janus.trace.plan.TracePlan` made of all of
+  the above (:meth:`ConversionPolicy.plan`); its traces revise it, and the policy learns
+  from the last plan (:meth:`ConversionPolicy.adopt`).
 * **When to give up**: at once for a construct that can never convert; after the
   conversion budget; when the last graphs built were never reused (the profile of
   misses predicts no reuse); or when its conversions do not pay for themselves over the
@@ -64,6 +67,7 @@ from janus.driver.outcome import Why
 from janus.reporting.codes import Code, reason, tagged
 from janus.trace.guards import GuardKind
 from janus.trace.sources import Arg, Attr, KwArg, Source
+from janus.trace.plan import TracePlan
 from janus.trace.speculation import Assumption, Speculator
 from janus.trace.scalars import is_eager_tensor
 from janus.trace.values import is_eager_composite
@@ -233,15 +237,29 @@ class ConversionPolicy:
         the ban, not values that keep changing, made them go)."""
         self.rebuilds += graphs
 
-    def speculator(self, profile: Any) -> Speculator:
-        """What a trace may assume: what ``profile`` saw (None: nothing), minus what was banned;
-        assumptions shared across this function's traces through one registry (by id), and
-        the NumPy arguments not to feed through one set (a trace adds what it learns).  No
-        trip count is assumed in a conversion made at once after a miss."""
-        return Speculator(profile, self.banned_sites, self.assumptions, self.numpy_values,
+    def plan(self, fn: Any, history: list, speculate: bool, args: tuple, kwargs: dict, xla: bool) -> TracePlan:
+        """The plan a conversion starts from: what this policy learned so far (the shapes it
+        relaxes, the numbers it feeds, what it no longer assumes or makes)."""
+        return TracePlan(relaxed=self.relaxed_shapes(), fed=self.fed_scalars(fn, history, speculate, args, kwargs),
+                         xla=xla, banned=frozenset(self.banned_sites), numpy_values=frozenset(self.numpy_values),
+                         tensor_values=frozenset(self.tensor_values), never_values=frozenset(self.never_values),
+                         no_islands=frozenset(self.no_islands))
+
+    def adopt(self, plan: TracePlan) -> None:
+        """Learn what a conversion's traces learned: the revisions of its last ``plan``."""
+        self.banned_sites |= plan.banned
+        self.numpy_values |= plan.numpy_values
+        self.tensor_values |= plan.tensor_values
+        self.no_islands |= plan.no_islands
+
+    def speculator(self, profile: Any, plan: TracePlan) -> Speculator:
+        """What a trace under ``plan`` may assume: what ``profile`` saw (None: nothing), minus
+        what the plan bans; assumptions shared across this function's traces through one
+        registry (by id).  No trip count is assumed in a conversion made at once after a miss."""
+        return Speculator(profile, plan.banned, self.assumptions, set(plan.numpy_values),
                           trips=not (self.explained_miss and self.eager_since_attempt == 0),
-                          tensor_values=self.tensor_values, never_values=self.never_values,
-                          no_islands=self.no_islands)
+                          tensor_values=set(plan.tensor_values), never_values=set(plan.never_values),
+                          no_islands=set(plan.no_islands))
 
     def stop_specializing_values(self) -> set[Source]:
         """Stop specializing by value the tensors whose value guards failed (the newest graphs,

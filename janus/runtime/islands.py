@@ -43,7 +43,7 @@ from janus.commit.effects import SetGlobal
 from janus.commit.island_copies import RANDOM_GENERATORS, CommitIsland, IslandCopy, generator_attributes, plain
 from janus.convert.analysis.confined import Confined, confinement_of
 from janus.convert.libraries import is_user_function, qualified_name
-from janus.errors import ConversionError, Restart
+from janus.errors import ConversionError, IslandsRefused
 from janus.reporting.codes import Code
 from janus.runtime.state import instance_dict, is_data_descriptor
 from janus.trace.active import current
@@ -78,23 +78,12 @@ _NUMPY = frozenset({
 })
 
 
-class IslandsRefused(Restart):
-    """A trace used an island's array as NumPy: the next trace does not make islands of
-    these methods (``speculator.no_islands``), so they are inlined or break as before."""
-
-    code = Code.REPLANNED
-
-    def __init__(self, misused: dict[types.FunctionType, str]):
-        super().__init__(", ".join(f"{qualified_name(fn)} ({what})" for fn, what in misused.items()))
-
-
 def refuse_misused(heap: Any, speculator: Any, error: Exception) -> None:
     """After a trace failed with ``error``: if it used an island's array as NumPy, raise
-    :class:`IslandsRefused` with the island's methods added to ``speculator.no_islands``."""
+    :class:`IslandsRefused` with the island's methods (the next trace makes no island of them)."""
     misused = {fn: what for fn, what in heap.islands_misused.items() if fn not in speculator.no_islands}
     if misused and isinstance(error, ConversionError) and not error.permanent:
-        speculator.no_islands.update(misused)
-        raise IslandsRefused(misused) from None
+        raise IslandsRefused(misused, ", ".join(f"{qualified_name(fn)} ({what})" for fn, what in misused.items())) from None
 
 
 def island(f: types.MethodType, args: tuple, kwargs: dict) -> Any:

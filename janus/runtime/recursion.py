@@ -48,8 +48,7 @@ import tensorflow as tf
 
 from janus.commit import atomicity
 from janus.convert.analysis.recursion import StructuralRecursion, structural_recursion
-from janus.reporting.codes import Code
-from janus.errors import ConversionError, Restart
+from janus.errors import ConversionError, Regroup
 from janus.runtime import recursion_forest, state
 from janus.runtime.recursion_cases import CaseTrace, same
 from janus.runtime.recursion_forest import Forest
@@ -60,19 +59,6 @@ from janus.trace.values import is_framework_object, is_user_class
 NOT_RECURSION = object()
 # Ops TensorFlow runs as functions of their own: tensor control flow between grouped roots.
 _CALL_OPS = {"If", "StatelessIf", "While", "StatelessWhile", "PartitionedCall", "StatefulPartitionedCall", "Case"}
-
-
-class Regroup(Restart):
-    """Trace again, computing these roots (``{function: [sources]}``) in one forest, or
-    (``False``) each root in a forest of its own; or inline the recursion of a function
-    whose trees cannot be batched (``refused``: function -> why)."""
-
-    code = Code.REPLANNED
-
-    def __init__(self, grouping: dict | bool | None, refused: dict | None = None):
-        super().__init__("retrace with the roots of recursive calls known")
-        self.grouping = grouping
-        self.refused = refused or {}
 
 
 @dataclass

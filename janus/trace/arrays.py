@@ -32,7 +32,7 @@ from typing import Any, Callable
 import numpy as np
 import tensorflow as tf
 
-from janus.errors import ConversionError, Restart
+from janus.errors import ConversionError
 from janus.reporting.codes import Code
 from janus.trace import numpy_semantics
 from janus.trace.active import current
@@ -68,17 +68,6 @@ class ReadAsNumPy(ConversionError):
         first, what = next(iter(sources.items()))
         super().__init__(f"{first.what} is read as a NumPy array ({what}): it is guarded by value")
         self.sources = dict(sources)
-
-
-class StateArraysKept(Restart):
-    """A trace read arrays of Python state as NumPy: the policy now keeps them as values
-    (``speculator.numpy_values``), and the conversion loop traces again."""
-
-    code = Code.REPLANNED
-
-    def __init__(self, sources: set[Source]):
-        super().__init__(", ".join(sorted(s.label for s in sources)))
-        self.sources = set(sources)
 
 
 class FedArray:

@@ -28,8 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from janus import _tf_private
-from janus.reporting.codes import Code
-from janus.errors import ConversionError, Restart
+from janus.errors import ConversionError, TensorValuesKept
 from janus.trace.active import current
 from janus.trace.sources import Source
 
@@ -42,17 +41,6 @@ _MAX_OPS = 256  # ops a fold or a search for inputs visits before giving up
 _MAX_FOLDED_ELEMENTS = 1 << 16  # a larger tensor is not computed while tracing
 # stateless by TensorFlow's account, but running Python: never run while tracing
 _PYTHON_OPS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
-
-
-class TensorValuesKept(Restart):
-    """A failed trace needed the values of tensors computed from these tensor inputs: the
-    next trace specializes them by value (``speculator.tensor_values``)."""
-
-    code = Code.REPLANNED
-
-    def __init__(self, wanted: dict[Source, str]):
-        super().__init__(", ".join(f"{s.label} ({why})" for s, why in wanted.items()))
-        self.sources = set(wanted)
 
 
 class KnownValue:
@@ -72,7 +60,7 @@ def specialize_wanted(heap: "HeapModel", speculator: "Speculator", error: Except
                       arrays: frozenset[Source]) -> None:
     """After a trace failed with ``error``: if Python needed values made of small integer
     tensor inputs (``heap.values_wanted``) that are not specialized yet, raise
-    :class:`TensorValuesKept` with them added to ``speculator.tensor_values`` (``arrays``:
+    :class:`TensorValuesKept` with them (the next trace specializes them) (``arrays``:
     the NumPy arrays the trace fed, never specialized here)."""
     if isinstance(error, ConversionError) and not error.permanent:
         _specialize(heap, speculator, arrays)
@@ -93,7 +81,6 @@ def _specialize(heap: "HeapModel", speculator: "Speculator", arrays: frozenset[S
               if s not in speculator.tensor_values and s not in speculator.never_values
               and s not in arrays and s not in heap.state_arrays}
     if wanted:
-        speculator.tensor_values.update(wanted)
         raise TensorValuesKept(wanted) from None
 
 
