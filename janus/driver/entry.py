@@ -252,22 +252,7 @@ def _trace(python_fn: types.FunctionType, converted: Callable, args: tuple, kwar
            speculator: Speculator, on_collective: Callable[[Any], None] | None,
            arrays: frozenset[Source]) -> CacheEntry:
     """One trace of ``converted`` into a cache entry, feeding the NumPy arrays at ``arrays``."""
-    leaves = [(p, v) for p, v in input_leaves(args, kwargs)
-              if is_eager_tensor(v) and not (p in speculator.tensor_values and known_values.may_specialize(v))
-              or p in arrays]
-    relaxed_shapes = plan.shapes_for(arrays)
-    composite_specs = {p: s for p, s in relaxed_shapes.items() if isinstance(s, tf.TypeSpec)}
-    relaxed_shapes = {p: s for p, s in relaxed_shapes.items() if p not in composite_specs}
-    fed_scalars = plan.fed
-    specs = [(p, tf.TensorSpec(_traced_shape(relaxed_shapes.get(p), v), tf.as_dtype(v.dtype))) for p, v in leaves]
-    heap_shapes = {p: s for p, s in relaxed_shapes.items() if not p.is_argument}
-    # Fed scalars among the arguments are inputs of the concrete function; fed scalars read
-    # from Python state are captured at call time when (and only if) the trace reads them.
-    specs += [(p, tf.TensorSpec([], DTYPES[kind])) for p, kind in fed_scalars.items() if p.is_argument]
-    ctx = TraceContext(relaxed=bool(relaxed_shapes), speculator=speculator, fed_scalars=fed_scalars,
-                       heap_shapes=heap_shapes, composite_specs=composite_specs, convert=convert,
-                       on_collective=on_collective,
-                       recursion=lambda c: TreeRecursion(c, plan.grouping, (args, kwargs), plan.refused))
+    specs, ctx = _context(args, kwargs, plan, speculator, on_collective, arrays)
     names = _param_names(python_fn)
     state: dict[str, Any] = {}
 
@@ -289,14 +274,7 @@ def _trace(python_fn: types.FunctionType, converted: Callable, args: tuple, kwar
             packer = Packer(ctx)
             state["output"] = packer.pack(result)
             state["effects"] = effects.pack_effects(ctx, packer)
-        if ctx.collective is not None and ctx.checks.assertions:
-            raise ConversionError("a graph of a multi-worker step may not carry assertions: a worker whose run "
-                                  "aborted would re-run the step eagerly while the others went on",
-                                  code=Code.DISTRIBUTED)
-        if ctx.heap.random_datasets and ctx.checks.assertions:
-            raise ConversionError(f"iterates {ctx.heap.random_datasets[0]}, whose order or elements are random, in a "
-                                  "graph with assertions: a run that fails one would have advanced its random state",
-                                  code=Code.DISTRIBUTED)
+        _refuse_unrunnable(ctx)
         before = atomicity.gate_state_on_assertions(ctx.heap.outer_graph, ctx.checks)
         candidates = xla_marks.candidates(before, [op for op, _ in ctx.checks.assertions])
         state["xla_rounding"] = xla_marks.rounds_differently(candidates)
@@ -310,32 +288,88 @@ def _trace(python_fn: types.FunctionType, converted: Callable, args: tuple, kwar
         try:
             concrete = traced.get_concrete_function(*(s for _, s in specs))
         except Exception as e:
-            if ctx.heap.arrays_read:  # the reason, whatever library code made of it
-                raise ReadAsNumPy(ctx.heap.arrays_read) from None
-            known_values.specialize_wanted(ctx.heap, speculator, e, arrays)
-            islands.refuse_misused(ctx.heap, speculator, e)
-            if not isinstance(e, (ConversionError, Restart)):  # the user's exception: under which guards
-                with contextlib.suppress(AttributeError, TypeError):
-                    setattr(e, RAISED_UNDER, guards.compile_guard(ctx.guard_set.guards, len(args), tuple(kwargs),
-                                                                   ctx.guard_set.namespace)[0])
+            _failed(ctx, speculator, e, arrays, args, kwargs)
             raise
         finally:
             ctx.recursion.close()
+    _check_traced(ctx, speculator, arrays, printed.getvalue(), concrete)
+    return _entry(ctx, concrete, specs, state, plan, arrays, args, kwargs)
+
+
+def _context(args: tuple, kwargs: dict, plan: TracePlan, speculator: Speculator,
+             on_collective: Callable[[Any], None] | None, arrays: frozenset[Source]) -> tuple[list, TraceContext]:
+    """The inputs' specs of a trace under ``plan`` (tensor arguments, fed arrays and fed
+    numbers), and its context."""
+    leaves = [(p, v) for p, v in input_leaves(args, kwargs)
+              if is_eager_tensor(v) and not (p in speculator.tensor_values and known_values.may_specialize(v))
+              or p in arrays]
+    relaxed_shapes = plan.shapes_for(arrays)
+    composite_specs = {p: s for p, s in relaxed_shapes.items() if isinstance(s, tf.TypeSpec)}
+    relaxed_shapes = {p: s for p, s in relaxed_shapes.items() if p not in composite_specs}
+    specs = [(p, tf.TensorSpec(_traced_shape(relaxed_shapes.get(p), v), tf.as_dtype(v.dtype))) for p, v in leaves]
+    heap_shapes = {p: s for p, s in relaxed_shapes.items() if not p.is_argument}
+    # Fed scalars among the arguments are inputs of the concrete function; fed scalars read
+    # from Python state are captured at call time when (and only if) the trace reads them.
+    specs += [(p, tf.TensorSpec([], DTYPES[kind])) for p, kind in plan.fed.items() if p.is_argument]
+    ctx = TraceContext(relaxed=bool(relaxed_shapes), speculator=speculator, fed_scalars=plan.fed,
+                       heap_shapes=heap_shapes, composite_specs=composite_specs, convert=convert,
+                       on_collective=on_collective,
+                       recursion=lambda c: TreeRecursion(c, plan.grouping, (args, kwargs), plan.refused))
+    return specs, ctx
+
+
+def _refuse_unrunnable(ctx: TraceContext) -> None:
+    """Assertions a graph may not carry: under a multi-worker strategy, or beside a random
+    dataset's iteration (an aborted run would have moved on what it cannot take back)."""
+    if ctx.collective is not None and ctx.checks.assertions:
+        raise ConversionError("a graph of a multi-worker step may not carry assertions: a worker whose run "
+                              "aborted would re-run the step eagerly while the others went on",
+                              code=Code.DISTRIBUTED)
+    if ctx.heap.random_datasets and ctx.checks.assertions:
+        raise ConversionError(f"iterates {ctx.heap.random_datasets[0]}, whose order or elements are random, in a "
+                              "graph with assertions: a run that fails one would have advanced its random state",
+                              code=Code.DISTRIBUTED)
+
+
+def _failed(ctx: TraceContext, speculator: Speculator, error: Exception, arrays: frozenset[Source],
+            args: tuple, kwargs: dict) -> None:
+    """A trace failed with ``error``: raise what the next trace needs instead (arrays read as
+    NumPy, tensors wanted by value, islands refused), or mark the user's exception with the
+    guards it was raised under."""
+    if ctx.heap.arrays_read:  # the reason, whatever library code made of it
+        raise ReadAsNumPy(ctx.heap.arrays_read) from None
+    known_values.specialize_wanted(ctx.heap, speculator, error, arrays)
+    islands.refuse_misused(ctx.heap, speculator, error)
+    if not isinstance(error, (ConversionError, Restart)):  # the user's exception: under which guards
+        with contextlib.suppress(AttributeError, TypeError):
+            setattr(error, RAISED_UNDER, guards.compile_guard(ctx.guard_set.guards, len(args), tuple(kwargs),
+                                                               ctx.guard_set.namespace)[0])
+
+
+def _check_traced(ctx: TraceContext, speculator: Speculator, arrays: frozenset[Source], printed: str,
+                  concrete: Any) -> None:
+    """A trace that succeeded may still not be used: library code caught the error of an
+    array used as NumPy, read a fed array, printed, or drew with a stateful kernel."""
     if ctx.heap.islands_misused or ctx.heap.computed_arrays_read:  # library code caught the error of such a use
         error = ConversionError("library code used as NumPy an array the graph computes", code=Code.TENSOR_VALUE)
         islands.refuse_misused(ctx.heap, speculator, error)
         raise error
     if arrays or ctx.heap.state_arrays:
         _check_arrays_unread(ctx, arrays | ctx.heap.state_arrays)
-    if printed.getvalue():
+    if printed:
         # The user's prints are deferred effects; this came from library code that prints
         # from Python: in a graph it would print once, at trace time, and never again.
-        raise ConversionError(f"library code printed while tracing ({printed.getvalue().strip()[:60]!r})", permanent=True,
+        raise ConversionError(f"library code printed while tracing ({printed.strip()[:60]!r})", permanent=True,
                               code=Code.LIBRARY_EFFECT)
     _refuse_stateful_random(concrete)
+
+
+def _entry(ctx: TraceContext, concrete: Any, specs: list, state: dict, plan: TracePlan, arrays: frozenset[Source],
+           args: tuple, kwargs: dict) -> CacheEntry:
+    """The cache entry of a finished trace: its graph (guard and inputs compiled) and report."""
     undo = _undo(ctx, concrete, args, kwargs) if ctx.checks.late_failures else None
     check, guard_source = guards.compile_guard(ctx.guard_set.guards, len(args), tuple(kwargs), ctx.guard_set.namespace)
-    inputs = guards.compile_inputs([p for p, _ in specs], fed_scalars, ctx.guard_set.namespace, arrays)
+    inputs = guards.compile_inputs([p for p, _ in specs], plan.fed, ctx.guard_set.namespace, arrays)
     graph = Graph(concrete=concrete, check=check, inputs=inputs, output=state["output"], effects=state["effects"],
                   namespace=ctx.guard_set.namespace, seeds=ctx.seeds.reservation if ctx.seeds.used else None,
                   undo=undo, xla_ops=state.get("xla_ops", 0), islands=_distinct(i.copy for i in ctx.heap.islands.values()))

@@ -72,7 +72,8 @@ def inline(fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:
 
 
 def call(f: Any, *args: Any, **kwargs: Any) -> Any:
-    """``f(*args, **kwargs)`` in converted code."""
+    """``f(*args, **kwargs)`` in converted code: converted and inlined when it is the user's,
+    called as it is when it is allowed, lowered when Janus models it, refused otherwise."""
     if is_converted_function(f):
         return f(*args, **kwargs)
     janus_fn = getattr(f, "__janus_function__", None)
@@ -86,14 +87,7 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
         return inline(f, args, kwargs)
     rec = current().recursion
     if rec is not None and rec.active is not None:
-        if f not in builtins.VIEW_CALLS and any(type(v) is NodeView for v in (*args, *kwargs.values())) \
-                and not is_user_method(f):
-            raise ConversionError(f"passes a tree node to {qualified_name(f)} during the recursion over it",
-                                  code=Code.TREE_RECURSION)
-        # Nodes are computed in batches by TensorFlow's vectorizer, which batches a gather
-        # from a variable's value but not from the variable (ResourceGather): pass the value.
-        args = tuple(_variable_value(v) for v in args)
-        kwargs = {k: _variable_value(v) for k, v in kwargs.items()}
+        args, kwargs = _in_recursion(f, args, kwargs)
     if arrays.lowers(f, args, kwargs):  # NumPy on fed arrays, computed by the graph as NumPy would
         return arrays.lowered_call(f, args)
     if numpy_draws.is_generator_draw(f):  # np.random.rand(), rng.choice(...): an island of the graph (or a break)
@@ -101,30 +95,14 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
     if f in random.REPLACEMENTS:  # stateful random ops draw from fed seeds (janus.trace.seeds)
         return random.REPLACEMENTS[f](*_shapes(args), **callbacks.builtin_keywords(_shapes(kwargs), call))
     if isinstance(f, types.MethodType):
-        if isinstance(f.__self__, (SymbolicShape, KnownValue, GraphList, EnvironView)):
-            return f(*args, **kwargs)
-        if isinstance(f.__self__, tf.TensorArray):
-            return tensor_arrays.method(f.__self__, f.__name__, args, kwargs)
-        if is_user_function(f.__func__):
-            out = islands.island(f, args, kwargs)
-            return inline(f.__func__, (f.__self__, *args), kwargs) if out is islands.NOT_AN_ISLAND else out
-        if f.__name__ == "numpy" and isinstance(f.__self__, tf.Variable):
-            raise ConversionError(".numpy() of a variable the graph reads", code=Code.TENSOR_VALUE)
-        if isinstance(f.__self__, tf.GradientTape) and f.__self__ not in current().tapes:
-            # a tape recording eagerly, outside this graph (across a graph break): its gradient
-            # of the graph's tensors would be None, eager's is not
-            raise ConversionError("uses a tf.GradientTape recorded outside the graph", code=Code.TAPE_OUTSIDE)
-        if isinstance(f.__self__, tf.distribute.MultiWorkerMirroredStrategy):
-            current().uses_collective(f.__self__)
-        if isinstance(f.__self__, tf.distribute.experimental.ParameterServerStrategy):
-            raise ConversionError("uses a ParameterServerStrategy, whose coordinator schedules tf.functions of "
-                                  "its own", permanent=True, code=Code.DISTRIBUTED)
-        if environments.is_environment_method(f):  # env.step(action): an island of the graph (or a break)
-            return environments.island(f, args, kwargs)
-        if is_allowed_library(f.__func__) or is_allowed_library(f.__self__) or _named_tuple_method(f):
-            return f(*callbacks.library_arguments(_protocols(f, _shapes(args)), f, call),
-                     **callbacks.library_arguments(_protocols(f, _shapes(kwargs)), f, call))
-        raise _not_allowed(f.__func__, qualified_name(f))
+        return _method(f, args, kwargs)
+    return _other(f, args, kwargs)
+
+
+def _other(f: Any, args: tuple, kwargs: dict) -> Any:
+    """Any other callee: a builtin method of a container or an immutable value, a builtin
+    Janus models, a class, a Keras layer or callable object of the user's, an allowed
+    builtin or library function, an operator."""
     if isinstance(f, types.BuiltinMethodType) and kinds.is_container(f.__self__):
         return containers.container_method(f.__self__, f.__name__, args, kwargs)
     if isinstance(f, types.BuiltinMethodType) and type(f.__self__) in _IMMUTABLE:
@@ -134,18 +112,7 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
     if f is collections.namedtuple:
         return _namedtuple(*args, **kwargs)
     if isinstance(f, type):
-        if issubclass(f, BaseException) or not is_user_class(f) and f in ALLOWED_BUILTINS:
-            return f(*callbacks.builtin_arguments(_protocols(f, args), call), **callbacks.builtin_keywords(kwargs, call))
-        if issubclass(f, tuple) and hasattr(f, "_fields"):
-            return f(*args, **kwargs)
-        if issubclass(f, tf.experimental.ExtensionType) \
-                and not any("__validate__" in vars(k) for k in f.__mro__ if is_user_class(k)):
-            return f(*args, **kwargs)  # its generated __init__ only checks and stores the fields
-        if not is_user_class(f) and is_allowed_library(f):
-            return f(*args, **kwargs)
-        if not is_user_class(f):
-            raise ConversionError(f"constructs a {f.__qualname__} object", permanent=True, code=Code.CONSTRUCTS)
-        return _construct(f, args, kwargs)
+        return _class(f, args, kwargs)
     if isinstance(f, tf.keras.layers.Layer) and is_user_class(type(f)):
         return callbacks.user_layer_call(f, args, kwargs)
     if not isinstance(f, (types.FunctionType, types.BuiltinFunctionType)) and is_user_class(type(f)):
@@ -157,25 +124,89 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
     if f in ALLOWED_BUILTINS:
         return f(*callbacks.builtin_arguments(_protocols(f, args), call), **callbacks.builtin_keywords(kwargs, call))
     if is_allowed_library(f):
-        if f in callbacks.RUN_TIME_PYTHON:
-            raise ConversionError(f"{qualified_name(f)} runs Python while the graph runs: an aborted run could "
-                                  "not take its effects back", permanent=True, code=Code.PY_FUNCTION)
-        made = arrays.tensor_values(f, args, kwargs)  # np.squeeze(probs): eager's array of a tensor's values
-        if made is not None:
-            return made
-        if qualified_name(f).startswith("numpy.") and any(is_symbolic(v) for v in (*args, *kwargs.values())):
-            raise ConversionError(f"{qualified_name(f)} reads the values of a tensor the graph computes",
-                                  code=Code.TENSOR_VALUE)
-        if qualified_name(f).startswith("numpy.") and any(_holds_traced_number(v) for v in (*args, *kwargs.values())):
-            # np.round(float(t), 4): NumPy would raise TypeError on the traced number (no
-            # `rint` method), taken for an error eager raises; it needs the number's value
-            raise ConversionError(f"{qualified_name(f)} reads a Python number the graph computes",
-                                  code=Code.TENSOR_VALUE)
-        return f(*callbacks.library_arguments(_protocols(f, _shapes(args)), f, call),
-                 **callbacks.library_arguments(_protocols(f, _shapes(kwargs)), f, call))
+        return _library(f, args, kwargs)
     if f in vars(operator).values() or f in vars(math).values():
         return f(*_protocols(f, args), **callbacks.builtin_keywords(kwargs, call))
     raise _not_allowed(f, qualified_name(f))
+
+
+def _in_recursion(f: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """The arguments of a call made while a recursion over trees is computed in batches."""
+    if f not in builtins.VIEW_CALLS and any(type(v) is NodeView for v in (*args, *kwargs.values())) \
+            and not is_user_method(f):
+        raise ConversionError(f"passes a tree node to {qualified_name(f)} during the recursion over it",
+                              code=Code.TREE_RECURSION)
+    # Nodes are computed in batches by TensorFlow's vectorizer, which batches a gather
+    # from a variable's value but not from the variable (ResourceGather): pass the value.
+    return tuple(_variable_value(v) for v in args), {k: _variable_value(v) for k, v in kwargs.items()}
+
+
+def _method(f: types.MethodType, args: tuple, kwargs: dict) -> Any:
+    """A bound method: Janus's own stand-ins as they are, a user method converted (or an
+    island), a library method allowed as it is, a few refused for what they would do."""
+    owner = f.__self__
+    if isinstance(owner, (SymbolicShape, KnownValue, GraphList, EnvironView)):
+        return f(*args, **kwargs)
+    if isinstance(owner, tf.TensorArray):
+        return tensor_arrays.method(owner, f.__name__, args, kwargs)
+    if is_user_function(f.__func__):
+        out = islands.island(f, args, kwargs)
+        return inline(f.__func__, (owner, *args), kwargs) if out is islands.NOT_AN_ISLAND else out
+    if f.__name__ == "numpy" and isinstance(owner, tf.Variable):
+        raise ConversionError(".numpy() of a variable the graph reads", code=Code.TENSOR_VALUE)
+    if isinstance(owner, tf.GradientTape) and owner not in current().tapes:
+        # a tape recording eagerly, outside this graph (across a graph break): its gradient
+        # of the graph's tensors would be None, eager's is not
+        raise ConversionError("uses a tf.GradientTape recorded outside the graph", code=Code.TAPE_OUTSIDE)
+    if isinstance(owner, tf.distribute.MultiWorkerMirroredStrategy):
+        current().uses_collective(owner)
+    if isinstance(owner, tf.distribute.experimental.ParameterServerStrategy):
+        raise ConversionError("uses a ParameterServerStrategy, whose coordinator schedules tf.functions of "
+                              "its own", permanent=True, code=Code.DISTRIBUTED)
+    if environments.is_environment_method(f):  # env.step(action): an island of the graph (or a break)
+        return environments.island(f, args, kwargs)
+    if is_allowed_library(f.__func__) or is_allowed_library(owner) or _named_tuple_method(f):
+        return f(*callbacks.library_arguments(_protocols(f, _shapes(args)), f, call),
+                 **callbacks.library_arguments(_protocols(f, _shapes(kwargs)), f, call))
+    raise _not_allowed(f.__func__, qualified_name(f))
+
+
+def _class(f: type, args: tuple, kwargs: dict) -> Any:
+    """A class called: an exception, an allowed builtin or library type, a named tuple or
+    an extension type built as it is; a plain user class constructed in the trace."""
+    if issubclass(f, BaseException) or not is_user_class(f) and f in ALLOWED_BUILTINS:
+        return f(*callbacks.builtin_arguments(_protocols(f, args), call), **callbacks.builtin_keywords(kwargs, call))
+    if issubclass(f, tuple) and hasattr(f, "_fields"):
+        return f(*args, **kwargs)
+    if issubclass(f, tf.experimental.ExtensionType) \
+            and not any("__validate__" in vars(k) for k in f.__mro__ if is_user_class(k)):
+        return f(*args, **kwargs)  # its generated __init__ only checks and stores the fields
+    if not is_user_class(f) and is_allowed_library(f):
+        return f(*args, **kwargs)
+    if not is_user_class(f):
+        raise ConversionError(f"constructs a {f.__qualname__} object", permanent=True, code=Code.CONSTRUCTS)
+    return _construct(f, args, kwargs)
+
+
+def _library(f: Any, args: tuple, kwargs: dict) -> Any:
+    """An allowed library function: called as it is, unless it would run Python while the
+    graph runs, or NumPy would read the values of what the graph computes."""
+    if f in callbacks.RUN_TIME_PYTHON:
+        raise ConversionError(f"{qualified_name(f)} runs Python while the graph runs: an aborted run could "
+                              "not take its effects back", permanent=True, code=Code.PY_FUNCTION)
+    made = arrays.tensor_values(f, args, kwargs)  # np.squeeze(probs): eager's array of a tensor's values
+    if made is not None:
+        return made
+    if qualified_name(f).startswith("numpy.") and any(is_symbolic(v) for v in (*args, *kwargs.values())):
+        raise ConversionError(f"{qualified_name(f)} reads the values of a tensor the graph computes",
+                              code=Code.TENSOR_VALUE)
+    if qualified_name(f).startswith("numpy.") and any(_holds_traced_number(v) for v in (*args, *kwargs.values())):
+        # np.round(float(t), 4): NumPy would raise TypeError on the traced number (no
+        # `rint` method), taken for an error eager raises; it needs the number's value
+        raise ConversionError(f"{qualified_name(f)} reads a Python number the graph computes",
+                              code=Code.TENSOR_VALUE)
+    return f(*callbacks.library_arguments(_protocols(f, _shapes(args)), f, call),
+             **callbacks.library_arguments(_protocols(f, _shapes(kwargs)), f, call))
 
 
 def _protocols(f: Any, args: tuple | dict) -> tuple | dict:

@@ -303,14 +303,9 @@ def _refusal(ctx: Any, obj: Any, summaries: list[tuple[Any, Confined]], args: tu
         return why
     if ctx.source_of(obj) is None:
         return "its object is not Python state the function reads"
-    cls = type(obj)
-    user = [k for k in cls.__mro__ if k is not object]
-    if not all(is_user_class(k) for k in user) or any(
-            special in vars(k) for k in user for special in
-            ("__setattr__", "__getattr__", "__getattribute__", "__delattr__", "__slots__")):
-        return f"{cls.__qualname__} customizes its attributes"
-    if any(is_data_descriptor(cls, name) for k in user for name in vars(k) if not name.startswith("__")):
-        return f"{cls.__qualname__} has properties or descriptors"
+    why = _class_refusal(type(obj))
+    if why is not None:
+        return why
     generators = generator_attributes(instance_dict(obj))
     if generators is None:
         return f"{ctx.source_of(obj).label} holds more than plain values and random generators"
@@ -322,6 +317,19 @@ def _refusal(ctx: Any, obj: Any, summaries: list[tuple[Any, Confined]], args: tu
         return f"the function writes {ctx.source_of(obj).label} before it"
     if not all(isinstance(v, PyScalar) or plain(v) for v in (*args, *kwargs.values())):
         return "an argument is neither a Python number nor a plain constant"
+    return None
+
+
+def _class_refusal(cls: type) -> str | None:
+    """Why an object of ``cls`` cannot hold an island's state: a class not all the user's, or
+    one that customizes its attributes (None: its attributes are its ``__dict__``)."""
+    user = [k for k in cls.__mro__ if k is not object]
+    if not all(is_user_class(k) for k in user) or any(
+            special in vars(k) for k in user for special in
+            ("__setattr__", "__getattr__", "__getattribute__", "__delattr__", "__slots__")):
+        return f"{cls.__qualname__} customizes its attributes"
+    if any(is_data_descriptor(cls, name) for k in user for name in vars(k) if not name.startswith("__")):
+        return f"{cls.__qualname__} has properties or descriptors"
     return None
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import gast
 
@@ -67,38 +67,62 @@ def confinement(node: gast.FunctionDef) -> Confined | str:
         return f"rebinds {me}"
     if any(isinstance(n, gast.Name) and n.id == me and not _attribute_base(n, nodes) for n in nodes):
         return f"passes {me} on (a builtin or operator could call its methods)"
-    writes, draws, calls, methods, reads, helpers = set(), set(), set(), set(), set(), set()
+    uses = _Uses(me, local)
     for n in nodes:
-        refused = _REFUSED.get(type(n))
+        refused = _REFUSED.get(type(n)) or uses.visit(n)
         if refused:
             return refused
+    return uses.summary()
+
+
+@dataclass
+class _Uses:
+    """What a method's body does with its object and names, gathered node by node."""
+
+    me: str
+    local: set
+    writes: set = field(default_factory=set)
+    draws: set = field(default_factory=set)
+    calls: set = field(default_factory=set)
+    methods: set = field(default_factory=set)
+    reads: set = field(default_factory=set)
+    helpers: set = field(default_factory=set)
+
+    def visit(self, n: gast.AST) -> str | None:
+        """Record node ``n``; why the method is not confined, if ``n`` says so."""
         if isinstance(n, (gast.Subscript, gast.Attribute)) and isinstance(n.ctx, (gast.Store, gast.Del)):
-            if not (isinstance(n, gast.Attribute) and isinstance(n.value, gast.Name) and n.value.id == me):
+            if not (isinstance(n, gast.Attribute) and isinstance(n.value, gast.Name) and n.value.id == self.me):
                 return "stores into an object other than its own"
-            writes.add(n.attr)
+            self.writes.add(n.attr)
         elif isinstance(n, gast.Call):
-            if any(k.arg is None or k.arg == "out" for k in n.keywords):
-                return "passes **keywords or out="
-            name = _dotted(n.func)
-            if name is None and not isinstance(n.func, gast.Attribute):
-                return "calls a computed callee"
-            if name is not None and len(name) == 1 and name[0] in local:
-                return f"calls {name[0]}, a local"
-            if name is None or name[0] in local:
-                methods.add(n.func.attr)  # a method of a value it computed
-            elif name[0] == me:
-                if len(name) == 2:
-                    helpers.add(name[1])
-                elif len(name) == 3:
-                    draws.add(name[1:])
-                else:
-                    return f"calls {'.'.join(name)}"
-            else:
-                calls.add(name)
-        elif isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id not in local and n.id != me:
-            reads.add(n.id)
-    return Confined(me, frozenset(writes), frozenset(draws), frozenset(calls), frozenset(methods), frozenset(reads),
-                    frozenset(helpers))
+            return self._call(n)
+        elif isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id not in self.local and n.id != self.me:
+            self.reads.add(n.id)
+        return None
+
+    def _call(self, n: gast.Call) -> str | None:
+        if any(k.arg is None or k.arg == "out" for k in n.keywords):
+            return "passes **keywords or out="
+        name = _dotted(n.func)
+        if name is None and not isinstance(n.func, gast.Attribute):
+            return "calls a computed callee"
+        if name is not None and len(name) == 1 and name[0] in self.local:
+            return f"calls {name[0]}, a local"
+        if name is None or name[0] in self.local:
+            self.methods.add(n.func.attr)  # a method of a value it computed
+        elif name[0] != self.me:
+            self.calls.add(name)
+        elif len(name) == 2:
+            self.helpers.add(name[1])
+        elif len(name) == 3:
+            self.draws.add(name[1:])
+        else:
+            return f"calls {'.'.join(name)}"
+        return None
+
+    def summary(self) -> Confined:
+        return Confined(self.me, frozenset(self.writes), frozenset(self.draws), frozenset(self.calls),
+                        frozenset(self.methods), frozenset(self.reads), frozenset(self.helpers))
 
 
 def _attribute_base(name: gast.Name, nodes: list) -> bool:
