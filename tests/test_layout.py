@@ -196,3 +196,35 @@ def test_one_user_code_predicate():
         assert not libraries.is_user_code_file(library), library
         assert not hook.is_user_file(library), library
     assert libraries.is_user_code_file(__file__) and hook.is_user_file(__file__)
+
+
+def test_every_restart_signal_is_defined_in_errors_and_revises_a_plan():
+    """A trace's restart says what the next trace changes (``revise(plan)``), and every kind
+    is found in one place: ``janus/errors.py``."""
+    from janus import errors
+
+    defined_elsewhere = []
+    for module, path in _modules().items():
+        if module == "janus.errors" or not module.startswith("janus"):
+            continue
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read(), path)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and any(
+                    (b.id if isinstance(b, ast.Name) else getattr(b, "attr", None)) in _restart_names(errors)
+                    for b in node.bases):
+                defined_elsewhere.append(f"{module}.{node.name}")
+    assert not defined_elsewhere, defined_elsewhere
+    for signal in _subclasses(errors.Restart):
+        assert signal.revise is not errors.Restart.revise, f"{signal.__name__} does not say how it revises a plan"
+
+
+def _subclasses(cls: type) -> list[type]:
+    out = []
+    for sub in cls.__subclasses__():
+        out += [sub, *_subclasses(sub)]
+    return out
+
+
+def _restart_names(errors) -> set[str]:
+    return {"Restart"} | {c.__name__ for c in _subclasses(errors.Restart)}
