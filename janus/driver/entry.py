@@ -421,8 +421,8 @@ def _check_arrays_unread(ctx: TraceContext, arrays: frozenset[Source]) -> None:
     if ctx.heap.arrays_read:
         raise ReadAsNumPy(ctx.heap.arrays_read)
     for guard in ctx.guard_set.guards:
-        if guard.kind is GuardKind.ABSENT and guard.expr.startswith(("'type' not in ", "'id' not in ")):
-            raise ReadAsNumPy({s: f"the code calls {guard.expr.split()[0]}" for s in arrays})
+        if guard.kind is GuardKind.ABSENT and guard.source is None and guard.expected in ("type", "id"):
+            raise ReadAsNumPy({s: f"the code calls {guard.expected}()" for s in arrays})
 
 
 def _refuse_stateful_random(concrete: Any) -> None:

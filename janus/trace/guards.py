@@ -13,7 +13,7 @@ from __future__ import annotations
 import array
 import collections
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -53,6 +53,9 @@ class Guard:
     description: str
     kind: GuardKind
     source: Source | None = None
+    # what the guard holds the source (or name) to, where a reader needs it without parsing
+    # ``expr``: a scalar's value, a class, the name that must not be rebound or set
+    expected: Any = field(default=None, compare=False)
 
 
 class GuardBuilder:
@@ -81,24 +84,25 @@ class GuardBuilder:
             self._keep.append(obj)
         return name
 
-    def add(self, expr: str, description: str, kind: GuardKind, source: Source | None = None) -> Guard:
+    def add(self, expr: str, description: str, kind: GuardKind, source: Source | None = None,
+            expected: Any = None) -> Guard:
         """Record a guard (once per expression); the methods below write its code."""
         recorded = self._recorded.get(expr)
         if recorded is None:
-            recorded = self._recorded[expr] = Guard(expr, description, kind, source)
+            recorded = self._recorded[expr] = Guard(expr, description, kind, source, expected)
             self.guards.append(recorded)
         return recorded
 
     # -- values ----------------------------------------------------------------------
     def is_constant(self, source: Source, value: bool | None) -> Guard:
         """``True``, ``False`` or ``None``: the very object."""
-        return self.add(f"{source.expr} is {value!r}", f"{source.what} is {value!r}", GuardKind.VALUE, source)
+        return self.add(f"{source.expr} is {value!r}", f"{source.what} is {value!r}", GuardKind.VALUE, source, value)
 
     def equals(self, source: Source, value: Any) -> Guard:
         """A Python scalar (int, float, str, bytes, complex) of this type and value."""
         path = source.expr
         return self.add(f"type({path}) is {type(value).__name__} and {path} == {self._literal(value)}",
-                        f"{source.what} == {value!r}", GuardKind.VALUE, source)
+                        f"{source.what} == {value!r}", GuardKind.VALUE, source, value)
 
     def equals_sequence(self, source: Source, value: tuple | list) -> Guard:
         """A tuple, list or named tuple of Python scalars (nested), compared with a copy."""
@@ -132,7 +136,7 @@ class GuardBuilder:
         """Exactly of class ``cls`` (a builtin class by its name, any other through the namespace)."""
         ref = cls.__name__ if cls.__module__ == "builtins" else self.const(cls, "t")
         return self.add(f"type({source.expr}) is {ref}", f"{source.what} is a {cls.__qualname__}", GuardKind.TYPE,
-                        source)
+                        source, cls)
 
     def fed_number(self, source: Source, kind: type) -> Guard:
         """A Python int (within int64) or float of any value: the graph is fed it."""
@@ -263,12 +267,13 @@ class GuardBuilder:
     # -- absence -----------------------------------------------------------------------
     def builtin_not_shadowed(self, module: str, name: str) -> Guard:
         """Builtin ``name`` is not rebound in the globals held as namespace entry ``module``."""
-        return self.add(f"{name!r} not in {module}", f"global {name} is not rebound (builtin {name})", GuardKind.ABSENT)
+        return self.add(f"{name!r} not in {module}", f"global {name} is not rebound (builtin {name})", GuardKind.ABSENT,
+                        expected=name)
 
     def not_on_instance(self, source: Source, name: str) -> Guard:
         """Attribute ``name`` is not set on the instance at ``source`` (its class's is read)."""
         return self.add(f"{name!r} not in {source.expr}.__dict__", f"{source.label}.{name} is not set on the instance",
-                        GuardKind.ABSENT, source)
+                        GuardKind.ABSENT, source, name)
 
     # -- recursive structures ------------------------------------------------------------
     def forest(self, plan: ForestPlan) -> Guard:
