@@ -5,12 +5,23 @@ driver's signature, positions at the user's lines.  No TensorFlow.
 from __future__ import annotations
 
 import copy
+import enum
 
 import gast
 
 from janus.convert import templates as T
 
 RUNTIME = "_jn_rt"  # the driver's and eager versions' name for Janus's runtime namespace (UNDEF)
+
+
+class Exit(enum.IntEnum):
+    """How a flagged segment ended, the first item of what it returns (a plain int in the
+    generated code: it is a graph output): ``(FELL_THROUGH, outputs)``, ``(RETURNED, value)``
+    (``(RETURNED, value, outputs)`` when it catches), ``(RAISED, exception, outputs)``."""
+
+    FELL_THROUGH = 0
+    RETURNED = 1
+    RAISED = 2
 
 
 def deleted_if_undef(name: str) -> gast.stmt:
@@ -24,8 +35,8 @@ def undef_if_unbound(name: str) -> gast.stmt:
 
 
 class Flagged(gast.NodeTransformer):
-    """``return e`` -> ``return (1, e)`` in the function's own scope; ``return (1, e,
-    outputs)`` when ``outputs`` is given (a ``finally`` around the segment may read them),
+    """``return e`` -> ``return (RETURNED, e)`` in the function's own scope; ``return
+    (RETURNED, e, outputs)`` when ``outputs`` is given (a ``finally`` around the segment may read them),
     the possibly-unbound ones (``unbound``) rebound to ``UNDEF`` first."""
 
     def __init__(self, outputs: list[str] | None = None, unbound: list[str] = ()):
@@ -35,19 +46,25 @@ class Flagged(gast.NodeTransformer):
     def visit_Return(self, node: gast.Return):
         value = node.value if node.value is not None else T.const(None)
         if self.outputs is None:
-            return T.located(gast.Return(value=gast.Tuple(elts=[T.const(1), value], ctx=gast.Load())), node)
+            return T.located(gast.Return(value=gast.Tuple(elts=[T.const(int(Exit.RETURNED)), value],
+                                                         ctx=gast.Load())), node)
         if not self.unbound:
-            return at_user(gast.Return(value=gast.Tuple(elts=[T.const(1), value, T.tuple_of(self.outputs)],
-                                                    ctx=gast.Load())), node)
+            return at_user(gast.Return(value=gast.Tuple(elts=[T.const(int(Exit.RETURNED)), value,
+                                                              T.tuple_of(self.outputs)], ctx=gast.Load())), node)
         out = [gast.Assign(targets=[T.name("_jn_value", store=True)], value=value, type_comment=None)]
         out += [undef_if_unbound(n) for n in self.unbound]
-        out += T.stmts("return (1, _jn_value, OUTS)", OUTS=T.tuple_of(self.outputs))
+        out += T.stmts(f"return ({int(Exit.RETURNED)}, _jn_value, OUTS)", OUTS=T.tuple_of(self.outputs))
         return [at_user(o, node) for o in out]
 
     def visit_FunctionDef(self, node):
         return node
 
     visit_Lambda = visit_AsyncFunctionDef = visit_ClassDef = visit_FunctionDef
+
+
+def fell_through(outputs: gast.expr) -> gast.stmt:
+    """``return (FELL_THROUGH, outputs)``: the end of a flagged segment."""
+    return gast.Return(value=gast.Tuple(elts=[T.const(int(Exit.FELL_THROUGH)), outputs], ctx=gast.Load()))
 
 
 def as_eager(body: list[gast.stmt], outputs: list[str], mode: str, catch: bool, maybe_undef: list[str],
@@ -63,14 +80,14 @@ def as_eager(body: list[gast.stmt], outputs: list[str], mode: str, catch: bool, 
     if mode == "flagged":
         flagged = Flagged(outputs if catch else None, outputs)
         body = [r for s in body for r in _listed(flagged.visit(s))]
-        tail = [gast.Return(value=gast.Tuple(elts=[T.const(0), outs], ctx=gast.Load()))]
+        tail = [fell_through(outs)]
     elif mode == "last":
         tail = []
     else:
         tail = [gast.Return(value=outs)] if outputs else []
     if catch:
-        handler = T.stmts("try:\n    pass\nexcept BaseException as _jn_exc:\n    return (2, _jn_exc, OUTS)",
-                          OUTS=outs)[0]
+        handler = T.stmts("try:\n    pass\nexcept BaseException as _jn_exc:\n"
+                          f"    return ({int(Exit.RAISED)}, _jn_exc, OUTS)", OUTS=outs)[0]
         handler.body = body
         handler.handlers[0].body = [at_user(undef_if_unbound(n), at) for n in outputs] + handler.handlers[0].body
         body = [at_user(handler, at)]

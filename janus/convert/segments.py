@@ -337,8 +337,7 @@ class _Splitter:
                 undef_after: list[str], at: gast.stmt) -> list[gast.stmt]:
         """The call, its outputs bound (or its return returned, or its exception raised
         again after the outputs it assigned are bound); outputs left UNDEF deleted.  A
-        flagged segment returns ``(0, outputs)``, ``(1, value)`` for a ``return`` (``(1,
-        value, outputs)`` when it catches), ``(2, exception, outputs)``."""
+        flagged segment returns how it ended first (``segment_code.Exit``)."""
         pre, expr = call
         if mode == "last":
             return pre + [code.at_user(gast.Return(value=expr), at)]
@@ -356,11 +355,11 @@ class _Splitter:
         if mode == "flagged":
             out += T.stmts(f"{RESULT} = CALL", CALL=expr)
             if catch:
-                raised = T.stmts(f"if {RESULT}[0] == 2:\n    raise {RESULT}[1]")[0]
+                raised = T.stmts(f"if {RESULT}[0] == {int(code.Exit.RAISED)}:\n    raise {RESULT}[1]")[0]
                 raised.body = assigned_ones() + raised.body
                 out.append(raised)
             if returns:
-                returned = T.stmts(f"if {RESULT}[0] == 1:\n    return {RESULT}[1]")[0]
+                returned = T.stmts(f"if {RESULT}[0] == {int(code.Exit.RETURNED)}:\n    return {RESULT}[1]")[0]
                 if catch:  # a finally around may read them
                     returned.body = assigned_ones() + returned.body
                 out.append(returned)
@@ -378,7 +377,7 @@ class _Splitter:
         outs = T.tuple_of(outputs)
         if mode == "flagged":
             body = [code.Flagged(outputs if catch else None).visit(s) for s in body]
-            tail = [gast.Return(value=gast.Tuple(elts=[T.const(0), outs], ctx=gast.Load()))]
+            tail = [code.fell_through(outs)]
         elif mode == "last":
             tail = []
         else:

@@ -27,6 +27,7 @@ from janus.convert import registry, support
 from janus.convert.parse import function_ast
 from janus.convert.pipeline import convert_source, own_codes
 from janus.convert.analysis.breaks import unsplittable_reason
+from janus.convert.segment_code import Exit
 from janus.convert.segments import BreakSite
 from janus.convert.registry import is_converted_code
 from janus.driver import xla_choice
@@ -190,8 +191,8 @@ class Conversion:
             self._eager_outcome(raised, e)
             raise
         segment = registry.segment_of(self.fn.__code__)
-        # a segment that catches returns what it raised: (2, exception, outputs)
-        caught = result[1] if segment is not None and segment.catch and result[0] == 2 else None
+        # a segment that catches returns what it raised: (RAISED, exception, outputs)
+        caught = result[1] if segment is not None and segment.catch and result[0] == Exit.RAISED else None
         self._eager_outcome(raised, caught if isinstance(caught, Exception) else None)
         return result
 
