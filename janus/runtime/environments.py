@@ -48,6 +48,7 @@ from janus.convert.libraries import qualified_name
 from janus.errors import ConversionError
 from janus.reporting.codes import Code
 from janus.runtime import islands
+from janus.runtime.island_specs import ArraySpec, EmptyDictSpec, ScalarSpec, SequenceSpec
 from janus.trace.active import current
 from janus.trace.arrays import FED_DTYPES, FedArray
 from janus.trace.scalars import PyScalar
@@ -151,11 +152,11 @@ def _result_spec(env: Any, method: str) -> Any:
     space = vars(env).get("observation_space")
     if _name(type(space)) != "gymnasium.spaces.box.Box" or np.dtype(space.dtype) not in FED_DTYPES:
         return f"its observation space is a {type(space).__name__}"
-    obs = ("new array", np.dtype(space.dtype), tuple(space.shape))  # the vouched code makes a new one
+    obs = ArraySpec(np.dtype(space.dtype), tuple(space.shape), new=True)  # the vouched code makes a new one
     if method == "reset":
-        return (tuple, [obs, ("empty dict",)])
-    reward = ("scalar", _ENVIRONMENTS[_name(type(env))])
-    return (tuple, [obs, reward, ("scalar", bool), ("scalar", bool), ("empty dict",)])
+        return SequenceSpec(tuple, (obs, EmptyDictSpec()))
+    reward = ScalarSpec(_ENVIRONMENTS[_name(type(env))])
+    return SequenceSpec(tuple, (obs, reward, ScalarSpec(bool), ScalarSpec(bool), EmptyDictSpec()))
 
 
 def island(f: types.MethodType, args: tuple, kwargs: dict) -> Any:

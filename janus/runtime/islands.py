@@ -45,10 +45,11 @@ from janus.convert.analysis.confined import Confined, confinement_of
 from janus.convert.libraries import is_user_function, qualified_name
 from janus.errors import ConversionError, IslandsRefused
 from janus.reporting.codes import Code
+from janus.runtime.island_specs import ArraySpec, IslandSpec, NoneSpec, ScalarSpec, SequenceSpec
 from janus.runtime.state import instance_dict, is_data_descriptor
 from janus.trace.active import current
-from janus.trace.arrays import FED_DTYPES, FedArray, IslandArray, TensorValues
-from janus.trace.scalars import DTYPES, PyScalar
+from janus.trace.arrays import FED_DTYPES, FedArray
+from janus.trace.scalars import PyScalar
 from janus.trace.values import is_user_class
 
 NOT_AN_ISLAND = object()
@@ -143,7 +144,7 @@ class Island:
         return island_op(run, args, kwargs, spec, f"janus_island_{fn.__name__}", fn, misused)
 
 
-def island_op(run: Any, args: tuple, kwargs: dict, spec: Any, name: str, marks: Any, misused: dict) -> Any:
+def island_op(run: Any, args: tuple, kwargs: dict, spec: IslandSpec, name: str, marks: Any, misused: dict) -> Any:
     """The ``tf.numpy_function`` op that calls ``run(*args, **kwargs)`` in Python while the
     graph runs (the numbers the graph carries given as Python numbers, the arrays as new
     arrays of their dtype and shape, as eager's code would hand them), its result checked
@@ -163,16 +164,16 @@ def island_op(run: Any, args: tuple, kwargs: dict, spec: Any, name: str, marks: 
             return v
         result = run(*(as_python(v) for v in args), **{n: as_python(v) for n, v in kwargs.items()})
         flat: list = []
-        flatten(result, spec, flat)
+        if not spec.flatten(result, flat):
+            raise IslandRunFailed(f"a Python island returned a {type(result).__name__} where its profile showed {spec}")
         return flat
 
     # a stateful op: TensorFlow's automatic control dependencies run it after the stateful
     # ops before it (other islands, and the conditionals and loops holding them)
     inputs = [tf.stop_gradient(v.tensor if isinstance(v, PyScalar) else tf.convert_to_tensor(v)) for v in computed]
-    outs = tf.numpy_function(call, inputs, dtypes(spec), stateful=True,
-                             name=name)
+    outs = tf.numpy_function(call, inputs, spec.dtypes(), stateful=True, name=name)
     outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
-    return rebuild(spec, iter(outs), marks, misused)
+    return spec.rebuild(iter(outs), marks, misused)
 
 
 class IslandRunFailed(ConversionError):
@@ -184,10 +185,8 @@ class IslandRunFailed(ConversionError):
 
 
 def _result_spec(ctx: Any, fn: types.FunctionType) -> Any:
-    """What the profile says ``fn`` returns, as a spec: ``("scalar", kind)``, ``("array",
-    dtype, shape)``, ``("none",)``, ``(tuple or list, [specs])``; or why there is none.  (Also
-    in specs: ``("new array", dtype, shape)``, an array new at every call, and ``("empty
-    dict",)``: :mod:`janus.runtime.environments`.)"""
+    """What the profile says ``fn`` returns, as a spec (``janus.runtime.island_specs``); or why
+    there is none."""
     profile = ctx.checks.speculator.profile if ctx.checks.speculator is not None else None
     seen = {_without_value(t) for t in profile.return_types(fn)} if profile is not None else set()
     if len(seen) != 1:
@@ -200,68 +199,19 @@ def _without_value(info: Any) -> Any:
     return info._replace(value=None, has_value=info.type == "NoneType", items=items)
 
 
-def _spec(info: Any) -> Any:
+def _spec(info: Any) -> IslandSpec | str:
     if info.type in ("float", "int", "bool"):
-        return ("scalar", {"float": float, "int": int, "bool": bool}[info.type])
+        return ScalarSpec({"float": float, "int": int, "bool": bool}[info.type])
     if info.type == "NoneType":
-        return ("none",)
+        return NoneSpec()
     if info.type == "np.ndarray" and info.shape is not None and None not in info.shape \
             and np.dtype(info.dtype) in FED_DTYPES:
-        return ("array", np.dtype(info.dtype), tuple(info.shape))
+        return ArraySpec(np.dtype(info.dtype), tuple(info.shape))
     if info.type in ("tuple", "list") and info.items is not None and len(info.items) == info.shape[0]:
         parts = [_spec(i) for i in info.items]
         bad = next((p for p in parts if isinstance(p, str)), None)
-        return bad if bad is not None else ({"tuple": tuple, "list": list}[info.type], parts)
+        return bad if bad is not None else SequenceSpec({"tuple": tuple, "list": list}[info.type], tuple(parts))
     return f"it returns a {info.type}, which the graph cannot carry"
-
-
-def dtypes(spec: Any) -> list:
-    if spec[0] == "scalar":
-        return [DTYPES[spec[1]]]
-    if spec[0] in ("array", "new array"):
-        return [tf.as_dtype(spec[1])]
-    if spec[0] in ("none", "empty dict"):
-        return []
-    return [d for part in spec[1] for d in dtypes(part)]
-
-
-def flatten(result: Any, spec: Any, flat: list) -> None:
-    """``result``'s values into ``flat``, checked against ``spec`` (raises where they differ)."""
-    kind = spec[0]
-    if kind == "scalar" and type(result) is spec[1]:
-        flat.append(np.asarray(result, DTYPES[spec[1]].as_numpy_dtype))
-    elif kind in ("array", "new array") and type(result) is np.ndarray and result.dtype == spec[1] \
-            and result.shape == spec[2]:
-        flat.append(np.array(result))  # a copy: the tensor must not share the object's array
-    elif kind == "none" and result is None or kind == "empty dict" and type(result) is dict and not result:
-        pass
-    elif kind in (tuple, list) and type(result) is kind and len(result) == len(spec[1]):
-        for value, part in zip(result, spec[1]):
-            flatten(value, part, flat)
-    else:
-        raise IslandRunFailed(f"a Python island returned a {type(result).__name__} where its profile showed {spec}")
-
-
-def rebuild(spec: Any, outs: Any, fn: types.FunctionType, misused: dict) -> Any:
-    """The island's results as converted code sees them, from the op's outputs."""
-    kind = spec[0]
-    if kind == "scalar":
-        t = next(outs)
-        t.set_shape([])
-        return PyScalar(t, spec[1])
-    if kind == "array":
-        t = next(outs)
-        t.set_shape(spec[2])
-        return IslandArray(t, np.empty(0, spec[1]), spec[2], fn, misused)
-    if kind == "new array":  # a new array at every call (an environment's observation): leaves the graph as one
-        t = next(outs)
-        t.set_shape(spec[2])
-        return TensorValues(t)
-    if kind == "none":
-        return None
-    if kind == "empty dict":
-        return {}  # a new dict, as eager's call returns one
-    return kind(rebuild(part, outs, fn, misused) for part in spec[1])
 
 
 def _with_helpers(fn: types.FunctionType, cls: type, attrs: dict) -> tuple[list[tuple[Any, Confined]], str | None]:

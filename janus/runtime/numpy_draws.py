@@ -47,6 +47,7 @@ from janus.commit.island_copies import (
 from janus.errors import ConversionError
 from janus.reporting.codes import Code
 from janus.runtime import islands
+from janus.runtime.island_specs import ArraySpec, ScalarSpec
 from janus.trace.active import current
 from janus.trace.arrays import FED_DTYPES, FedArray
 from janus.trace.scalars import PyScalar
@@ -168,7 +169,7 @@ def _result_spec(f: Any, args: tuple, kwargs: dict) -> Any:
     except Exception as error:  # noqa: BLE001 - eager raises (or another value would): left to Python
         return f"it raises {type(error).__name__} for such arguments"
     if type(result) in (float, int, bool):
-        return ("scalar", type(result))
+        return ScalarSpec(type(result))
     if type(result) is np.ndarray and result.dtype in FED_DTYPES:
-        return ("array", result.dtype, result.shape)
+        return ArraySpec(result.dtype, result.shape)
     return f"it returns a {type(result).__name__}, which the graph cannot carry"
