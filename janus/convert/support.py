@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import types
+from dataclasses import dataclass
 
 import gast
 
@@ -44,37 +45,33 @@ _REASONS = {
 _WHOLE_FUNCTION = (gast.Yield, gast.YieldFrom, gast.Await, gast.AsyncFunctionDef, gast.AsyncFor, gast.AsyncWith)
 
 
-def construct_line(node: gast.FunctionDef, reason: str) -> int | None:
-    """The line of the first construct of ``node`` a static reason names (a construct of
-    ``_REASONS``, or the call of a builtin ``_builtin_calls`` refuses)."""
-    kinds = tuple(kind for kind, text in _REASONS.items() if text == reason)
-    builtin = reason[len("calls "):reason.index("()")] if reason.endswith(_BUILTIN_REASON) else None
-    for child in gast.walk(node):
-        if child is node or not hasattr(child, "lineno"):
-            continue
-        if kinds and isinstance(child, kinds) or builtin and isinstance(child, gast.Call) \
-                and isinstance(child.func, gast.Name) and child.func.id == builtin:
-            return child.lineno
-    return None
+@dataclass(frozen=True)
+class Unsupported:
+    """A construct the converter refuses: why (a coded reason), the function's line it is at
+    (None: the whole function, or not one line), and whether it is one statement's, which a
+    graph break can leave to Python (``yield`` or ``async`` make the whole function)."""
 
-
-def breaks_at_statement(reason: str) -> bool:
-    """A static reason a graph break can leave to Python: one statement's construct, not
-    ``yield`` or ``async``, which make the whole function."""
-    return not any(text == reason for kind, text in _REASONS.items() if kind in _WHOLE_FUNCTION)
+    reason: Reason
+    line: int | None = None
+    statement: bool = False
 
 
 def unsupported_in(node: gast.FunctionDef) -> Reason | None:
+    """Why the converter does not handle ``node`` (its first such construct), or None."""
+    found = _unsupported_in(node)
+    return found.reason if found is not None else None
+
+
+def _unsupported_in(node: gast.FunctionDef) -> Unsupported | None:
     """The first construct in ``node`` the converter does not handle, or None (a property
     getter's body is checked like any function's)."""
     reason = _declarations(node)
     if reason is not None:
-        return reason
+        return Unsupported(reason)
     for child in gast.walk(node):
-        if child is not node and type(child) in _REASONS:
-            return _REASONS[type(child)]
-        if type(child) is gast.AsyncFunctionDef:
-            return _REASONS[gast.AsyncFunctionDef]
+        kind = type(child)
+        if child is not node and kind in _REASONS:
+            return Unsupported(_REASONS[kind], getattr(child, "lineno", None), kind not in _WHOLE_FUNCTION)
     return None
 
 
@@ -106,27 +103,33 @@ def _assigned_names(node: gast.FunctionDef) -> set[int]:
 
 def unsupported_reason(fn: types.FunctionType) -> Reason | None:
     """None if Janus can convert ``fn``; otherwise why not (e.g. "generator (yield)", carrying its code)."""
+    found = unsupported(fn)
+    return found.reason if found is not None else None
+
+
+def unsupported(fn: types.FunctionType) -> Unsupported | None:
+    """None if Janus can convert ``fn``; otherwise the construct it cannot (:class:`Unsupported`)."""
     from janus.convert.parse import function_ast
 
     fn = getattr(fn, "python_function", fn)
     fn = getattr(fn, "__func__", fn)
     if not isinstance(fn, types.FunctionType):
-        return _reason(Code.NO_SOURCE, f"not a Python function ({type(fn).__name__})")
+        return Unsupported(_reason(Code.NO_SOURCE, f"not a Python function ({type(fn).__name__})"))
     if fn.__code__.co_flags & 0x20:
-        return _REASONS[gast.Yield]
+        return Unsupported(_REASONS[gast.Yield])
     if fn.__code__.co_flags & 0x80 or fn.__code__.co_flags & 0x200:
-        return _REASONS[gast.AsyncFunctionDef]
+        return Unsupported(_REASONS[gast.AsyncFunctionDef])
     try:
         node, *_ = function_ast(fn)
     except ConversionError as e:
-        return e.reason
-    return unsupported_in(node) or _builtin_calls(node, fn.__globals__)
+        return Unsupported(e.reason)
+    return _unsupported_in(node) or _builtin_calls(node, fn.__globals__)
 
 
 _BUILTIN_REASON = ", a builtin Janus does not run in a graph"
 
 
-def _builtin_calls(node: gast.FunctionDef, module_globals: dict) -> Reason | None:
+def _builtin_calls(node: gast.FunctionDef, module_globals: dict) -> Unsupported | None:
     """A call of a builtin Janus never calls in a graph (``open(path)``), by name, where the
     name is not rebound locally or by the module."""
     local = analysis.local_names(node)
@@ -139,5 +142,5 @@ def _builtin_calls(node: gast.FunctionDef, module_globals: dict) -> Reason | Non
             continue
         if value in ALLOWED_BUILTINS or isinstance(value, type) and issubclass(value, BaseException):
             continue
-        return _reason(Code.BUILTIN, f"calls {name}(){_BUILTIN_REASON}")
+        return Unsupported(_reason(Code.BUILTIN, f"calls {name}(){_BUILTIN_REASON}"), child.lineno, statement=True)
     return None

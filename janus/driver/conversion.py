@@ -258,9 +258,9 @@ class Conversion:
         """The converted function; or the statement to split at, or why it failed (for good,
         but for Janus's own failure)."""
         fn, location = self.fn, None
-        reason = _reason(Code.DO_NOT_CONVERT, "marked janus.do_not_convert") if support.marked_do_not_convert(fn) \
-            else support.unsupported_reason(fn)
-        if reason is None:
+        found = support.Unsupported(_reason(Code.DO_NOT_CONVERT, "marked janus.do_not_convert")) \
+            if support.marked_do_not_convert(fn) else support.unsupported(fn)
+        if found is None:
             try:
                 self.source = convert_source(fn)
                 return convert(fn)
@@ -272,9 +272,9 @@ class Conversion:
                 self.policy.converted(False)
                 return Failed(Why(bug))
         else:
-            line = construct_line(fn, reason)
+            reason, line = found.reason, found.line
             location = None if line is None else f"{os.path.basename(fn.__code__.co_filename)}:{line}"
-            if self.may_break and line is not None and support.breaks_at_statement(reason):
+            if self.may_break and line is not None and found.statement:
                 self.note(derived(reason, f"cannot convert line {line}: {reason}; splitting there"))
                 self.policy.converted(False)
                 return SplitAt(BreakSite(line, reason))
@@ -390,15 +390,6 @@ def trace_location(e: BaseException) -> str:
             where = f"{os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
         tb = tb.tb_next
     return where
-
-
-def construct_line(fn: types.FunctionType, reason: str) -> int | None:
-    """The line of the construct a static reason names (``support.unsupported_reason``)."""
-    try:
-        node, _, _, _ = function_ast(fn)
-    except ConversionError:
-        return None
-    return support.construct_line(node, reason)
 
 
 def _specialized_on(entry: CacheEntry) -> str:

@@ -18,6 +18,7 @@ reductions).  ``jit_compile=True`` accepts the round-off for speed.
 from __future__ import annotations
 
 import contextlib
+import enum
 import statistics
 import threading
 import time
@@ -36,11 +37,19 @@ if TYPE_CHECKING:
     from janus.driver.entry import CacheEntry
 
 
+class XlaMode(enum.Enum):
+    """How XLA is chosen for a graph: by ``jit_compile``, or measured."""
+
+    ON = "on"  # jit_compile=True
+    OFF = "off"  # jit_compile=False
+    AUTO = "auto"  # jit_compile=None: a trial decides
+
+
 @dataclass
 class XlaDecision:
     """What Janus decided about XLA for one graph, and the timings behind it."""
 
-    mode: str  # "on" (jit_compile=True), "off" (False) or "auto" (measured)
+    mode: XlaMode
     chosen: bool | None = None  # None while the trial runs
     why: str = ""
     plain_ms: list[float] = field(default_factory=list)  # runs of the plain graph alone (is XLA worth trying?)
@@ -54,9 +63,9 @@ class XlaDecision:
         return self.chosen is not None
 
     def describe(self, xla_ops: int) -> str:
-        if self.mode == "off":
+        if self.mode is XlaMode.OFF:
             return "off (jit_compile=False)"
-        if self.mode == "on":
+        if self.mode is XlaMode.ON:
             return (f"on (jit_compile=True): {xla_ops} ops in XLA clusters" if xla_ops
                     else "on (jit_compile=True), but " + self.why)
         timing = ""
@@ -76,13 +85,13 @@ def decide(mode: bool | None, entry: CacheEntry, collective: tf.distribute.Strat
     """The XLA decision of a new graph built in ``mode`` (``jit_compile``): made at once,
     or a trial to come (``rebuild`` traces a call again with XLA clusters)."""
     if mode is True:
-        decision = XlaDecision("on", chosen=True)
+        decision = XlaDecision(XlaMode.ON, chosen=True)
         if not entry.graph.xla_ops:
             decision.why = "no op of its graph qualifies (janus.trace.xla)"
         return decision
     if mode is False:
-        return XlaDecision("off", chosen=False)
-    decision = XlaDecision("auto", rebuild=rebuild)
+        return XlaDecision(XlaMode.OFF, chosen=False)
+    decision = XlaDecision(XlaMode.AUTO, rebuild=rebuild)
     if collective is not None:
         give_up(decision, "a multi-worker step: every worker must run the same graphs")
     elif entry.report.iterators:
