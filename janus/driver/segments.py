@@ -26,6 +26,7 @@ from janus.convert import parse, registry
 from janus.convert.segments import RUNTIME, SEGMENTS, BreakSite, Segment, split
 from janus.convert.pipeline import with_user_lines
 from janus.convert.unparse import unparse
+from janus.driver import trials
 from janus.driver.weak import weak_method
 from janus.runtime import ops
 from janus.reporting import events
@@ -71,7 +72,7 @@ TRIAL = 5  # graph runs of a segment, then as many runs as written, to see which
 def graphs_faster(graph_times: list[float], written_times: list[float]) -> bool:
     """The verdict of a trial: were the runs with graphs faster than those as written, by
     more than ``config.SEGMENT_MIN_GAIN`` of their time?"""
-    return statistics.median(graph_times) < (1 - config.SEGMENT_MIN_GAIN) * statistics.median(written_times)
+    return trials.faster(graph_times, written_times, config.SEGMENT_MIN_GAIN)
 
 
 def whole_calls_faster_with_graphs(as_graphs: list[float], as_written: list[float]) -> bool:

@@ -29,6 +29,7 @@ import numpy as np
 import tensorflow as tf
 
 from janus import config
+from janus.driver import trials
 from janus.commit import undo as undoing
 from janus.trace.aborts import summary
 
@@ -215,7 +216,7 @@ def run_both(plain: CacheEntry, decision: XlaDecision, args: tuple, kwargs: dict
         decision.paired_ms.append((plain_s * 1e3, xla_s * 1e3))
     if len(decision.paired_ms) >= config.XLA_TRIAL_RUNS:
         plain_ms, xla_ms = zip(*decision.paired_ms)
-        if statistics.median(xla_ms) < (1 - config.XLA_MIN_GAIN) * statistics.median(plain_ms):
+        if trials.faster(xla_ms, plain_ms, config.XLA_MIN_GAIN):
             decision.chosen = True
         else:
             give_up(decision, f"XLA was not at least {config.XLA_MIN_GAIN:.0%} faster")
