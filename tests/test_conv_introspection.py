@@ -65,7 +65,7 @@ def test_stats_report_the_bytes_of_constants_the_cache_holds():
     def f(x):
         return x * tf.reduce_sum(tf.constant(weights.astype(np.float32)))
 
-    assert janus.stats(f)["cache_constant_bytes"] == 0
+    assert janus.stats(f)["cache_constant_bytes"] == 0, "not called yet: no graph holds any constant"
     for i in range(5):
         close(f(tf.constant(float(i))), float(i) * weights.sum())
     s = janus.stats(f)
@@ -233,18 +233,18 @@ def test_reset_all_functions():
     for _ in range(4):
         f(x)
         g(x)
-    assert gcalls(f) == 2 and gcalls(g) == 2
+    assert gcalls(f) == 2 and gcalls(g) == 2, "profile_calls=2: calls 3-4 of each run the graph built at call 3"
     janus.reset()
-    assert janus.stats(f)["cache_entries"] == 0
-    assert janus.stats(g)["cache_entries"] == 0
+    assert janus.stats(f)["cache_entries"] == 0, "janus.reset() drops every function's graphs"
+    assert janus.stats(g)["cache_entries"] == 0, "janus.reset() drops every function's graphs"
     bf, bg = gcalls(f), gcalls(g)
     for _ in range(2):
         close(f(x), x * x)
         close(g(x), x + x)
-    assert (gcalls(f), gcalls(g)) == (bf, bg)
+    assert (gcalls(f), gcalls(g)) == (bf, bg), "after the reset, the first 2 calls are profiled again (profile_calls=2)"
     close(f(x), x * x)
     close(g(x), x + x)
-    assert (gcalls(f), gcalls(g)) == (bf + 1, bg + 1)
+    assert (gcalls(f), gcalls(g)) == (bf + 1, bg + 1), "the third call after the reset converts and runs the new graph"
 
 
 def test_profile_calls_argument():
@@ -342,7 +342,8 @@ def test_generated_code_and_failures_name_the_users_lines():
     jf = janus.function(f)
     for k in range(4):
         jf(tf.constant([1.0, 2.0, 3.0]), tf.constant(k % 3))
-    assert janus.stats(jf)["graph_calls"] == 1
+    assert janus.stats(jf)["graph_calls"] == 1, \
+        f"calls 1-3 are profiled (default profile_calls=3); call 4 converts and runs the graph: {janus.stats(jf)}"
     code = janus.explain(jf).code
     compile(code, "<janus-generated>", "exec")
     gather_line = _line_of("# marker: gather")
