@@ -270,7 +270,8 @@ def test_a_graph_that_fails_on_every_run_is_retired(monkeypatch):
         f(x)
     text = str(janus.explain(f))
     assert "runs eagerly: its graph failed on each of its 3 runs (InvalidArgumentError" in text, text
-    assert janus.stats(f)["cache_entries"] == 0
+    assert janus.stats(f)["cache_entries"] == 0, \
+        "its graph failed on each of its 3 runs and was retired: no graph is held"
 
 
 # ------------------------------------------------------------------ function-local imports

@@ -65,7 +65,7 @@ def test_stats_report_the_bytes_of_constants_the_cache_holds():
     def f(x):
         return x * tf.reduce_sum(tf.constant(weights.astype(np.float32)))
 
-    assert janus.stats(f)["cache_constant_bytes"] == 0
+    assert janus.stats(f)["cache_constant_bytes"] == 0, "not called yet: no graph holds any constant"
     for i in range(5):
         close(f(tf.constant(float(i))), float(i) * weights.sum())
     s = janus.stats(f)
@@ -137,8 +137,9 @@ def test_decorator_forms_and_metadata_preserved():
     for _ in range(5):
         close(with_parens(x), x * 2.0)
         close(wrapped(x), x + 2.0)
-    assert gcalls(with_parens) >= 1
-    assert gcalls(wrapped) == 3
+    assert gcalls(with_parens) >= 1, \
+        f"5 calls: after the 3 default profiled calls, calls 4-5 run the graph: {janus.stats(with_parens)}"
+    assert gcalls(wrapped) == 3, f"profile_calls=2: calls 3-5 run the graph built at call 3: {janus.stats(wrapped)}"
 
 
 def test_explain_shows_guards_and_generated_source():
@@ -157,7 +158,8 @@ def test_explain_shows_guards_and_generated_source():
     assert isinstance(before, str)
     for _ in range(5):
         close(scale_or_shift(x, True), tf.reduce_sum(x * 3.0))
-    assert gcalls(scale_or_shift) >= 1
+    assert gcalls(scale_or_shift) >= 1, \
+        f"profile_calls=3: calls 4-5 run the graph built at call 4: {janus.stats(scale_or_shift)}"
     e = janus.explain(scale_or_shift)
     s = str(e)
     assert "guard" in s.lower(), s
@@ -203,7 +205,7 @@ def test_reset_one_function_reprofiles_it():
     for _ in range(5):
         close(f(x), tf.tanh(x) - x)
         close(g(x), tf.sigmoid(x) + x)
-    assert gcalls(f) == 2 and gcalls(g) == 2
+    assert gcalls(f) == 2 and gcalls(g) == 2, "profile_calls=3: calls 4-5 of each run the graph built at call 4"
     janus.reset(f)
     assert janus.stats(f)["cache_entries"] == 0, janus.stats(f)
     assert janus.stats(g)["cache_entries"] == 1, janus.stats(g)
@@ -233,18 +235,18 @@ def test_reset_all_functions():
     for _ in range(4):
         f(x)
         g(x)
-    assert gcalls(f) == 2 and gcalls(g) == 2
+    assert gcalls(f) == 2 and gcalls(g) == 2, "profile_calls=2: calls 3-4 of each run the graph built at call 3"
     janus.reset()
-    assert janus.stats(f)["cache_entries"] == 0
-    assert janus.stats(g)["cache_entries"] == 0
+    assert janus.stats(f)["cache_entries"] == 0, "janus.reset() drops every function's graphs"
+    assert janus.stats(g)["cache_entries"] == 0, "janus.reset() drops every function's graphs"
     bf, bg = gcalls(f), gcalls(g)
     for _ in range(2):
         close(f(x), x * x)
         close(g(x), x + x)
-    assert (gcalls(f), gcalls(g)) == (bf, bg)
+    assert (gcalls(f), gcalls(g)) == (bf, bg), "after the reset, the first 2 calls are profiled again (profile_calls=2)"
     close(f(x), x * x)
     close(g(x), x + x)
-    assert (gcalls(f), gcalls(g)) == (bf + 1, bg + 1)
+    assert (gcalls(f), gcalls(g)) == (bf + 1, bg + 1), "the third call after the reset converts and runs the new graph"
 
 
 def test_profile_calls_argument():
@@ -342,7 +344,8 @@ def test_generated_code_and_failures_name_the_users_lines():
     jf = janus.function(f)
     for k in range(4):
         jf(tf.constant([1.0, 2.0, 3.0]), tf.constant(k % 3))
-    assert janus.stats(jf)["graph_calls"] == 1
+    assert janus.stats(jf)["graph_calls"] == 1, \
+        f"calls 1-3 are profiled (default profile_calls=3); call 4 converts and runs the graph: {janus.stats(jf)}"
     code = janus.explain(jf).code
     compile(code, "<janus-generated>", "exec")
     gather_line = _line_of("# marker: gather")

@@ -38,7 +38,8 @@ def test_lambda_reads_the_loop_variable_it_closes_over():
 
     calls = [(vec([1, 2]),), (vec([3, 4]),), (vec([1, 2]),), (vec([5, 6]),), (vec([0, 7]),), (vec([2, 2]),)]
     total = check(make, calls, min_graph_calls=3)
-    assert total["conversions"] == 1
+    assert total["conversions"] == 1, \
+        f"values is always a length-2 tensor: the graph built at call 4 serves calls 4-6: {total}"
 
 
 def test_nested_def_reads_a_variable_a_python_while_rebinds():
@@ -61,7 +62,8 @@ def test_nested_def_reads_a_variable_a_python_while_rebinds():
     x = tf.constant([1.0, 2.0])
     calls = [(x, 3), (x * 2, 3), (x, 3), (x * 3, 3), (x, 3), (x + 1, 3)]
     total = check(make, calls, min_graph_calls=3)
-    assert total["conversions"] == 1
+    assert total["conversions"] == 1, \
+        f"x keeps its shape and n stays 3: the graph built at call 4 serves calls 4-6: {total}"
 
 
 def test_closures_made_in_a_loop_share_the_last_binding():
@@ -129,7 +131,7 @@ def test_sparse_tensor_built_in_a_loop_is_returned_as_values():
 
     calls = [(tf.constant([1.0, 0.0, 0.0, float(i)]),) for i in range(6)]
     total = check(make, calls, min_graph_calls=3)
-    assert total["conversions"] == 1
+    assert total["conversions"] == 1, f"x is always a 4-vector: the graph built at call 4 serves calls 4-6: {total}"
 
 
 def test_ragged_tensor_result_and_state():
@@ -149,7 +151,8 @@ def test_ragged_tensor_result_and_state():
 
     calls = [(tf.constant([1.0, 2.0, 3.0, float(i)]), tf.constant([1, 3], tf.int64)) for i in range(6)]
     total = check(make, calls, min_graph_calls=3)
-    assert total["conversions"] == 1
+    assert total["conversions"] == 1, \
+        f"values and lengths keep their shapes: the graph built at call 4 serves calls 4-6: {total}"
 
 
 # -- a trace never touches real Python objects ------------------------------------------
@@ -256,7 +259,8 @@ def test_stats_and_code_of_a_cell_rebinding_function():
     jf = janus.function(scale_all)
     for _ in range(5):
         assert int(jf(vec([1, 2]))) == 30
-    assert janus.stats(jf)["graph_calls"] == 2
+    assert janus.stats(jf)["graph_calls"] == 2, \
+        f"5 calls: 3 profiled (default profile_calls), calls 4-5 run the graph: {janus.stats(jf)}"
     assert "nonlocal factor" in janus.explain(jf).code
     assert np.array_equal(jf(vec([4, 1])).numpy(), scale_all(vec([4, 1])).numpy())
 
@@ -320,7 +324,8 @@ def test_user_objects_built_and_used_inside_the_step():
 
     calls = [(tf.constant([1.0, float(i), 2.0]), 0.5) for i in range(7)] + [(tf.constant([3.0, 1.0, 0.0]), 1.5)]
     total = check(make, calls, min_graph_calls=3)
-    assert total["conversions"] <= 2
+    assert total["conversions"] <= 2, \
+        f"shift is 0.5 until the last call: the graph built at call 4, and at most one more when shift becomes 1.5: {total}"
 
 
 def test_returned_object_is_a_fresh_object_every_call():
@@ -335,7 +340,8 @@ def test_returned_object_is_a_fresh_object_every_call():
     objs = [jf(tf.constant([float(i)])) for i in range(6)]
     assert len({id(o) for o in objs}) == 6
     assert [float(o.scale[0]) for o in objs] == [float(i) for i in range(6)]
-    assert janus.stats(jf)["graph_calls"] == 3
+    assert janus.stats(jf)["graph_calls"] == 3, \
+        f"6 calls: 3 profiled (default profile_calls), calls 4-6 run the graph: {janus.stats(jf)}"
     check(make, [(tf.constant([float(i)]),) for i in range(6)], min_graph_calls=3)
 
 
@@ -379,7 +385,8 @@ def test_an_instance_of_a_class_made_inside_the_step_does_not_leave_a_graph():
     results = [jf(tf.constant(float(i))) for i in range(5)]
     assert len({type(r) for r in results}) == 5  # eager's: a new class at every call
     assert [(float(r.x), float(r.y)) for r in results] == [(float(i), i + 1.0) for i in range(5)]
-    assert janus.stats(jf)["graph_calls"] == 0
+    assert janus.stats(jf)["graph_calls"] == 0, \
+        f"a class made inside the function cannot leave a graph: every call runs eagerly: {janus.stats(jf)}"
     assert "made inside the function" in str(janus.explain(jf))
 
 

@@ -136,7 +136,7 @@ def test_a_redirect_entered_between_calls_and_left_after_them(own_stdout):
             jstep(x)
     assert sys.stdout is mine and mine.getvalue() == ""
     assert first.getvalue() + second.getvalue() == expected
-    assert janus.stats(jstep)["graph_calls"] == 4
+    assert janus.stats(jstep)["graph_calls"] == 4, "profile_calls=2: calls 3-6 run the graph built at call 3"
 
 
 def test_two_threads_converting_at_once_leave_stdout_as_it_was(own_stdout, monkeypatch):
@@ -404,7 +404,8 @@ def test_what_the_readme_promises_of_non_functions():
     def never_called(x):
         return x
 
-    assert all(v == 0 for v in janus.stats(never_called).values())
+    assert all(v == 0 for v in janus.stats(never_called).values()), \
+        "README: a function Janus never ran has every count zero"
     assert janus.explain(never_called).reason == NOT_RUN
     for thing in (3, int, object(), len):
         with pytest.raises(TypeError) as info:

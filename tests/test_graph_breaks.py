@@ -51,8 +51,8 @@ def _numpy_statistic(jit):
 def test_a_numpy_statistic_between_two_tapes_is_a_break_and_both_sides_are_graphs():
     calls = [(tf.constant(np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4) * (i + 1)),) for i in range(8)]
     total = check(_numpy_statistic, calls, graph_calls=0)
-    assert total["breaks"] == 1
-    assert total["segments"] == 2
+    assert total["breaks"] == 1, "one break: the NumPy statistic of the gradient"
+    assert total["segments"] == 2, "a graph segment on each side of the break"
     # three profiled calls of the whole step (the third converts and finds the break); the
     # fourth runs the segments eagerly, profiled; from the fifth on they are graphs, but for
     # the first miss of the second on `scale`, a float it then feeds
@@ -136,7 +136,7 @@ def test_an_assumption_failing_in_a_segment_reruns_that_segment_only():
     calls = [(tf.constant([float(i + 1), 1.0]),) for i in range(5)] + [(tf.constant([-9.0, 1.0]),)] + \
             [(tf.constant([float(i), 2.0]),) for i in range(3)]
     total = check(_speculated_after_a_break, calls, graph_calls=0)
-    assert total["breaks"] == 1 and total["segments"] == 2
+    assert total["breaks"] == 1 and total["segments"] == 2, f"one break (the NumPy rounding of self.v), a graph segment on each side: {total}"
     assert total["segment_graph_calls"] >= 8, total
     prog = _speculated_after_a_break(janus.function)
     for x, in calls:
@@ -167,7 +167,7 @@ def _loop_with_a_break(jit):
 def test_a_loop_with_a_break_runs_in_python_and_its_body_segment_is_not_retraced_per_iteration():
     calls = [(tf.constant([[0.1 * k, -0.2]]), 6) for k in range(6)]
     total = check(_loop_with_a_break, calls, graph_calls=0)
-    assert total["breaks"] == 1 and total["segments"] == 1
+    assert total["breaks"] == 1 and total["segments"] == 1, f"the NumPy norm in the loop is the one break; the loop runs in Python, its body is the one segment: {total}"
     assert total["segment_graph_calls"] >= 5, total
     prog = _loop_with_a_break(janus.function)
     for args in calls:
@@ -196,7 +196,7 @@ def _early_return(jit):
 def test_returns_on_both_sides_of_a_break_and_an_unbound_local_raise_as_in_eager():
     calls = [(tf.constant([1.0, 2.0]) * k, k) for k in (3, 4, 3, 6, 5, 7, 3, 1, 4, 6, 3, 4, 8, 9)]
     total = check(_early_return, calls, graph_calls=0)
-    assert total["breaks"] == 1
+    assert total["breaks"] == 1, f"one break: the print of a NumPy mean: {total}"
     assert total["segment_graph_calls"] >= 6, total
 
 
@@ -226,7 +226,7 @@ def _raises_now_and_then(jit):
 def test_do_not_convert_is_a_break_and_its_exceptions_are_eagers():
     calls = [(tf.constant([1.0, float(k)]),) for k in (1, 2, 1, 9, 2, 1, 8, 1)]
     total = check(_raises_now_and_then, calls, graph_calls=0)
-    assert total["breaks"] == 1
+    assert total["breaks"] == 1, f"one break: the call of the do_not_convert audit(): {total}"
     assert total["segment_graph_calls"] == 6, total  # 4 split calls, of which the 2 that raise run 1 segment
 
 
@@ -339,7 +339,7 @@ def _categorical(jit):
 def test_op_seeded_draws_run_eagerly_between_segments_with_eagers_numbers():
     calls = [(tf.constant([[0.1 * i, 0.0, 0.2, -0.1 * i]]),) for i in range(8)]
     total = check_seeded(_categorical, calls, seed=7, graph_calls=0)
-    assert total["breaks"] == 1
+    assert total["breaks"] == 1, f"one break: the op-seeded categorical draw runs eagerly, between the segments: {total}"
     assert total["segment_graph_calls"] == 8, total
 
 
@@ -635,7 +635,7 @@ def test_two_threads_calling_one_split_step_each_get_eagers_results():
     for scale, (out, norms, w) in expected.items():
         assert outs[scale] == out and models[scale].norms == norms, scale
         np.testing.assert_array_equal(models[scale].w.numpy(), w)
-    assert janus.stats(Model.step)["breaks"] == 1 and janus.stats(Model.step)["segment_graph_calls"] >= 6
+    assert janus.stats(Model.step)["breaks"] == 1 and janus.stats(Model.step)["segment_graph_calls"] >= 6, f"the NumPy norm is the one break; its segments ran as graphs with two threads calling: {janus.stats(Model.step)}"
 
 
 # ------------------------------------------------------------------ segments put back in the driver

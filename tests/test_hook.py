@@ -129,7 +129,8 @@ def test_enable_takes_over_tape_functions_and_methods_and_disable_restores(user_
         assert_same(m_e.v, m_j.v, f"v after call {i}")
         assert_same(orig_static.__func__(x), mod.Model.grad_of_square(x), f"static call {i}")
     assert janus.stats(mod.step)["graph_calls"] >= 1, janus.explain(mod.step)
-    assert janus.stats(mod.Model.__dict__["train_step"])["graph_calls"] >= 1
+    assert janus.stats(mod.Model.__dict__["train_step"])["graph_calls"] >= 1, \
+        f"the taken-over method converts and runs as a graph within its 8 calls: {janus.stats(m_j.train_step)}"
     # one cache shared by instances
     assert janus.stats(m_j.train_step) == janus.stats(mod.Model().train_step)
 
@@ -299,7 +300,8 @@ def test_a_reference_taken_before_enable_reaches_the_scans_janus_function(user_d
         before = janus.stats(scanned)["calls"]
         for i in range(6):
             early(*_data(i))                  # redirected to the scan's Janus function
-        assert janus.stats(scanned)["calls"] == before + 6 and janus.stats(scanned)["graph_calls"] >= 3
+        assert janus.stats(scanned)["calls"] == before + 6 and janus.stats(scanned)["graph_calls"] >= 3, \
+            f"all 6 calls through the early reference reach the scan's Janus function; at most 3 of them are profiled: {janus.stats(scanned)}"
         assert hook.taken_over().count("step") == 1   # the same Janus function, not a second one
     assert mod.step is early and early.__code__.co_name == "step"
     assert scanned.python_function is early
@@ -323,7 +325,8 @@ def test_functions_defined_after_enable_are_taken_over(user_dir, tmp_path, fast_
         xs = iter([tf.constant(0.1 * i) for i in range(60)])
         losses = _until_taken(lambda: float(namespace["fit"](next(xs))), ["fit"])
         losses += [float(namespace["fit"](next(xs))) for _ in range(8)]
-        assert janus.stats(hook.taken_over_functions()[0])["graph_calls"] >= 4
+        assert janus.stats(hook.taken_over_functions()[0])["graph_calls"] >= 4, \
+            f"of the 8 calls after the take-over, those after the 3 default profiled calls may run the graph; at least 4 do: {janus.stats(hook.taken_over_functions()[0])}"
     v = tf.Variable(3.0)
     expected = []
     for i in range(len(losses)):
@@ -497,7 +500,8 @@ def test_cli_runs_unmodified_training_method_script_as_graphs():
     assert eager.stdout.splitlines()[0] == jan.stdout.splitlines()[0]
     rep = _report(jan.stderr)
     assert "Trainer.train_step" in rep, jan.stderr
-    assert rep["Trainer.train_step"]["calls"] == 20
+    assert rep["Trainer.train_step"]["calls"] == 20, \
+        f"the script's 20 steps (its STEPS) all call the taken-over train_step: {rep}"
     assert rep["Trainer.train_step"]["graph_calls"] >= 10, jan.stderr
     with open(script) as fh:
         assert fh.read() == text  # the file is never modified
@@ -509,8 +513,9 @@ def test_cli_passes_argv_and_report_by_environment():
     assert jan.returncode == 0, jan.stderr
     assert len(_losses(jan.stdout)) == 8
     rep = _report(jan.stderr)
-    assert rep["Trainer.train_step"]["calls"] == 7
-    assert rep["Trainer.train_step"]["graph_calls"] >= 1
+    assert rep["Trainer.train_step"]["calls"] == 7, f"argv 7: the script runs 7 steps, all through Janus: {rep}"
+    assert rep["Trainer.train_step"]["graph_calls"] >= 1, \
+        f"7 calls: a graph runs after the profiled calls: {jan.stderr}"
     quiet = _run(["-m", "janus", script, "4"])
     assert quiet.returncode == 0 and "janus:" not in quiet.stderr
 
@@ -532,7 +537,8 @@ def test_cli_module_level_training_loop(script, line, n_losses, min_graphs):
     np.testing.assert_allclose(lj, le, rtol=1e-4, atol=1e-4)
     rep = _report(jan.stderr)
     (name,) = [n for n in rep if f"loop body at line {line}" in n]
-    assert rep[name]["calls"] == 20
+    assert rep[name]["calls"] == 20, \
+        f"the loop body runs 20 times in both scripts (20 steps; 4 epochs of 5 batches), all through Janus: {rep}"
     assert rep[name]["graph_calls"] >= min_graphs, jan.stderr
 
 
@@ -604,7 +610,8 @@ def test_cli_exception_inside_taken_over_step_has_pythons_traceback(tmp_path):
     assert e.returncode == j.returncode == 1
     assert e.stdout == j.stdout and e.stdout.count("loss") == 6
     rep = _report(j.stderr)
-    assert rep["T.train_step"]["calls"] == 7
+    assert rep["T.train_step"]["calls"] == 7, \
+        f"the 7th train_step call raises and ends the script (6 losses printed): {rep}"
     assert _own_stderr(e.stderr) == _own_stderr(j.stderr).split("janus: T.train_step")[0], j.stderr
 
 
@@ -617,7 +624,8 @@ def test_cli_takes_over_step_in_imported_user_module():
     assert len(le) == len(lj) == 15
     np.testing.assert_allclose(lj, le, rtol=1e-4, atol=1e-4)
     rep = _report(jan.stderr)
-    assert rep["train_step"]["calls"] == 15
+    assert rep["train_step"]["calls"] == 15, \
+        f"the script's loop calls steplib.train_step 15 times, all through Janus: {rep}"
     assert rep["train_step"]["graph_calls"] >= 8, jan.stderr
 
 
@@ -807,7 +815,8 @@ def test_a_long_first_call_is_taken_over_once_without_a_heap_walk(user_dir, fast
         assert [f.__qualname__ for f in redirect.redirected()] == ["make_step.<locals>.step"]
         later = [step(x, 2) for _ in range(5)]
         assert counts == {"take_over": 1, "walk": 0}, counts
-        assert janus.stats(step.__wrapped__)["calls"] == 5
+        assert janus.stats(step.__wrapped__)["calls"] == 5, \
+            f"the 5 later calls; the first, taken over while it ran, finished as written: {janus.stats(step.__wrapped__)}"
     np.testing.assert_allclose([first] + later, [eager_step(x, 100)] + [eager_step(x, 2) for _ in range(5)],
                                rtol=1e-5)
 
@@ -849,7 +858,8 @@ def test_a_step_in_another_thread_while_the_main_thread_waits(user_dir, fast_sam
         thread.start()
         thread.join()
         if sys.version_info >= (3, 12):
-            assert janus.stats(step.__wrapped__)["calls"] == 5
+            assert janus.stats(step.__wrapped__)["calls"] == 5, \
+                f"the 5 later calls; the first, taken over while it ran, finished as written: {janus.stats(step.__wrapped__)}"
         else:
             assert step not in redirect.redirected()
     np.testing.assert_allclose(got, expected, rtol=1e-5)

@@ -61,7 +61,7 @@ def test_decorated_function_its_plain_function_and_bound_methods_answer_alike():
         assert s == janus.stats(owner) and s["graph_calls"] >= 2, (held, s)
         assert str(janus.explain(held)) == str(janus.explain(owner))
     janus.reset(plain)
-    assert janus.stats(jf)["calls"] == 0
+    assert janus.stats(jf)["calls"] == 0, "janus.reset(plain) resets jf: the same function"
 
 
 # ------------------------------------------------------------------ janus.enable(): scan and running take-over
@@ -185,7 +185,8 @@ def test_under_janus_disable_stats_and_explain_answer_zero_graphs(monkeypatch):
     assert g is f
     for _ in range(4):
         g(tf.constant(1.0))
-    assert all(v == 0 for v in janus.stats(g).values())
+    assert all(v == 0 for v in janus.stats(g).values()), \
+        "JANUS_DISABLE=1: janus.function returned f itself, Janus counted nothing"
     e = janus.explain(g)
     assert e.reason == DISABLED and DISABLED in str(e) and e.code is None
     assert janus.concrete_function(g) is None and e.concrete_function_reason == DISABLED
@@ -196,7 +197,7 @@ def test_a_function_janus_never_ran_has_zero_counts_and_says_so():
     def f(x):
         return x
 
-    assert _sub(janus.stats(f)) == ZERO and janus.stats(f)["graph_calls"] == 0
+    assert _sub(janus.stats(f)) == ZERO and janus.stats(f)["graph_calls"] == 0, "never run: every count is zero"
     e = janus.explain(f)
     assert e.reason == NOT_RUN and "has not run it" in str(e) and str(e).startswith("test_a_function")
     assert janus.concrete_function(f) is None

@@ -292,7 +292,8 @@ def test_an_object_that_changes_what_it_holds_runs_eagerly_for_those_calls():
         assert float(prog_e.fn(scale)) == float(prog_j.fn(scale))
         assert_same(prog_e.state(), prog_j.state(), f"call {i}", 0, 0)
     assert "holds more than plain values" in str(janus.explain(prog_j.fn))
-    assert janus.stats(prog_j.fn)["graph_calls"] >= 6
+    assert janus.stats(prog_j.fn)["graph_calls"] >= 6, \
+        f"12 calls, less 3 profiled and the 2 (calls 9-10) whose env holds a list, leave 7 that can run graphs; at least 6 do: {janus.stats(prog_j.fn)}"
 
 
 def test_another_thread_running_makes_the_call_eager_and_right():

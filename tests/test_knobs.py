@@ -69,7 +69,8 @@ def test_strict_raises_instead_of_falling_back_naming_the_construct_and_line():
         assert "generator (yield)" in str(e) and f"test_knobs.py:{line}" in str(e)
     assert jan.state() == {"seen": [1, 1]}           # the refused calls did not run
     s = janus.stats(jan.fn)
-    assert s["graph_breaks"] == 2 and s["eager_calls"] == 2 and s["fallbacks"] == 0
+    assert s["graph_breaks"] == 2 and s["eager_calls"] == 2 and s["fallbacks"] == 0, \
+        f"2 profiled calls ran eagerly; the next 2, which cannot run as graphs, were refused (strict), not run eagerly: {s}"
 
 
 def test_janus_strict_switch_and_strict_false_overrides_it(monkeypatch):
@@ -151,7 +152,7 @@ def _calls_marked(jit):
 
 def test_a_function_calling_a_do_not_convert_function_runs_eagerly_with_that_reason():
     total = check(_calls_marked, [(_x(i),) for i in range(6)], eager_only=True)
-    assert total["conversions"] == 0
+    assert total["conversions"] == 0, f"a do_not_convert callee keeps the caller eager: nothing converts: {total}"
     p = _calls_marked(janus.function)
     for i in range(5):
         p.fn(_x(i))
@@ -208,7 +209,8 @@ def test_the_hook_leaves_a_do_not_convert_function_plain(tmp_path, monkeypatch):
             assert mod.kept is kept and "taken" in hook.taken_over() and "kept" not in hook.taken_over()
             for i in range(5):
                 mod.kept(tf.constant(float(i)))
-            assert janus.stats(kept)["calls"] == 0 and "do_not_convert" in str(janus.explain(kept))
+            assert janus.stats(kept)["calls"] == 0 and "do_not_convert" in str(janus.explain(kept)), \
+                "the hook never takes over a do_not_convert function: Janus counted none of its calls"
     finally:
         hook.disable()
         sys.modules.pop("knob_user", None)
@@ -248,7 +250,8 @@ def _trained(jit):
 def test_a_trained_steps_forward_graph_exports_to_a_saved_model_and_reloads(tmp_path):
     model, step, forward = _trained(janus.function(jit_compile=False))
     eager_model, _, _ = _trained(lambda f: f)
-    assert janus.stats(step)["graph_calls"] >= 3 and janus.stats(forward)["graph_calls"] >= 2
+    assert janus.stats(step)["graph_calls"] >= 3 and janus.stats(forward)["graph_calls"] >= 2, \
+        f"after the 3 default profiled calls: forward's calls 4-5 run its graph, and at least 3 of step's calls 4-8: {janus.stats(step)} {janus.stats(forward)}"
     np.testing.assert_allclose(model.dense.kernel.numpy(), eager_model.dense.kernel.numpy(), rtol=1e-5)
 
     train_graph = janus.concrete_function(step)

@@ -200,7 +200,8 @@ def test_reset_frees_the_graphs_it_drops_and_the_function_converts_again():
         _converted(jf, x)
     _collect()
     assert [r() for r in dead] == [None] * 3
-    assert janus.stats(jf)["cache_entries"] == 1 and "graph 0:" in str(janus.explain(jf))
+    assert janus.stats(jf)["cache_entries"] == 1 and "graph 0:" in str(janus.explain(jf)), \
+        f"reset dropped the old graphs; the last _converted built exactly one: {janus.stats(jf)}"
 
 
 def test_conversions_leave_no_linecache_entries():

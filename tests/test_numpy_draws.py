@@ -98,4 +98,5 @@ def test_explain_names_the_global_generators_island():
         step(tf.constant(float(i)))
     text = str(janus.explain(step))
     assert "Python island: np.random.rand" in text and "numpy.random's global generator" in text, text
-    assert janus.stats(step)["graph_calls"] >= 1
+    assert janus.stats(step)["graph_calls"] >= 1, \
+        f"np.random.rand is a Python island: the function still converts after the 3 profiled calls: {janus.stats(step)}"

@@ -157,7 +157,8 @@ def test_inline_bound_reason_in_explain():
         np.testing.assert_allclose(p.fn(_x(i), deep).numpy(), p.unroll(_x(i), deep).numpy(), rtol=1e-6)
     text = str(janus.explain(p.fn))
     assert f"nested more than {config.MAX_INLINE_DEPTH} deep" in text, text
-    assert janus.stats(p.fn)["graph_calls"] == 0
+    assert janus.stats(p.fn)["graph_calls"] == 0, \
+        f"nested more than MAX_INLINE_DEPTH deep, the recursion cannot be inlined: every call runs eagerly: {janus.stats(p.fn)}"
 
 
 def _long_loop(jit):

@@ -71,7 +71,8 @@ def test_rnn_state_passing_across_batches():
 
     calls = [(rnd((2, 3, 3), i), rnd((2, 1), 100 + i)) for i in range(10)]
     total = check(make, calls, min_graph_calls=6)
-    assert total["graph_calls"] >= 6
+    assert total["graph_calls"] >= 6, \
+        f"10 calls of fixed shapes: calls 4-10 may run the graph after 3 profiled calls; at least 6 do: {total}"
 
 
 # ------------------------------------------------------------------ self.step += 1

@@ -186,7 +186,8 @@ def test_the_xla_trial_loses_no_concurrent_update(monkeypatch):
         w.join()
     assert not errors, errors
     assert float(h.count.numpy()) == 240.0
-    assert janus.stats(h.step)["graph_calls"] >= 100
+    assert janus.stats(h.step)["graph_calls"] >= 100, \
+        f"240 calls of one shape over 4 threads: most run the graph (the bound leaves room for profiled calls and the XLA trial): {janus.stats(h.step)}"
 
 
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals go to the main thread")
@@ -198,7 +199,7 @@ def test_ctrl_c_during_the_commit_leaves_all_effects_or_none(monkeypatch, python
     c.step = janus.function(c.step, profile_calls=1)
     for _ in range(3):
         c.step(tf.ones([2]))
-    assert janus.stats(c.step)["graph_calls"] == 2
+    assert janus.stats(c.step)["graph_calls"] == 2, "profile_calls=1: calls 2-3 run the graph built at call 2"
     finish = entry_module.Graph.finish
 
     def interrupted_finish(self, outs, a, k):
@@ -211,7 +212,8 @@ def test_ctrl_c_during_the_commit_leaves_all_effects_or_none(monkeypatch, python
             c.step(tf.ones([2]) * trial)
         assert float(c.count.numpy()) == len(c.history), (trial, float(c.count.numpy()), len(c.history))
     assert len(c.history) == 3 + 12
-    assert janus.stats(c.step)["graph_calls"] == 2 + 12
+    assert janus.stats(c.step)["graph_calls"] == 2 + 12, \
+        "the 2 graph calls before, plus the 12 interrupted ones: each ran its graph and committed, then raised KeyboardInterrupt"
 
 
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals go to the main thread")
@@ -237,7 +239,8 @@ def test_a_program_that_ignores_ctrl_c_keeps_ignoring_it(monkeypatch):
     finally:
         signal.signal(signal.SIGINT, previous)
     assert float(c.count.numpy()) == len(c.history) == 6
-    assert janus.stats(c.step)["graph_calls"] == 2 + 3
+    assert janus.stats(c.step)["graph_calls"] == 2 + 3, \
+        "the 2 graph calls before, plus the 3 that ignore SIGINT: they ran their graph through"
 
 
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals go to the main thread")
@@ -264,7 +267,8 @@ def test_ctrl_c_at_random_times_never_tears_a_graph_call(python_ctrl_c):
         timer.join()
         assert float(c.count.numpy()) == len(c.history), trial
     assert interrupts == 12
-    assert janus.stats(c.step)["eager_calls"] == 1
+    assert janus.stats(c.step)["eager_calls"] == 1, \
+        f"only the one profiled call (profile_calls=1) ran eagerly: no interrupted graph call fell back: {janus.stats(c.step)}"
 
 
 def test_a_failure_inside_janus_runs_the_call_eagerly(monkeypatch):
@@ -284,5 +288,6 @@ def test_a_failure_inside_janus_runs_the_call_eagerly(monkeypatch):
     for i in range(4):
         assert float(step(tf.constant(float(i)))) == i + 1.0
     stats = janus.stats(step)
-    assert stats["graph_calls"] == 0 and stats["eager_calls"] == 4
+    assert stats["graph_calls"] == 0 and stats["eager_calls"] == 4, \
+        f"converting always raises SystemError: all 4 calls run eagerly, none as a graph: {stats}"
     assert "SystemError" in str(janus.explain(step))

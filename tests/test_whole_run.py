@@ -251,13 +251,14 @@ def test_stats_and_explain_show_where_the_time_went(fake_times):
     assert s["conversion_seconds"] == pytest.approx(1.0 + 0.001)
     assert s["seconds"] == pytest.approx(s["eager_seconds"] + s["graph_seconds"] + s["conversion_seconds"])
     assert s["eager_estimate_seconds"] == pytest.approx(10 * 0.002)
-    assert s["trial_seconds"] == 0 and s["aborted_seconds"] == 0
+    assert s["trial_seconds"] == 0 and s["aborted_seconds"] == 0, \
+        "jit_compile=False: no XLA trial; no graph run aborted"
     text = str(janus.explain(f))
     assert "time: 1.013 s in 10 calls, against eager's estimated 0.020 s (its eager runs, and 2.000 ms" in text, text
     assert "converting: 1.001 s, 1 conversion (0 failed)" in text
     assert "graph runs: 0.006 s in 6 calls, 1.000 ms a call against eager's 2.000 ms" in text
     janus.reset(f)
-    assert janus.stats(f)["seconds"] == 0
+    assert janus.stats(f)["seconds"] == 0, "janus.reset(f) clears its ledger too"
 
 
 def _split(jit, made: list):
