@@ -46,8 +46,9 @@ import gc
 import sys
 from typing import Any, Iterator
 
+from janus import config
 from janus.driver.api import function as janus_function
-from janus.takeover import redirect, registry
+from janus.takeover import hot, importer, redirect, registry
 from janus.takeover.detect import TAPE_NAME, records_tape
 from janus.takeover.importer import HookFinder, is_user_file, scan_module, scan_user_modules
 from janus.takeover.script import loop_body, prepare_script
@@ -69,10 +70,13 @@ def take_over(fn: Any) -> Any:
 _collected = False
 
 
-def enable() -> None:
-    """Take over tape-recording functions of the user's modules, now and on later imports.
+def enable(hot_functions: bool | None = None) -> None:
+    """Take over tape-recording functions of the user's modules, now and on later imports,
+    and (``hot_functions``, default ``JANUS_HOT_FUNCTIONS``, on) TensorFlow functions without
+    a tape once they are called in a hot loop (``hot.py``).
 
-    Calling it again rescans (picking up functions defined since).
+    Calling it again rescans (picking up functions defined since); ``hot_functions=False``
+    then stops counting (functions already taken over stay so until ``disable()``).
 
     The first call ends with one full garbage collection (if automatic collection is on).
     Importing Janus's machinery (converter, profiler, driver) allocates enough long-lived
@@ -83,8 +87,14 @@ def enable() -> None:
     eager's (up to 3.5x).  Collected here, it is paid once by ``enable()``, outside any step.
     """
     global _finder, _collected
+    hot_on = config.hot_functions() if hot_functions is None else bool(hot_functions)
     with registry.lock:
         registry.state.enabled = True
+        registry.state.hot = hot_on
+        if not hot_on:
+            hot.stop()
+        if hot.scan_module not in importer.after_scan:
+            importer.after_scan.append(hot.scan_module)
         if _finder is None:
             _finder = HookFinder()
             sys.meta_path.insert(0, _finder)
@@ -100,7 +110,8 @@ def disable() -> None:
     """Remove the import hook and put back every function the scan replaced."""
     global _finder
     with registry.lock:
-        registry.state.enabled = False
+        registry.state.enabled = registry.state.hot = False
+        hot.stop()
         redirect.stop()
         if _finder is not None:
             with contextlib.suppress(ValueError):
@@ -122,10 +133,10 @@ def is_enabled() -> bool:
 
 
 @contextlib.contextmanager
-def enabled() -> Iterator[None]:
+def enabled(hot_functions: bool | None = None) -> Iterator[None]:
     """``with janus.enabled():`` — the hook is on inside the block (restored after)."""
     was = registry.state.enabled
-    enable()
+    enable(hot_functions)
     try:
         yield
     finally:
@@ -139,6 +150,11 @@ def taken_over() -> list[str]:
         return [q for q, _ in registry.taken_now()]
 
 
+def counting() -> list[Any]:
+    """The functions without a tape whose calls are being counted (taken over when hot)."""
+    return hot.counting()
+
+
 def taken_over_functions() -> list[Any]:
     """The Janus functions the hook installed, in the order they were taken over."""
     with registry.lock:
@@ -147,5 +163,5 @@ def taken_over_functions() -> list[Any]:
 
 
 
-__all__ = ["enable", "disable", "enabled", "is_enabled", "taken_over", "taken_over_functions", "take_over",
+__all__ = ["enable", "disable", "enabled", "is_enabled", "taken_over", "taken_over_functions", "take_over", "counting",
            "records_tape", "scan_module", "prepare_script", "loop_body", "is_user_file", "TAPE_NAME"]

@@ -78,6 +78,7 @@ class _Swap:
 
 
 _lock = threading.RLock()
+lock = _lock   # hot.py swaps function codes under the same lock
 _swaps: list[_Swap] = []
 _templates: dict[int, types.CodeType] = {}
 _copies: "weakref.WeakSet[types.FunctionType]" = weakref.WeakSet()  # the functions Janus runs: never redirected
