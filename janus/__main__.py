@@ -50,6 +50,7 @@ import traceback  # noqa: E402
 import types  # noqa: E402
 
 from janus import config  # noqa: E402
+from janus.takeover.detect import is_trampoline  # noqa: E402
 from janus_profiler import script as script_runner  # noqa: E402
 
 USAGE = f"""usage: python -m janus [--report] [--tapes-only] script.py [args ...]
@@ -137,7 +138,8 @@ def _user_traceback(tb: types.TracebackType | None) -> types.TracebackType | Non
     """The traceback without Janus's own frames (the runner, the graph driver), as python shows it."""
     kept = []
     while tb is not None:
-        if not _is_janus_frame(tb.tb_frame.f_code.co_filename):
+        code = tb.tb_frame.f_code
+        if not _is_janus_frame(code.co_filename) and not is_trampoline(code):   # the take-over's trampolines
             kept.append(tb)
         tb = tb.tb_next
     out = None
