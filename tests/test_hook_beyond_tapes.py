@@ -382,3 +382,24 @@ def test_script_rewrite_counts_functions_naming_tensorflow_only():
     assert plan.functions == ["step"]
     assert plan.counted == ["uses_alias", "uses_model", "assigns", "Agent.act"]
     assert hook.prepare_script(src, "<test script>", hot_functions=False).counted == []
+
+
+def test_cli_keras_io_ppo_samples_actions_as_graphs_with_eagers_trajectory():
+    """keras-io's PPO with its ``@tf.function`` decorators removed, as a user runs it: every
+    action drawn, every return and the trained weights are eager's (an action drawn otherwise
+    would change the whole trajectory)."""
+    script = os.path.join(HERE, "scripts", "ppo_keras_io.py")
+    eager = _run([script, "3", "80"])
+    hooked = _run(["-m", "janus", "--report", script, "3", "80"])
+    assert eager.returncode == 0 and hooked.returncode == 0, hooked.stderr[-3000:]
+    assert hooked.stdout == eager.stdout and eager.stdout.count("actions ") == 3
+    rep = _report(hooked.stderr)
+    steps = 3 * 80
+    # taken over at its 20th step; 3 profiled calls, then one graph: the observation is always a
+    # (1, 4) float32 NumPy array, fed
+    assert rep["sample_action"]["calls"] == steps - config.HOT_CALLS, rep
+    assert rep["sample_action"]["conversions"] == 1 and rep["sample_action"]["graph_calls"] == steps - config.HOT_CALLS - 3
+    # two signatures: a step's (1, 2) logits and the buffers train_policy's profiled (eager) calls pass
+    assert rep["logprobabilities"]["conversions"] <= 2 and rep["logprobabilities"]["graph_calls"] >= steps - 30, rep
+    assert rep["train_policy"]["graph_calls"] >= 1 and rep["train_value_function"]["graph_calls"] >= 1, rep
+    assert set(rep) == {"sample_action", "logprobabilities", "train_policy", "train_value_function"}, rep

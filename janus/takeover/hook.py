@@ -1,4 +1,4 @@
-"""The transparent ``tf.GradientTape`` hook: take over training steps without touching user code.
+"""The transparent hook: take over training steps (and hot TensorFlow functions) without touching user code.
 
 While the hook is enabled, a Python function or method whose own body records a
 ``tf.GradientTape`` (``with tf.GradientTape() as tape:``, ``tape = GradientTape()`` ...)
@@ -21,6 +21,10 @@ watcher for the steps a scan cannot see:
 * Steps defined as closures, in classes made at run time, after ``enable()``, or
   called through references taken before it are found when they run and redirected
   to Janus by a trampoline code object (``redirect.py``).
+* Functions of the user's modules that use TensorFlow without a tape (PPO's
+  ``sample_action``, DDPG's ``update_target``) are counted by a trampoline and taken over
+  the same way at their ``config.HOT_CALLS``-th call (``hot.py``; ``enable(hot_functions=False)``
+  or ``JANUS_HOT_FUNCTIONS=0`` turns that off).
 * ``disable()`` removes the finder and the watcher and puts every original function
   and code object back (unless the user rebound the name meanwhile).  ``taken_over()``
   lists what is wrapped.  What was taken over is remembered (``registry.history``, for
@@ -36,7 +40,8 @@ body records a tape) has its body moved into a Janus function called once per
 iteration.  The file on disk is never modified.
 
 The pieces: ``detect.py`` (the static test), ``importer.py`` (the namespace scan and the
-import hook), ``script.py`` (the script rewrite), ``registry.py`` (what was taken over);
+import hook), ``hot.py`` (functions without a tape), ``script.py`` (the script rewrite),
+``registry.py`` (what was taken over);
 this module is the public face (``enable``, ``disable``, ``enabled``, ``taken_over``).
 """
 from __future__ import annotations

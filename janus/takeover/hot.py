@@ -48,9 +48,10 @@ _NOT_PLAIN = 0x20 | 0x80 | 0x100 | 0x200  # generator, coroutine, iterable corou
 
 @dataclass(frozen=True)
 class Candidacy:
-    """Whether a function is TensorFlow-heavy enough to be counted, and why (the log says it)."""
+    """Whether a function is a candidate (TensorFlow-heavy: its calls are counted while the hook
+    is on), and why (the log says it when it is taken over)."""
 
-    counted: bool
+    candidate: bool
     reason: str
 
 
@@ -138,7 +139,7 @@ class HotCounter:
                 return   # taken over by another thread's call already, given back, or changed by the user
             verdict = candidacy(fn, self.code)
             _give_back(fn, self)
-            if verdict.counted and registry.state.enabled and registry.state.hot:
+            if verdict.candidate and registry.state.enabled and registry.state.hot:
                 redirect.take_over_function(fn)
                 log.info("took over %s after %d calls (%s)", fn.__qualname__, self.calls, verdict.reason)
 
@@ -160,13 +161,12 @@ def watch(fn: Any, checked: bool = True) -> Candidacy:
     ``checked=False`` only its code is checked now, its globals at the call that makes it
     hot: the script rewrite's functions are defined before the globals they name)."""
     verdict = candidacy(fn, globals_known=checked)
-    if not verdict.counted or not (registry.state.enabled and registry.state.hot):
+    if not verdict.candidate or not (registry.state.enabled and registry.state.hot):
         return verdict
     with redirect.lock:
         if fn in _counting or is_trampoline(fn.__code__):
             return verdict
-        again = registry.earlier(fn)   # taken over before a disable(): the same Janus function at once
-        if again is not None:
+        if registry.earlier(fn) is not None:   # taken over before a disable(): the same Janus function at once
             redirect.take_over_function(fn)
             return verdict
         counter = HotCounter(fn, config.HOT_CALLS)
