@@ -223,18 +223,21 @@ def test_functions_that_are_not_tensorflow_heavy_are_left_alone(user_dir):
     assert hot.candidacy(mod.update_target) == hot.Candidacy(True, "calls .assign")
 
 
-@pytest.mark.parametrize("how", ["keyword", "environment"])
+@pytest.mark.parametrize("how", ["keyword", "environment", "JANUS_DISABLE"])
 def test_the_off_switch_leaves_functions_without_a_tape_alone(user_dir, monkeypatch, how):
-    mod = user_dir(f"agent_off_{how}")
+    mod = user_dir(f"agent_off_{how.lower()}")
     code = mod.sample_action.__code__
-    if how == "environment":
-        monkeypatch.setenv("JANUS_HOT_FUNCTIONS", "0")
+    if how != "keyword":
+        monkeypatch.setenv("JANUS_HOT_FUNCTIONS" if how == "environment" else how, "0" if how == "environment" else "1")
     with janus.enabled(**({"hot_functions": False} if how == "keyword" else {})):
         tf.random.set_seed(1)
         for i in range(3 * HOT):
             mod.sample_action(_observation(i))
             mod.train_step(tf.constant(_observation(i)), tf.constant([[0.5]]))
-        assert hook.counting() == [] and hook.taken_over() == ["train_step"]   # the tape hook still works
+        assert hook.counting() == []
+        assert "sample_action" not in hook.taken_over()
+        if how != "JANUS_DISABLE":
+            assert hook.taken_over() == ["train_step"]   # the tape hook still works
         assert mod.sample_action.__code__ is code and janus.stats(mod.sample_action)["calls"] == 0
 
 
@@ -403,3 +406,38 @@ def test_cli_keras_io_ppo_samples_actions_as_graphs_with_eagers_trajectory():
     assert rep["logprobabilities"]["conversions"] <= 2 and rep["logprobabilities"]["graph_calls"] >= steps - 30, rep
     assert rep["train_policy"]["graph_calls"] >= 1 and rep["train_value_function"]["graph_calls"] >= 1, rep
     assert set(rep) == {"sample_action", "logprobabilities", "train_policy", "train_value_function"}, rep
+
+
+RAISING = """
+import tensorflow as tf
+
+FAIL = False
+
+
+def risky(x):
+    if FAIL:
+        raise ValueError("bad input")
+    return tf.reduce_sum(x * 2.0)
+
+
+for i in range(30):
+    FAIL = i == 3                      # raises while counted
+    try:
+        print("sum", float(risky(tf.ones([2]) * i)))
+    except ValueError as e:
+        print("caught", e)
+FAIL = True
+risky(tf.ones([2]))                    # raises once taken over: python's traceback, as eager's
+"""
+
+
+def test_cli_exception_in_a_hot_function_has_eagers_traceback(tmp_path):
+    script = tmp_path / "raising_hot.py"
+    script.write_text(RAISING)
+    eager = _run([str(script)])
+    hooked = _run(["-m", "janus", str(script)], JANUS_LOG="info")
+    assert eager.returncode == hooked.returncode == 1
+    assert hooked.stdout == eager.stdout and "caught bad input" in eager.stdout
+    assert "took over risky after 20 calls" in hooked.stderr, hooked.stderr[-2000:]
+    traceback = hooked.stderr[hooked.stderr.index("Traceback"):]
+    assert traceback == eager.stderr[eager.stderr.index("Traceback"):], (eager.stderr, hooked.stderr)

@@ -161,8 +161,8 @@ def watch(fn: Any, checked: bool = True) -> Candidacy:
     ``checked=False`` only its code is checked now, its globals at the call that makes it
     hot: the script rewrite's functions are defined before the globals they name)."""
     verdict = candidacy(fn, globals_known=checked)
-    if not verdict.candidate or not (registry.state.enabled and registry.state.hot):
-        return verdict
+    if not verdict.candidate or config.disabled() or not (registry.state.enabled and registry.state.hot):
+        return verdict   # JANUS_DISABLE: every function stays plain, as janus.function leaves it
     with redirect.lock:
         if fn in _counting or is_trampoline(fn.__code__):
             return verdict
