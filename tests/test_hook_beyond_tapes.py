@@ -401,7 +401,8 @@ def test_cli_keras_io_ppo_samples_actions_as_graphs_with_eagers_trajectory():
     # taken over at its 20th step; 3 profiled calls, then one graph: the observation is always a
     # (1, 4) float32 NumPy array, fed
     assert rep["sample_action"]["calls"] == steps - config.HOT_CALLS, rep
-    assert rep["sample_action"]["conversions"] == 1 and rep["sample_action"]["graph_calls"] == steps - config.HOT_CALLS - 3
+    assert rep["sample_action"]["conversions"] == 1
+    assert rep["sample_action"]["graph_calls"] == steps - config.HOT_CALLS - 3
     # two signatures: a step's (1, 2) logits and the buffers train_policy's profiled (eager) calls pass
     assert rep["logprobabilities"]["conversions"] <= 2 and rep["logprobabilities"]["graph_calls"] >= steps - 30, rep
     assert rep["train_policy"]["graph_calls"] >= 1 and rep["train_value_function"]["graph_calls"] >= 1, rep
