@@ -442,3 +442,21 @@ def test_cli_exception_in_a_hot_function_has_eagers_traceback(tmp_path):
     assert "took over risky after 20 calls" in hooked.stderr, hooked.stderr[-2000:]
     traceback = hooked.stderr[hooked.stderr.index("Traceback"):]
     assert traceback == eager.stderr[eager.stderr.index("Traceback"):], (eager.stderr, hooked.stderr)
+
+
+def test_cli_keras_io_ddpg_updates_targets_as_graphs_with_eagers_weights():
+    """keras-io's DDPG without its ``@tf.function`` decorators: every episode's reward and the
+    target actor's weights are eager's; ``update_target`` (variables assigned, no tape) runs as
+    graphs once hot, and so do the methods and functions around it, or they give up, correctly."""
+    script = os.path.join(HERE, "scripts", "ddpg_keras_io.py")
+    eager = _run([script, "3", "60"])
+    hooked = _run(["-m", "janus", "--report", script, "3", "60"])
+    assert eager.returncode == 0 and hooked.returncode == 0, hooked.stderr[-3000:]
+    assert hooked.stdout == eager.stdout and eager.stdout.count("Episode") == 3
+    rep = _report(hooked.stderr)
+    calls = 2 * 3 * 60   # the target actor's and the target critic's, every step
+    assert rep["update_target"]["calls"] == calls - config.HOT_CALLS, rep
+    # two signatures: the actor's 4 variables and the critic's 10, each list guarded on its objects
+    assert rep["update_target"]["conversions"] == 2, rep
+    assert rep["update_target"]["graph_calls"] >= calls - config.HOT_CALLS - 6, rep
+    assert rep["Buffer.update"]["graph_calls"] >= 1, rep
