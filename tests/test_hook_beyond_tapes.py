@@ -90,6 +90,14 @@ def stepping(x):                                  # a generator
     yield tf.reduce_sum(x)
 
 
+class Holder:
+    def __init__(self):                           # creates variables: not a step of a loop
+        self.v = tf.Variable([1.0])
+
+    def __call__(self, x):                        # a step of a loop
+        return tf.square(self.v * x)
+
+
 class Block(keras.layers.Layer):                  # Keras calls its methods
     def call(self, x):
         return tf.nn.relu(x)
@@ -171,7 +179,7 @@ def test_hot_tensorflow_functions_are_taken_over_with_eagers_results(user_dir):
     codes = {name: getattr(mod, name).__code__ for name in ("sample_action", "update_target", "report", "forward")}
     with janus.enabled():
         counted = sorted(f.__name__ for f in hook.counting() if f.__module__ == mod.__name__)
-        assert counted == ["forward", "report", "sample_action", "update_target"]
+        assert counted == ["__call__", "forward", "report", "sample_action", "update_target"]
         hooked = _episode(mod)
         taken = hook.taken_over()
         assert {"sample_action", "update_target", "report", "forward", "train_step"} <= set(taken), taken
@@ -221,6 +229,8 @@ def test_functions_that_are_not_tensorflow_heavy_are_left_alone(user_dir):
     assert hot.candidacy(tf.nn.relu).reason == "not the user's code"
     assert hot.candidacy(mod.train_step).reason.startswith("records a tape")
     assert hot.candidacy(mod.update_target) == hot.Candidacy(True, "calls .assign")
+    assert hot.candidacy(mod.Holder.__init__).reason.startswith("a special method")
+    assert hot.candidacy(mod.Holder.__call__).candidate
 
 
 @pytest.mark.parametrize("how", ["keyword", "environment", "JANUS_DISABLE"])
@@ -375,6 +385,9 @@ def test_script_rewrite_counts_functions_naming_tensorflow_only():
                 return tf.square(x)
 
         class Agent:
+            def __init__(self):
+                self.v = tf.Variable(1.0)
+
             def act(self, x):
                 return tf.argmax(x)
 

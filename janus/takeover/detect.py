@@ -88,6 +88,11 @@ def node_uses_tensorflow(node: ast.AST, names: set[str], own: bool = True) -> bo
     return False
 
 
+def is_special(name: str) -> bool:
+    """``__init__``, ``__repr__``...: not a step of a loop (``__call__`` is one)."""
+    return name.startswith("__") and name.endswith("__") and name != "__call__"
+
+
 def is_trampoline(code: types.CodeType) -> bool:
     """A code the take-over gave a function (``redirect.trampoline_code``): it holds, among its
     constants, what it calls (a Janus function, or ``hot.HotCounter``), which has the

@@ -9,7 +9,7 @@ graph as a training step does.  Two tests decide, both by counting, never by tim
   whose own code names a TensorFlow or Keras module, an object of theirs (a ``tf.Variable``,
   a Keras model or layer, ``tf.squeeze`` imported by name) among its globals, or calls a
   variable's ``assign``/``assign_add``/``assign_sub``.  Pure Python helpers, environment
-  code, generators, ``tf.function``/``janus.function``/``janus.do_not_convert`` functions,
+  code, generators, special methods but ``__call__`` (``__init__`` creating variables), ``tf.function``/``janus.function``/``janus.do_not_convert`` functions,
   methods of Keras classes (Keras calls those itself; the user's function calling the model
   is the one taken over) and library code are left alone.
 * **Hot** (counted): called :data:`janus.config.HOT_CALLS` times.
@@ -38,7 +38,7 @@ from janus import config
 from janus.convert.registry import is_converted_code
 from janus.convert.support import marked_do_not_convert
 from janus.takeover import redirect, registry
-from janus.takeover.detect import TAPE_NAME, TENSORFLOW_ROOTS, UPDATE_METHODS, is_trampoline
+from janus.takeover.detect import TAPE_NAME, TENSORFLOW_ROOTS, UPDATE_METHODS, is_special, is_trampoline
 from janus.takeover.importer import is_user_file
 
 log = logging.getLogger("janus")
@@ -105,6 +105,8 @@ def _excluded(fn: types.FunctionType, code: types.CodeType) -> str | None:
         return "a generator or coroutine"
     if TAPE_NAME in code.co_names:
         return "records a tape (taken over by the tape hook)"
+    if is_special(code.co_name):
+        return "a special method (an object's construction, its repr...)"
     if marked_do_not_convert(fn):
         return "marked janus.do_not_convert"
     if is_converted_code(code) or is_trampoline(code) or not is_user_file(code.co_filename):

@@ -21,7 +21,7 @@ from janus.errors import InternalSignal
 
 from janus.driver.api import function as janus_function
 from janus.takeover import registry
-from janus.takeover.detect import node_records_tape, node_uses_tensorflow, own_nodes, tensorflow_names
+from janus.takeover.detect import is_special, node_records_tape, node_uses_tensorflow, own_nodes, tensorflow_names
 
 
 _TAKE_OVER_EXPR = "__import__('janus.takeover.hook', fromlist=['take_over']).take_over"
@@ -338,7 +338,8 @@ class _ScriptRewriter:
         """Decorate ``s``: with ``take_over`` if it records a tape, with the hot-function counter
         if it uses TensorFlow otherwise (only a plain function, no other decorator)."""
         tape = node_records_tape(s)
-        if not tape and (not counted or self.tensorflow is None or not node_uses_tensorflow(s, self.tensorflow)):
+        if not tape and (not counted or self.tensorflow is None or is_special(s.name)
+                         or not node_uses_tensorflow(s, self.tensorflow)):
             return
         if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in own_nodes(s)):
             return
