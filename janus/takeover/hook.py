@@ -53,6 +53,7 @@ from typing import Any, Iterator
 
 from janus import config
 from janus.driver.api import function as janus_function
+from janus.driver.logs import configure_logging
 from janus.takeover import hot, importer, redirect, registry
 from janus.takeover.detect import TAPE_NAME, records_tape
 from janus.takeover.importer import HookFinder, is_user_file, scan_module, scan_user_modules
@@ -92,6 +93,7 @@ def enable(hot_functions: bool | None = None) -> None:
     eager's (up to 3.5x).  Collected here, it is paid once by ``enable()``, outside any step.
     """
     global _finder, _collected
+    configure_logging()   # JANUS_LOG: what the hook decides is logged before any Janus function exists
     hot_on = config.hot_functions() if hot_functions is None else bool(hot_functions)
     with registry.lock:
         registry.state.enabled = True

@@ -99,6 +99,19 @@ def candidacy(fn: Any, code: types.CodeType | None = None, globals_known: bool =
     return Candidacy(False, "names no TensorFlow or Keras object (pure Python)")
 
 
+def _owner(fn: types.FunctionType) -> type | None:
+    """The class a method was defined in, found by its qualified name among its globals (None
+    for a function, a method of a local class, or a class not made yet: a script's class body
+    runs its methods' decorators before the class exists)."""
+    parts = fn.__qualname__.split(".")
+    if len(parts) < 2 or "<locals>" in parts:
+        return None
+    owner: Any = fn.__globals__.get(parts[0])
+    for part in parts[1:-1]:
+        owner = getattr(owner, part, None)
+    return owner if isinstance(owner, type) else None
+
+
 def _excluded(fn: types.FunctionType, code: types.CodeType) -> str | None:
     """Why ``fn`` is never counted, or None."""
     if code.co_flags & _NOT_PLAIN:
@@ -107,6 +120,9 @@ def _excluded(fn: types.FunctionType, code: types.CodeType) -> str | None:
         return "records a tape (taken over by the tape hook)"
     if is_special(code.co_name):
         return "a special method (an object's construction, its repr...)"
+    owner = _owner(fn)
+    if owner is not None and keras_class(owner):
+        return "a method of a Keras class (Keras calls it)"
     if marked_do_not_convert(fn):
         return "marked janus.do_not_convert"
     if is_converted_code(code) or is_trampoline(code) or not is_user_file(code.co_filename):
@@ -141,7 +157,9 @@ class HotCounter:
                 return   # taken over by another thread's call already, given back, or changed by the user
             verdict = candidacy(fn, self.code)
             _give_back(fn, self)
-            if verdict.candidate and registry.state.enabled and registry.state.hot:
+            if not verdict.candidate:
+                log.debug("%s stays as written after %d calls: %s", fn.__qualname__, self.calls, verdict.reason)
+            elif registry.state.enabled and registry.state.hot:
                 redirect.take_over_function(fn)
                 log.info("took over %s after %d calls (%s)", fn.__qualname__, self.calls, verdict.reason)
 
