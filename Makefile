@@ -22,7 +22,7 @@ python_for = $(or $(lastword $(sort $(wildcard $(PYENV_ROOT)/versions/$(1).*/bin
 # one round of the concurrency stress (no crash, eager's answers under threads: issue #39) and
 # del statements (a pass of their own over the AST each version parses)
 SUBSET ?= tests/test_conv_*.py tests/test_faults.py tests/test_fault_generator.py \
-	tests/test_profiler.py tests/test_profiler_cli.py tests/test_hook.py tests/test_layout.py \
+	tests/test_profiler.py tests/test_profiler_cli.py tests/test_hook.py tests/test_hook_beyond_tapes.py tests/test_layout.py \
 	tests/test_graph_breaks.py tests/test_try.py tests/test_tensor_values.py tests/test_islands.py \
 	tests/test_value_kinds.py tests/test_profiler_threads.py tests/test_giveback.py \
 	tests/test_concurrency_stress.py tests/test_deletes.py

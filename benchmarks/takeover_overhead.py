@@ -3,7 +3,9 @@
 On Python 3.11 the hook finds steps by sampling every thread's stack (every 10 ms, a
 daemon thread); on 3.12+ it uses ``sys.monitoring`` limited to ``GradientTape.__init__``.
 Two workloads without a tape run with the hook off and on, interleaved in rounds; the
-table gives the median time per run and the ratio on/off; then a step found by the hook
+table gives the median time per run and the ratio on/off (``eager_inference`` names
+TensorFlow, so the hook beyond tapes counts its calls: the counting is in the measure; called
+once per ``enable()``, which counts from zero, it never becomes hot); then a step found by the hook
 against the same step under ``@janus.function``.  What the take-over costs the first
 call of a step it finds running: ``benchmarks/takeover_first_call.py``.
 

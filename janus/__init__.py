@@ -11,7 +11,7 @@ Public API::
     janus.concrete_function(f) # the tf ConcreteFunction of f's last graph call (export, TensorBoard)
     janus.reset(f=None)        # forget graphs and profiles
     janus.report(path)         # write the report page (HTML): where each line ran, breaks with codes, calls
-    janus.enable() / janus.disable() / with janus.enabled():   # the GradientTape hook
+    janus.enable() / janus.disable() / with janus.enabled():   # the hook: tape steps, hot TF functions
     janus.__version__
 
 The names are resolved on first use, so that ``import janus.convert`` (the AST

@@ -50,16 +50,19 @@ import traceback  # noqa: E402
 import types  # noqa: E402
 
 from janus import config  # noqa: E402
+from janus.takeover.detect import is_trampoline  # noqa: E402
 from janus_profiler import script as script_runner  # noqa: E402
 
-USAGE = """usage: python -m janus [--report] script.py [args ...]
-       python -m janus [--report] -m module [args ...]
+USAGE = f"""usage: python -m janus [--report] [--tapes-only] script.py [args ...]
+       python -m janus [--report] [--tapes-only] -m module [args ...]
        python -m janus --version
 
 Run an unmodified eager TensorFlow 2 script with Janus: every function or method
 that records a tf.GradientTape (and every module-level training loop whose body
-records one) runs as specialized TensorFlow graphs whenever that is safe, and
-eagerly otherwise. Results, printed output and exceptions are eager's.
+records one), and every other function using TensorFlow once it has been called
+{config.HOT_CALLS} times (a hot loop's sample_action or update_target), runs as specialized
+TensorFlow graphs whenever that is safe, and eagerly otherwise. Results, printed
+output and exceptions are eager's.
 
 options:
   -h, --help   show this help and exit
@@ -68,6 +71,8 @@ options:
   --report     at exit, print to stderr one line per Janus function:
                calls and how many ran as graphs (same as JANUS_REPORT=1)
   --html PATH  at exit, write the report page to PATH (same as JANUS_REPORT_HTML=PATH)
+  --tapes-only take over only functions that record a tape, not hot TensorFlow
+               functions without one (same as JANUS_HOT_FUNCTIONS=0)
 
 environment (switches take 1/0, true/false, yes/no or on/off; a bad value is an
 error, exit status 2):
@@ -77,6 +82,7 @@ error, exit status 2):
   JANUS_DISABLE=1        run everything eagerly (Janus stays out of the way)
   JANUS_PROFILE_CALLS=N  eager (profiled) calls before the first conversion (N >= 0)
   JANUS_TAKEOVER_SAMPLE_MS=MS  how often running training steps are looked for (3.11)
+  JANUS_HOT_FUNCTIONS=0  take over only functions that record a tape
   JANUS_STRICT=1         a call that cannot run as a graph raises janus.GraphBreakError
   JANUS_LOG=info|debug   log conversions and give-ups (debug: every note) to stderr
 """
@@ -108,7 +114,7 @@ def _report_lines(stream) -> None:
               f"seconds={s['seconds']:.2f} converting={s['conversion_seconds']:.2f} "
               f"eager_estimate={s['eager_estimate_seconds']:.2f}", file=stream)
     if not seen:
-        print("janus: no function recorded a GradientTape; nothing was taken over", file=stream)
+        print("janus: no function recorded a GradientTape or became hot; nothing was taken over", file=stream)
 
 
 def _janus_dirs() -> list[str]:
@@ -132,7 +138,8 @@ def _user_traceback(tb: types.TracebackType | None) -> types.TracebackType | Non
     """The traceback without Janus's own frames (the runner, the graph driver), as python shows it."""
     kept = []
     while tb is not None:
-        if not _is_janus_frame(tb.tb_frame.f_code.co_filename):
+        code = tb.tb_frame.f_code
+        if not _is_janus_frame(code.co_filename) and not is_trampoline(code):   # the take-over's trampolines
             kept.append(tb)
         tb = tb.tb_next
     out = None
@@ -160,6 +167,7 @@ class _Options:
     report: bool = False
     module: str | None = None
     page: str | None = None
+    tapes_only: bool = False
 
 
 def _usage_error(message: str) -> int:
@@ -180,6 +188,8 @@ def _options(argv: list[str]) -> _Options | int:
             return 0
         if opt == "--report":
             opts.report = True
+        elif opt == "--tapes-only":
+            opts.tapes_only = True
         elif opt == "--html":
             opts.page = argv.pop(0) if argv else ""
             if not opts.page:
@@ -221,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     try:  # every JANUS_* setting, once, before the script runs: a bad value is one line
         config.check()
         report = opts.report or config.report()
+        hot_functions = not opts.tapes_only and config.hot_functions()
     except config.ConfigError as e:
         return _usage_error(f"error: {e}")
     found = _script(opts)
@@ -233,13 +244,14 @@ def main(argv: list[str] | None = None) -> int:
     from janus.takeover import hook
 
     try:
-        plan = hook.prepare_script(source, script)
+        plan = hook.prepare_script(source, script, hot_functions)
     except SyntaxError:
         exc_type, exc, tb = sys.exc_info()
         traceback.print_exception(exc_type, exc, None)
         return 1
     try:
-        ending = script_runner.run(plan.code, script, args, start=hook.enable, clean=_strip_janus_frames, spec=spec)
+        ending = script_runner.run(plan.code, script, args, start=lambda: hook.enable(hot_functions),
+                                   clean=_strip_janus_frames, spec=spec)
     finally:
         if report:
             sys.stdout.flush()

@@ -131,6 +131,22 @@ def takeover_sample_seconds() -> float:
     return ms / 1000
 
 
+# The hook beyond tapes (janus.takeover.hot): a TensorFlow function without a tape is taken
+# over at its HOT_CALLS-th call.  Counted, not timed, so that the same program is taken over
+# at the same call on every machine.  20: functions called once or once per epoch (building
+# the model, ``main``, an evaluation over a few epochs) stay as written, their profiled calls
+# and conversion would never pay back; a function of a per-step loop (``sample_action`` at
+# every environment step, thousands of calls) loses 20 calls of its run.  Tests set it lower.
+HOT_CALLS = 20
+
+
+def hot_functions() -> bool:
+    """``JANUS_HOT_FUNCTIONS=0``: the hook takes over only functions that record a
+    ``tf.GradientTape``, not TensorFlow functions without a tape called in a hot loop
+    (``janus.enable(hot_functions=...)`` and ``python -m janus --tapes-only`` say it too)."""
+    return switch("JANUS_HOT_FUNCTIONS", True)
+
+
 def subtree_reuse() -> bool:
     """``JANUS_SUBTREE_REUSE=1``: recursion over trees computes identical subtrees of one
     call once.  Off by default: it sums gradients in another order than eager (results
@@ -182,6 +198,7 @@ SETTINGS = {
     "JANUS_MAX_TRACE_OPS": max_trace_ops,
     "JANUS_REPORT": report,
     "JANUS_TAKEOVER_SAMPLE_MS": takeover_sample_seconds,
+    "JANUS_HOT_FUNCTIONS": hot_functions,
     "JANUS_SUBTREE_REUSE": subtree_reuse,
     "JANUS_JIT_COMPILE": jit_compile,
     "JANUS_STRICT": strict,

@@ -14,9 +14,10 @@ from janus.driver.logs import configure_logging
 
 
 def do_not_convert(f: Callable) -> Callable:
-    """Mark ``f`` so that Janus never converts it: ``janus.function(f)`` and the GradientTape
-    hook leave it plain, and a Janus function whose call reaches it runs eagerly (Janus runs
-    whole functions, so the caller runs eagerly too; ``janus.explain`` names ``f``).
+    """Mark ``f`` so that Janus never converts it: ``janus.function(f)`` and the hook (tape
+    steps, hot functions) leave it plain, and a Janus function whose call reaches it runs
+    eagerly (Janus runs whole functions, so the caller runs eagerly too; ``janus.explain``
+    names ``f``).
     Returns ``f`` itself (a Janus function: its plain Python function), marked."""
     if isinstance(f, (staticmethod, classmethod)):
         do_not_convert(f.__func__)

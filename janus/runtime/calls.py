@@ -58,8 +58,9 @@ def inline(fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:
     """Call user function ``fn`` converted, in place; a recursion over a tree is run over
     the whole tree at once instead (``janus.runtime.recursion``).  Inlining is bounded
     (``janus.trace.bounds``): in depth, in ops, and a recursion may not end on a fed number."""
-    taken_over = next((c for c in fn.__code__.co_consts if hasattr(c, "__janus_function__")), None)
-    if taken_over is not None:  # the hook's trampoline code (janus.takeover.redirect): the function as written
+    taken_over = next((c for c in fn.__code__.co_consts
+                       if isinstance(getattr(c, "python_function", None), types.FunctionType)), None)
+    if taken_over is not None:  # the hook's trampoline code (janus.takeover.redirect, .hot): the function as written
         fn = taken_over.python_function
     ctx = current()
     rec = ctx.recursion

@@ -1,4 +1,5 @@
-"""Which functions record a ``tf.GradientTape``: the static test the hook takes over by.
+"""Which functions record a ``tf.GradientTape``: the static test the hook takes over by
+(and the script rewrite's test of TensorFlow without a tape, for ``hot.py``).
 
 A function qualifies when its own code names ``GradientTape`` (``co_names``: the same
 test as finding a ``tf.GradientTape`` / ``GradientTape`` reference in its AST, without
@@ -47,6 +48,56 @@ def node_records_tape(node: ast.AST) -> bool:
         if isinstance(child, ast.Attribute) and child.attr == TAPE_NAME:
             return True
     return False
+
+
+# -- TensorFlow without a tape (the hot-function hook, hot.py) ---------------------------
+TENSORFLOW_ROOTS = frozenset({"tensorflow", "keras", "tf_keras"})
+# A tf.Variable's updates: a function assigning variables it is given (DDPG's ``update_target``)
+# names no TensorFlow global at all.
+UPDATE_METHODS = frozenset({"assign", "assign_add", "assign_sub"})
+
+
+def tensorflow_names(module: ast.Module) -> set[str]:
+    """The names a script binds to TensorFlow or Keras: its imports of them (``import
+    tensorflow as tf``, ``from tensorflow import keras``) and the module-level names assigned
+    from an expression naming one (``actor = keras.Model(...)``).  The script rewrite's static
+    test; modules already run are tested on their globals' values instead (hot.py)."""
+    names: set[str] = set()
+    for node in ast.walk(module):
+        if isinstance(node, ast.Import):
+            names.update((a.asname or a.name.split(".")[0]) for a in node.names
+                         if a.name.split(".")[0] in TENSORFLOW_ROOTS)
+        elif isinstance(node, ast.ImportFrom) and not node.level and \
+                (node.module or "").split(".")[0] in TENSORFLOW_ROOTS:
+            names.update(a.asname or a.name for a in node.names)
+    for _ in range(2):   # a name assigned from one assigned from TensorFlow
+        for stmt in module.body:
+            if isinstance(stmt, ast.Assign) and node_uses_tensorflow(stmt.value, names, own=False):
+                names.update(t.id for target in stmt.targets for t in ast.walk(target) if isinstance(t, ast.Name))
+    return names
+
+
+def node_uses_tensorflow(node: ast.AST, names: set[str], own: bool = True) -> bool:
+    """The code under ``node`` (outside nested scopes if ``own``) names one of ``names`` or
+    calls a variable update (``.assign``...)."""
+    for child in own_nodes(node) if own else ast.walk(node):
+        if isinstance(child, ast.Name) and child.id in names:
+            return True
+        if isinstance(child, ast.Attribute) and child.attr in UPDATE_METHODS:
+            return True
+    return False
+
+
+def is_special(name: str) -> bool:
+    """``__init__``, ``__repr__``...: not a step of a loop (``__call__`` is one)."""
+    return name.startswith("__") and name.endswith("__") and name != "__call__"
+
+
+def is_trampoline(code: types.CodeType) -> bool:
+    """A code the take-over gave a function (``redirect.trampoline_code``): it holds, among its
+    constants, what it calls (a Janus function, or ``hot.HotCounter``), which has the
+    function as written as ``python_function``; compiled code's constants never do."""
+    return any(isinstance(getattr(c, "python_function", None), types.FunctionType) for c in code.co_consts)
 
 
 # -- the function object a running frame belongs to ------------------------------------

@@ -1,4 +1,4 @@
-"""The transparent ``tf.GradientTape`` hook: take over training steps without touching user code.
+"""The transparent hook: take over training steps (and hot TensorFlow functions) without touching user code.
 
 While the hook is enabled, a Python function or method whose own body records a
 ``tf.GradientTape`` (``with tf.GradientTape() as tape:``, ``tape = GradientTape()`` ...)
@@ -21,6 +21,10 @@ watcher for the steps a scan cannot see:
 * Steps defined as closures, in classes made at run time, after ``enable()``, or
   called through references taken before it are found when they run and redirected
   to Janus by a trampoline code object (``redirect.py``).
+* Functions of the user's modules that use TensorFlow without a tape (PPO's
+  ``sample_action``, DDPG's ``update_target``) are counted by a trampoline and taken over
+  the same way at their ``config.HOT_CALLS``-th call (``hot.py``; ``enable(hot_functions=False)``
+  or ``JANUS_HOT_FUNCTIONS=0`` turns that off).
 * ``disable()`` removes the finder and the watcher and puts every original function
   and code object back (unless the user rebound the name meanwhile).  ``taken_over()``
   lists what is wrapped.  What was taken over is remembered (``registry.history``, for
@@ -36,7 +40,8 @@ body records a tape) has its body moved into a Janus function called once per
 iteration.  The file on disk is never modified.
 
 The pieces: ``detect.py`` (the static test), ``importer.py`` (the namespace scan and the
-import hook), ``script.py`` (the script rewrite), ``registry.py`` (what was taken over);
+import hook), ``hot.py`` (functions without a tape), ``script.py`` (the script rewrite),
+``registry.py`` (what was taken over);
 this module is the public face (``enable``, ``disable``, ``enabled``, ``taken_over``).
 """
 from __future__ import annotations
@@ -46,8 +51,10 @@ import gc
 import sys
 from typing import Any, Iterator
 
+from janus import config
 from janus.driver.api import function as janus_function
-from janus.takeover import redirect, registry
+from janus.driver.logs import configure_logging
+from janus.takeover import hot, importer, redirect, registry
 from janus.takeover.detect import TAPE_NAME, records_tape
 from janus.takeover.importer import HookFinder, is_user_file, scan_module, scan_user_modules
 from janus.takeover.script import loop_body, prepare_script
@@ -69,10 +76,13 @@ def take_over(fn: Any) -> Any:
 _collected = False
 
 
-def enable() -> None:
-    """Take over tape-recording functions of the user's modules, now and on later imports.
+def enable(hot_functions: bool | None = None) -> None:
+    """Take over tape-recording functions of the user's modules, now and on later imports,
+    and (``hot_functions``, default ``JANUS_HOT_FUNCTIONS``, on) TensorFlow functions without
+    a tape once they are called in a hot loop (``hot.py``).
 
-    Calling it again rescans (picking up functions defined since).
+    Calling it again rescans (picking up functions defined since); ``hot_functions=False``
+    then stops counting (functions already taken over stay so until ``disable()``).
 
     The first call ends with one full garbage collection (if automatic collection is on).
     Importing Janus's machinery (converter, profiler, driver) allocates enough long-lived
@@ -83,8 +93,15 @@ def enable() -> None:
     eager's (up to 3.5x).  Collected here, it is paid once by ``enable()``, outside any step.
     """
     global _finder, _collected
+    configure_logging()   # JANUS_LOG: what the hook decides is logged before any Janus function exists
+    hot_on = config.hot_functions() if hot_functions is None else bool(hot_functions)
     with registry.lock:
         registry.state.enabled = True
+        registry.state.hot = hot_on
+        if not hot_on:
+            hot.stop()
+        if hot.scan_module not in importer.after_scan:
+            importer.after_scan.append(hot.scan_module)
         if _finder is None:
             _finder = HookFinder()
             sys.meta_path.insert(0, _finder)
@@ -100,7 +117,8 @@ def disable() -> None:
     """Remove the import hook and put back every function the scan replaced."""
     global _finder
     with registry.lock:
-        registry.state.enabled = False
+        registry.state.enabled = registry.state.hot = False
+        hot.stop()
         redirect.stop()
         if _finder is not None:
             with contextlib.suppress(ValueError):
@@ -122,10 +140,10 @@ def is_enabled() -> bool:
 
 
 @contextlib.contextmanager
-def enabled() -> Iterator[None]:
+def enabled(hot_functions: bool | None = None) -> Iterator[None]:
     """``with janus.enabled():`` — the hook is on inside the block (restored after)."""
     was = registry.state.enabled
-    enable()
+    enable(hot_functions)
     try:
         yield
     finally:
@@ -139,6 +157,11 @@ def taken_over() -> list[str]:
         return [q for q, _ in registry.taken_now()]
 
 
+def counting() -> list[Any]:
+    """The functions without a tape whose calls are being counted (taken over when hot)."""
+    return hot.counting()
+
+
 def taken_over_functions() -> list[Any]:
     """The Janus functions the hook installed, in the order they were taken over."""
     with registry.lock:
@@ -147,5 +170,5 @@ def taken_over_functions() -> list[Any]:
 
 
 
-__all__ = ["enable", "disable", "enabled", "is_enabled", "taken_over", "taken_over_functions", "take_over",
+__all__ = ["enable", "disable", "enabled", "is_enabled", "taken_over", "taken_over_functions", "take_over", "counting",
            "records_tape", "scan_module", "prepare_script", "loop_body", "is_user_file", "TAPE_NAME"]

@@ -12,7 +12,7 @@ import os
 import sys
 import threading
 import types
-from typing import Any
+from typing import Any, Callable
 
 from janus.driver.function import BoundJanusFunction, JanusFunction
 from janus.driver.api import function as janus_function
@@ -94,9 +94,17 @@ def _scan_namespace(container: Any, names: dict, module_name: str, seen: set) ->
         registry.record(inner.__qualname__, jf)
 
 
+# Further scans of each user module, after the tape scan: hook.py registers the hot-function
+# scan (janus.takeover.hot imports redirect.py, which imports this module).
+after_scan: list[Callable[[types.ModuleType], None]] = []
+
+
 def scan_module(mod: types.ModuleType) -> None:
-    """Take over the tape-recording functions and methods defined in ``mod``."""
+    """Take over the tape-recording functions and methods defined in ``mod`` (then run
+    ``after_scan``)."""
     _scan_namespace(mod.__dict__, mod.__dict__, mod.__name__, set())
+    for scan in after_scan:
+        scan(mod)
 
 
 def scan_user_modules() -> None:

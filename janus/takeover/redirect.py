@@ -78,6 +78,7 @@ class _Swap:
 
 
 _lock = threading.RLock()
+lock = _lock   # hot.py swaps function codes under the same lock
 _swaps: list[_Swap] = []
 _templates: dict[int, types.CodeType] = {}
 _copies: "weakref.WeakSet[types.FunctionType]" = weakref.WeakSet()  # the functions Janus runs: never redirected
@@ -91,9 +92,10 @@ def _template(n_free: int) -> types.CodeType:
     if n_free not in _templates:
         names = [f"_jn_free{i}" for i in range(n_free)]
         lines = ["def outer():"] + [f"    {name} = None" for name in names]
-        lines += ["    def trampoline(*args, **kwargs):"]
-        lines += [f"        if False:\n            {name}" for name in names]
-        lines += [f"        return {_TARGET!r}(*args, **kwargs)", "    return trampoline"]
+        # one line: a traceback shows the trampoline's frame at the user's ``def`` line (the
+        # free variables, named after the return, are never run)
+        lines += [f"    def trampoline(*args, **kwargs): return {_TARGET!r}(*args, **kwargs)"
+                  + "".join(f"; {name}" for name in names), "    return trampoline"]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SyntaxWarning)  # "'str' object is not callable": replaced below
             module = compile("\n".join(lines) + "\n", "<janus trampoline>", "exec")

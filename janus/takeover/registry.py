@@ -35,6 +35,7 @@ scanned: list[Any] = []
 
 class _State:
     enabled = False
+    hot = False   # TensorFlow functions without a tape are counted and taken over when hot (hot.py)
 
 
 state = _State()

@@ -1,7 +1,8 @@
 """``python -m janus script.py``: the script's AST is rewritten in memory before it runs
 as ``__main__`` (the file on disk is never modified).
 
-Tape-recording functions get ``janus.function`` as their innermost decorator, and a
+Tape-recording functions get ``janus.function`` as their innermost decorator (other
+functions naming TensorFlow the hot-function counter, ``hot.decorate``), and a
 module-level training loop (a ``for``/``while`` loop whose body records a tape) has its
 body moved into a Janus function called once per iteration, when the body is simple
 enough (assigns plain names; no break/continue/return/yield/def/try/del/global).
@@ -20,12 +21,14 @@ from janus.errors import InternalSignal
 
 from janus.driver.api import function as janus_function
 from janus.takeover import registry
-from janus.takeover.detect import node_records_tape, own_nodes
+from janus.takeover.detect import is_special, node_records_tape, node_uses_tensorflow, own_nodes, tensorflow_names
 
 
 _TAKE_OVER_EXPR = "__import__('janus.takeover.hook', fromlist=['take_over']).take_over"
+_COUNT_EXPR = "__import__('janus.takeover.hot', fromlist=['decorate']).decorate"   # hot functions, counted
 _SKIP_DECORATORS = {"function", "property", "setter", "getter", "deleter", "cached_property",
                     "contextmanager", "asynccontextmanager"}
+_KERAS_BASES = {"Layer", "Model", "Sequential", "Callback"}
 
 
 def _decorator_name(d: ast.expr) -> str:
@@ -63,6 +66,7 @@ class ScriptPlan:
     """What ``prepare_script`` did to a script."""
     code: types.CodeType
     functions: list[str] = field(default_factory=list)
+    counted: list[str] = field(default_factory=list)   # TensorFlow functions without a tape: counted
     loops: list[LoopPlan] = field(default_factory=list)
     skipped_loops: list[tuple[int, str]] = field(default_factory=list)
 
@@ -312,31 +316,41 @@ def _loop_call(loop: ast.For | ast.While, plan: LoopPlan, targets: list[str]) ->
 
 
 class _ScriptRewriter:
-    def __init__(self, module: ast.Module, lines: list[str], filename: str, plan: ScriptPlan):
+    def __init__(self, module: ast.Module, lines: list[str], filename: str, plan: ScriptPlan,
+                 tensorflow: set[str] | None = None):
         self.module, self.lines, self.filename, self.plan = module, lines, filename, plan
+        self.tensorflow = tensorflow   # the script's TensorFlow names; None: hot functions are not counted
 
-    def functions(self, stmts: list[ast.stmt], prefix: str) -> None:
+    def functions(self, stmts: list[ast.stmt], prefix: str, counted: bool = True) -> None:
         for s in stmts:
-            if isinstance(s, ast.ClassDef):
-                self.functions(s.body, f"{prefix}{s.name}.")
+            if isinstance(s, ast.ClassDef):   # Keras calls a Layer's, Model's or Callback's methods itself
+                keras = any(_decorator_name(b) in _KERAS_BASES for b in s.bases)
+                self.functions(s.body, f"{prefix}{s.name}.", counted and not keras)
             elif isinstance(s, ast.FunctionDef):
-                if not node_records_tape(s):
-                    continue
-                if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in own_nodes(s)):
-                    continue
-                names = [_decorator_name(d) for d in s.decorator_list]
-                if any(n in _SKIP_DECORATORS for n in names):
-                    continue
-                if any(n not in ("staticmethod", "classmethod") for n in names):
-                    continue  # another decorator: the object in the namespace is not the function
-                at = s.decorator_list[0] if s.decorator_list else s
-                s.decorator_list.append(_expr(_TAKE_OVER_EXPR, at))
-                self.plan.functions.append(prefix + s.name)
+                self._function(s, prefix, counted)
             elif isinstance(s, (ast.If, ast.With, ast.Try)):
                 for block in ("body", "orelse", "finalbody"):
-                    self.functions(getattr(s, block, []) or [], prefix)
+                    self.functions(getattr(s, block, []) or [], prefix, counted)
                 for h in getattr(s, "handlers", []):
-                    self.functions(h.body, prefix)
+                    self.functions(h.body, prefix, counted)
+
+    def _function(self, s: ast.FunctionDef, prefix: str, counted: bool) -> None:
+        """Decorate ``s``: with ``take_over`` if it records a tape, with the hot-function counter
+        if it uses TensorFlow otherwise (only a plain function, no other decorator)."""
+        tape = node_records_tape(s)
+        if not tape and (not counted or self.tensorflow is None or is_special(s.name)
+                         or not node_uses_tensorflow(s, self.tensorflow)):
+            return
+        if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in own_nodes(s)):
+            return
+        names = [_decorator_name(d) for d in s.decorator_list]
+        if any(n in _SKIP_DECORATORS for n in names):
+            return
+        if any(n not in ("staticmethod", "classmethod") for n in names):
+            return  # another decorator: the object in the namespace is not the function
+        at = s.decorator_list[0] if s.decorator_list else s
+        s.decorator_list.append(_expr(_TAKE_OVER_EXPR if tape else _COUNT_EXPR, at))
+        (self.plan.functions if tape else self.plan.counted).append(prefix + s.name)
 
     def loops(self, stmts: list[ast.stmt]) -> None:
         for s in stmts:
@@ -370,15 +384,16 @@ class _ScriptRewriter:
         return False
 
 
-def prepare_script(source: str, filename: str) -> ScriptPlan:
-    """Compile a script with its tape-recording functions and training loops taken over.
+def prepare_script(source: str, filename: str, hot_functions: bool = True) -> ScriptPlan:
+    """Compile a script with its tape-recording functions and training loops taken over
+    (and, with ``hot_functions``, its TensorFlow functions without a tape counted: ``hot.py``).
 
     Raises ``SyntaxError`` like ``compile`` would for a script that does not parse.
     """
     module = ast.parse(source, filename)
     plan = ScriptPlan(code=None)  # type: ignore[arg-type]
     lines = source.splitlines(True)
-    rw = _ScriptRewriter(module, lines, filename, plan)
+    rw = _ScriptRewriter(module, lines, filename, plan, tensorflow_names(module) if hot_functions else None)
     rw.loops(module.body)   # before the decorators, so the loop analysis sees the user's own AST
     rw.functions(module.body, "")
     ast.fix_missing_locations(module)
