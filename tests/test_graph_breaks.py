@@ -615,8 +615,12 @@ def test_two_threads_calling_one_split_step_each_get_eagers_results():
         def eager(self, x):
             return Model.step.python_function(self, x)
 
-    def run(model, out, use_janus):
+    def run(model, out, use_janus, together=None):
         for i in range(12):
+            if together is not None:
+                # in step with the other thread: how many calls it makes as written while this
+                # one converts a segment must not depend on how fast the machine is
+                together.wait()
             x = tf.constant([0.1 * i, 1.0 - 0.1 * i])
             out.append(float(model.step(x) if use_janus else model.eager(x)))
 
@@ -627,11 +631,13 @@ def test_two_threads_calling_one_split_step_each_get_eagers_results():
         expected[scale] = (out, m.norms, m.w.numpy())
     models = {scale: Model(scale) for scale in (0.5, 2.0)}
     outs = {scale: [] for scale in models}
-    threads = [th.Thread(target=run, args=(models[s], outs[s], True)) for s in models]
+    together = th.Barrier(2, timeout=900)  # a safety net: a thread that died breaks it
+    threads = [th.Thread(target=run, args=(models[s], outs[s], True, together)) for s in models]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    assert not together.broken
     for scale, (out, norms, w) in expected.items():
         assert outs[scale] == out and models[scale].norms == norms, scale
         np.testing.assert_array_equal(models[scale].w.numpy(), w)

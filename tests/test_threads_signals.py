@@ -171,13 +171,18 @@ def test_the_xla_trial_loses_no_concurrent_update(monkeypatch):
     h = Heavy()
     h.step = janus.function(h.step, jit_compile=None)
     errors = []
+    # the threads call in step: how many calls the others make as written while one thread
+    # converts must not depend on how fast the machine is (the timeout is a safety net)
+    together = threading.Barrier(4, timeout=900)
 
     def work():
         try:
             for i in range(60):
+                together.wait()
                 h.step(tf.ones([256, 256]) * (i % 3))
         except BaseException as e:  # noqa: BLE001
             errors.append(e)
+            together.abort()
 
     workers = [threading.Thread(target=work) for _ in range(4)]
     for w in workers:
