@@ -17,7 +17,7 @@ The script runs as ``__main__`` with the same ``sys.argv[1:]`` it would get from
 
 ``--report`` (or ``JANUS_REPORT=1``) prints to stderr at exit one line per Janus
 function: calls and graph_calls; ``--html path`` (or ``JANUS_REPORT_HTML``) writes the
-report page there at exit (``janus.reporting.html``).  The script's exit status and exceptions are its
+report page there at exit (``janus.reporting.report_page``).  The script's exit status and exceptions are its
 own; a missing script gives status 2.
 """
 from __future__ import annotations

@@ -212,7 +212,7 @@ def build_cond(pred: Any, true_graph: Any, false_graph: Any, scope: str) -> list
     return list(outs) if isinstance(outs, (list, tuple)) else [outs]
 
 
-# -- random numbers (``janus.trace.seeds``, ``janus.runtime.random``) -----------------
+# -- random numbers (``janus.trace.seeds``, ``janus.runtime.random_ops``) -----------------
 # Why: an eager random op without an op seed takes its seed pair from the context's
 # global seed and its op-seed generator (a ``random.Random``, advanced by each op).
 # To feed a graph the pairs eager would use, Janus peeks at that generator (copies its

@@ -23,7 +23,7 @@ from janus.commit import effects as _effects
 from janus.commit.object_trees import TreeSnapshot
 from janus.convert.support import marked_do_not_convert
 from janus.driver.function import BoundJanusFunction, JanusFunction, registry, wrapping
-from janus.reporting import events as _events, html as _html
+from janus.reporting import events as _events, report_page as _html
 from janus.reporting.codes import Code, reason as _reason, tagged
 from janus.takeover import registry as _takeover
 from janus.trace.guards import GuardKind

@@ -228,3 +228,13 @@ def _subclasses(cls: type) -> list[type]:
 
 def _restart_names(errors) -> set[str]:
     return {"Restart"} | {c.__name__ for c in _subclasses(errors.Restart)}
+
+
+def test_no_module_shadows_the_standard_library():
+    """A module named like the standard library's (``random``, ``builtins``, ``html``) reads as
+    that module at its import sites and in tracebacks.  (The ``janus.trace`` package is named
+    for the pipeline's stage; none of its modules is a stand-in for ``trace``.)"""
+    modules = _modules()
+    shadowing = [m for m, path in modules.items() if m.split(".")[-1] in sys.stdlib_module_names and m.count(".")
+                 and not path.endswith("__init__.py")]
+    assert not shadowing, shadowing

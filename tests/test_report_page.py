@@ -9,7 +9,7 @@ import sys
 import tensorflow as tf
 
 import janus
-from janus.reporting import chrome_trace, events, html, model
+from janus.reporting import chrome_trace, events, model, report_page
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -102,7 +102,7 @@ def test_log_is_bounded_and_says_so():
     doc = chrome_trace.document(log)
     assert doc["otherData"]["calls_not_recorded"] == log.unrecorded and "one in 10" in doc["otherData"]["recorded"]
     json.dumps(doc)
-    assert "not charted" in html.render(log)
+    assert "not charted" in report_page.render(log)
 
 
 def test_split_program_page_and_trace(tmp_path):

@@ -8,7 +8,7 @@ import logging
 import os
 
 from janus import config
-from janus.reporting import chrome_trace, events, html
+from janus.reporting import chrome_trace, events, report_page
 
 log = logging.getLogger("janus")
 
@@ -33,7 +33,7 @@ def write_at_exit() -> None:
     """Write what was asked for; a failure is logged, never raised at exit."""
     recorded = events.ACTIVE
     jobs = [(config.trace_path(), chrome_trace.write)]
-    jobs += [(path, html.write) for path in [config.report_html(), *_pages]]
+    jobs += [(path, report_page.write) for path in [config.report_html(), *_pages]]
     for path, write in jobs:
         if not path:
             continue

@@ -9,7 +9,7 @@ of its object (a Python island: ``janus.runtime.islands``).  TensorFlow, Keras, 
 ``math`` module and a fixed set of builtins are called as they are (the allow-list:
 ``janus.convert.libraries``; a library's Python that ``janus.allow`` allowed is inlined
 like the user's), builtins that need care on graph values through their
-shims (``janus.runtime.builtins``), methods of Python containers through
+shims (``janus.runtime.builtin_shims``), methods of Python containers through
 ``janus.runtime.containers``, and the user's functions a library is handed run
 converted (``janus.runtime.callbacks``).  Anything else (an unknown C extension, a
 third-party or standard-library Python function not allowed, a constructor of a class
@@ -34,7 +34,7 @@ from janus.convert.registry import is_converted_function
 from janus.errors import ConversionError
 from janus.reporting.codes import Code
 from janus.runtime import (
-    builtins, callbacks, containers, dunders, environments, islands, numpy_draws, random, recursion, state,
+    builtin_shims, callbacks, containers, dunders, environments, islands, numpy_draws, random_ops, recursion, state,
     tensor_arrays,
 )
 from janus.runtime.graph_lists import GraphList
@@ -83,7 +83,7 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
         fn = janus_fn.python_function
         return inline(fn, (bound_self, *args) if bound_self is not None else args, kwargs)
     if f is print:
-        return builtins.print_(*args, **kwargs)
+        return builtin_shims.print_(*args, **kwargs)
     if is_user_function(f):
         return inline(f, args, kwargs)
     rec = current().recursion
@@ -93,8 +93,8 @@ def call(f: Any, *args: Any, **kwargs: Any) -> Any:
         return arrays.lowered_call(f, args)
     if numpy_draws.is_generator_draw(f):  # np.random.rand(), rng.choice(...): an island of the graph (or a break)
         return numpy_draws.draw(f, args, kwargs)
-    if f in random.REPLACEMENTS:  # stateful random ops draw from fed seeds (janus.trace.seeds)
-        return random.REPLACEMENTS[f](*_shapes(args), **callbacks.builtin_keywords(_shapes(kwargs), call))
+    if f in random_ops.REPLACEMENTS:  # stateful random ops draw from fed seeds (janus.trace.seeds)
+        return random_ops.REPLACEMENTS[f](*_shapes(args), **callbacks.builtin_keywords(_shapes(kwargs), call))
     if isinstance(f, types.MethodType):
         return _method(f, args, kwargs)
     return _other(f, args, kwargs)
@@ -107,9 +107,9 @@ def _other(f: Any, args: tuple, kwargs: dict) -> Any:
     if isinstance(f, types.BuiltinMethodType) and kinds.is_container(f.__self__):
         return containers.container_method(f.__self__, f.__name__, args, kwargs)
     if isinstance(f, types.BuiltinMethodType) and type(f.__self__) in _IMMUTABLE:
-        return builtins.no_symbolic(f)(*args, **kwargs)
-    if f in builtins.SPECIAL:
-        return builtins.SPECIAL[f](*args, **kwargs)
+        return builtin_shims.no_symbolic(f)(*args, **kwargs)
+    if f in builtin_shims.SPECIAL:
+        return builtin_shims.SPECIAL[f](*args, **kwargs)
     if f is collections.namedtuple:
         return _namedtuple(*args, **kwargs)
     if isinstance(f, type):
@@ -133,7 +133,7 @@ def _other(f: Any, args: tuple, kwargs: dict) -> Any:
 
 def _in_recursion(f: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     """The arguments of a call made while a recursion over trees is computed in batches."""
-    if f not in builtins.VIEW_CALLS and any(type(v) is NodeView for v in (*args, *kwargs.values())) \
+    if f not in builtin_shims.VIEW_CALLS and any(type(v) is NodeView for v in (*args, *kwargs.values())) \
             and not is_user_method(f):
         raise ConversionError(f"passes a tree node to {qualified_name(f)} during the recursion over it",
                               code=Code.TREE_RECURSION)

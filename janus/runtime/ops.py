@@ -4,7 +4,7 @@ They are the paper's graph-side operations: state reads and writes (PyGetAttr /
 PySetAttr and friends), control flow decided at trace time, calls, assertions.
 """
 from janus.runtime.branches import and_, if_stmt, ifexp, not_, or_, test_and, test_or
-from janus.runtime.builtins import mod
+from janus.runtime.builtin_shims import mod
 from janus.runtime.calls import call, mutate_attr, mutate_cell, mutate_global
 from janus.runtime.checks import assert_, caught
 from janus.runtime.contexts import context_manager
