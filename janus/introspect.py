@@ -25,7 +25,7 @@ from janus.convert.support import marked_do_not_convert
 from janus.driver.function import BoundJanusFunction, JanusFunction, registry, wrapping
 from janus.reporting import events as _events, report_page as _html
 from janus.reporting.codes import Code, reason as _reason, tagged
-from janus.takeover import registry as _takeover
+from janus.takeover import roster as _takeover
 from janus.trace.guards import GuardKind
 
 STAT_KEYS = ("calls", "graph_calls", "eager_calls", "conversions", "fallbacks", "cache_entries",

@@ -7,7 +7,7 @@ import gast
 from janus.convert.analysis import (
     annotate_liveness, assigned, cell_vars, declared, local_names, possibly_unbound, used,
 )
-from janus.convert.analysis.recursion import StructuralRecursion, analyze
+from janus.convert.analysis.structural_recursion import StructuralRecursion, analyze
 from janus.convert.anno import Anno, getanno
 
 

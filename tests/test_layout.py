@@ -238,3 +238,18 @@ def test_no_module_shadows_the_standard_library():
     shadowing = [m for m, path in modules.items() if m.split(".")[-1] in sys.stdlib_module_names and m.count(".")
                  and not path.endswith("__init__.py")]
     assert not shadowing, shadowing
+
+
+def test_no_file_name_twice_in_janus():
+    """A file name says what the file does, once: ``calls.py`` in two folders made a reader
+    ask which one a traceback meant.  (The profiler is a package of its own.)"""
+    seen: dict[str, str] = {}
+    twice = []
+    for module, path in _modules().items():
+        name = os.path.basename(path)
+        if not module.startswith("janus.") or name in ("__init__.py", "__main__.py"):
+            continue
+        if name in seen:
+            twice.append((seen[name], path))
+        seen[name] = path
+    assert not twice, twice

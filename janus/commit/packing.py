@@ -25,7 +25,7 @@ from janus.errors import ConversionError
 from janus.reporting.codes import Code
 from janus.trace.arrays import FedArray, LoweredArray
 from janus.trace.scalars import PyOrTensor, PyScalar, to_python
-from janus.trace.tensor_arrays import TensorArrayMade, eager_tensor_array, reads_items, settings_of
+from janus.trace.tensor_array_state import TensorArrayMade, eager_tensor_array, reads_items, settings_of
 from janus.trace.values import SCALARS, DeferredStr, Undefined, is_framework_object, is_symbolic
 
 if TYPE_CHECKING:

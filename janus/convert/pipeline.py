@@ -36,11 +36,11 @@ import gast
 from janus.convert import analysis, parse, registry, support
 from janus.convert.anno import Anno, setanno
 from janus.convert.passes.break_continue import LowerBreakContinue
-from janus.convert.passes.calls import LowerCalls
-from janus.convert.passes.contexts import CheckContextManagers
+from janus.convert.passes.lower_calls import LowerCalls
+from janus.convert.passes.check_contexts import CheckContextManagers
 from janus.convert.passes.control_flow import LowerControlFlow
 from janus.convert.passes.exceptions import GuardHandlers
-from janus.convert.passes.deletes import LowerDelete
+from janus.convert.passes.lower_deletes import LowerDelete
 from janus.convert.passes.desugar import Desugar
 from janus.convert.passes.expressions import LowerExpressions
 from janus.convert.passes.finally_exits import CatchForFinally

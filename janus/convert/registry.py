@@ -3,7 +3,7 @@
 Converted code carries the user's file name and line numbers (its tracebacks point at
 the user's lines), so no file name tells it apart from the user's own code: this
 registry does, for the runtime's calls, the profiler's filter, tracebacks and the hook.
-It also holds the definitions of graph segments (:mod:`janus.convert.segments`), code
+It also holds the definitions of graph segments (:mod:`janus.convert.splitting`), code
 Janus generated from the user's statements that runs as user code and is converted
 from its recorded tree.
 """
@@ -37,7 +37,7 @@ def is_converted_function(fn: Any) -> bool:
 def record_definition(code: types.CodeType, node: Any, segment: Any = None) -> None:
     """Janus generated ``code`` (a graph segment) from ``node``, a gast ``FunctionDef`` at
     the user's positions: the converter reads ``node`` for it, it has no source of its own.
-    ``segment``: the ``janus.convert.segments.Segment`` ``code`` runs (split again, its
+    ``segment``: the ``janus.convert.splitting.Segment`` ``code`` runs (split again, its
     driver keeps what its eager version adds around the user's statements)."""
     _DEFINITIONS[code] = node
     if segment is not None:

@@ -1,4 +1,4 @@
-"""The pieces generated code of a split function is made of (:mod:`janus.convert.segments`):
+"""The pieces generated code of a split function is made of (:mod:`janus.convert.splitting`):
 a segment's flagged returns, its eager version around the user's statements, the
 driver's signature, positions at the user's lines.  No TensorFlow.
 """

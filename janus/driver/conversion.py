@@ -28,7 +28,7 @@ from janus.convert.parse import function_ast
 from janus.convert.pipeline import convert_source, own_codes
 from janus.convert.analysis.breaks import unsplittable_reason
 from janus.convert.segment_code import Exit
-from janus.convert.segments import BreakSite
+from janus.convert.splitting import BreakSite
 from janus.convert.registry import is_converted_code
 from janus.driver import xla_choice
 from janus.driver.entry import RAISED_UNDER, CacheEntry, build_entry, convert, fed_arrays, input_leaves

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Union
 
 if TYPE_CHECKING:
-    from janus.convert.segments import BreakSite
+    from janus.convert.splitting import BreakSite
     from janus.driver.entry import CacheEntry
 
 

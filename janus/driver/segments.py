@@ -1,7 +1,7 @@
 """A Janus function split at its graph breaks: the driver runs as Python, each segment is a
 Janus function of its own.
 
-:mod:`janus.convert.segments` plans the split and generates the code; this module
+:mod:`janus.convert.splitting` plans the split and generates the code; this module
 compiles it with the user's globals and closure cells, makes each segment a
 :class:`~janus.driver.function.JanusFunction` (profiled, converted, guarded, committed
 and falling back on its own, so an assumption failing in segment *k* re-runs segment *k*
@@ -23,7 +23,7 @@ import gast
 
 from janus import _tf_private, config
 from janus.convert import parse, registry
-from janus.convert.segments import RUNTIME, SEGMENTS, BreakSite, Segment, split
+from janus.convert.splitting import RUNTIME, SEGMENTS, BreakSite, Segment, split
 from janus.convert.pipeline import with_user_lines
 from janus.convert.unparse import unparse
 from janus.driver import trials

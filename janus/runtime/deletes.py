@@ -1,4 +1,4 @@
-"""The ``del`` statement in converted code (``janus.convert.passes.deletes`` lowers it here).
+"""The ``del`` statement in converted code (``janus.convert.passes.lower_deletes`` lowers it here).
 
 ``del x`` unbinds a local (a later read is eager's ``UnboundLocalError``: the trace fails and
 the call runs eagerly); ``del obj[key]`` is the container's ``__delitem__``, deferred on

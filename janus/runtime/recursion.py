@@ -1,7 +1,7 @@
 """Recursion over Python trees as one batched graph, level by level (the Cavs idea).
 
 When converted code calls a function that recurses over a structure
-(``janus.convert.analysis.recursion``: ``encode(node)`` calls ``encode(node.left)``) on a
+(``janus.convert.analysis.structural_recursion``: ``encode(node)`` calls ``encode(node.left)``) on a
 Python object the trace read from its arguments or state, the call is not inlined tree
 by tree.  Instead:
 
@@ -47,7 +47,7 @@ from typing import Any
 import tensorflow as tf
 
 from janus.commit import atomicity
-from janus.convert.analysis.recursion import StructuralRecursion, structural_recursion
+from janus.convert.analysis.structural_recursion import StructuralRecursion, structural_recursion
 from janus.errors import ConversionError, Regroup
 from janus.runtime import recursion_forest, state
 from janus.runtime.recursion_cases import CaseTrace, same

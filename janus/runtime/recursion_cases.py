@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import tensorflow as tf
 
-from janus.convert.analysis.recursion import StructuralRecursion
+from janus.convert.analysis.structural_recursion import StructuralRecursion
 from janus.errors import ConversionError, InternalSignal
 from janus.reporting.codes import Code
 from janus.runtime import state

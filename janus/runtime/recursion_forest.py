@@ -20,7 +20,7 @@ import tensorflow as tf
 
 from janus import _tf_private, config
 from janus.commit import atomicity
-from janus.convert.analysis.recursion import StructuralRecursion
+from janus.convert.analysis.structural_recursion import StructuralRecursion
 from janus.errors import ConversionError, InternalSignal
 from janus.reporting.codes import Code
 from janus.runtime import recursion_rows

@@ -1,7 +1,7 @@
 """``tf.TensorArray(...)`` and its methods in converted code, with eager's meaning.
 
 A graph's ``TensorArray`` forgets the settings eager's keeps (``clear_after_read``, the
-element shape it was made with); the trace records them (``janus.trace.tensor_arrays``) so
+element shape it was made with); the trace records them (``janus.trace.tensor_array_state``) so
 that an array leaving the graph — across a graph break, returned, stored — is rebuilt as
 eager's (``janus.commit.packing``).  Its methods (:func:`method`) behave as eager's: a write
 changes the one array every handle sees, a read clears the item (zeros for a later
@@ -20,7 +20,7 @@ from janus.errors import ConversionError
 from janus.reporting.codes import Code
 from janus.trace import aborts
 from janus.trace.active import current
-from janus.trace.tensor_arrays import FILLS, WRITES, Lineage, TensorArrayMade, settings_of
+from janus.trace.tensor_array_state import FILLS, WRITES, Lineage, TensorArrayMade, settings_of
 
 _SIGNATURE = inspect.signature(tf.TensorArray.__init__)
 _DEFAULTS = {"dynamic_size": False, "clear_after_read": True}  # eager's, where the signature says None

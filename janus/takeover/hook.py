@@ -27,7 +27,7 @@ watcher for the steps a scan cannot see:
   or ``JANUS_HOT_FUNCTIONS=0`` turns that off).
 * ``disable()`` removes the finder and the watcher and puts every original function
   and code object back (unless the user rebound the name meanwhile).  ``taken_over()``
-  lists what is wrapped.  What was taken over is remembered (``registry.history``, for
+  lists what is wrapped.  What was taken over is remembered (``roster.history``, for
   as long as the user's function lives): ``janus.stats``/``janus.explain`` of it still
   answer after ``disable()``, and ``enable()`` again takes it over with the same Janus
   function, its graphs and counts.
@@ -41,7 +41,7 @@ iteration.  The file on disk is never modified.
 
 The pieces: ``detect.py`` (the static test), ``importer.py`` (the namespace scan and the
 import hook), ``hot.py`` (functions without a tape), ``script.py`` (the script rewrite),
-``registry.py`` (what was taken over);
+``roster.py`` (what was taken over);
 this module is the public face (``enable``, ``disable``, ``enabled``, ``taken_over``).
 """
 from __future__ import annotations
@@ -54,7 +54,7 @@ from typing import Any, Iterator
 from janus import config
 from janus.driver.api import function as janus_function
 from janus.driver.logs import configure_logging
-from janus.takeover import hot, importer, redirect, registry
+from janus.takeover import hot, importer, redirect, roster
 from janus.takeover.detect import TAPE_NAME, records_tape
 from janus.takeover.importer import HookFinder, is_user_file, scan_module, scan_user_modules
 from janus.takeover.script import loop_body, prepare_script
@@ -68,8 +68,8 @@ def take_over(fn: Any) -> Any:
         return type(fn)(take_over(fn.__func__))
     wrapped = janus_function(fn)
     if wrapped is not fn:
-        registry.record(getattr(fn, "__qualname__", repr(fn)), wrapped)
-        registry.remember(fn, wrapped)
+        roster.record(getattr(fn, "__qualname__", repr(fn)), wrapped)
+        roster.remember(fn, wrapped)
     return wrapped
 
 
@@ -95,9 +95,9 @@ def enable(hot_functions: bool | None = None) -> None:
     global _finder, _collected
     configure_logging()   # JANUS_LOG: what the hook decides is logged before any Janus function exists
     hot_on = config.hot_functions() if hot_functions is None else bool(hot_functions)
-    with registry.lock:
-        registry.state.enabled = True
-        registry.state.hot = hot_on
+    with roster.lock:
+        roster.state.enabled = True
+        roster.state.hot = hot_on
         if not hot_on:
             hot.stop()
         if hot.scan_module not in importer.after_scan:
@@ -116,33 +116,33 @@ def enable(hot_functions: bool | None = None) -> None:
 def disable() -> None:
     """Remove the import hook and put back every function the scan replaced."""
     global _finder
-    with registry.lock:
-        registry.state.enabled = registry.state.hot = False
+    with roster.lock:
+        roster.state.enabled = roster.state.hot = False
         hot.stop()
         redirect.stop()
         if _finder is not None:
             with contextlib.suppress(ValueError):
                 sys.meta_path.remove(_finder)
             _finder = None
-        for container, name, original, new, jf in reversed(registry.installed):
+        for container, name, original, new, jf in reversed(roster.installed):
             current = container.get(name) if isinstance(container, dict) else vars(container).get(name)
             if current is new:
                 if isinstance(container, dict):
                     container[name] = original
                 else:
                     setattr(container, name, original)
-            registry.untake(lambda taken, jf=jf: taken is jf)
-        registry.installed.clear()
+            roster.untake(lambda taken, jf=jf: taken is jf)
+        roster.installed.clear()
 
 
 def is_enabled() -> bool:
-    return registry.state.enabled
+    return roster.state.enabled
 
 
 @contextlib.contextmanager
 def enabled(hot_functions: bool | None = None) -> Iterator[None]:
     """``with janus.enabled():`` — the hook is on inside the block (restored after)."""
-    was = registry.state.enabled
+    was = roster.state.enabled
     enable(hot_functions)
     try:
         yield
@@ -153,8 +153,8 @@ def enabled(hot_functions: bool | None = None) -> Iterator[None]:
 
 def taken_over() -> list[str]:
     """Qualified names of the functions currently taken over by the hook."""
-    with registry.lock:
-        return [q for q, _ in registry.taken_now()]
+    with roster.lock:
+        return [q for q, _ in roster.taken_now()]
 
 
 def counting() -> list[Any]:
@@ -164,8 +164,8 @@ def counting() -> list[Any]:
 
 def taken_over_functions() -> list[Any]:
     """The Janus functions the hook installed, in the order they were taken over."""
-    with registry.lock:
-        return [jf for _, jf in registry.taken_now()]
+    with roster.lock:
+        return [jf for _, jf in roster.taken_now()]
 
 
 

@@ -37,7 +37,7 @@ from typing import Any
 from janus import config
 from janus.convert.registry import is_converted_code
 from janus.convert.support import marked_do_not_convert
-from janus.takeover import redirect, registry
+from janus.takeover import redirect, roster
 from janus.takeover.detect import TAPE_NAME, TENSORFLOW_ROOTS, UPDATE_METHODS, is_special, is_trampoline
 from janus.takeover.importer import is_user_file
 
@@ -159,7 +159,7 @@ class HotCounter:
             _give_back(fn, self)
             if not verdict.candidate:
                 log.debug("%s stays as written after %d calls: %s", fn.__qualname__, self.calls, verdict.reason)
-            elif registry.state.enabled and registry.state.hot:
+            elif roster.state.enabled and roster.state.hot:
                 redirect.take_over_function(fn)
                 log.info("took over %s after %d calls (%s)", fn.__qualname__, self.calls, verdict.reason)
 
@@ -181,12 +181,12 @@ def watch(fn: Any, checked: bool = True) -> Candidacy:
     ``checked=False`` only its code is checked now, its globals at the call that makes it
     hot: the script rewrite's functions are defined before the globals they name)."""
     verdict = candidacy(fn, globals_known=checked)
-    if not verdict.candidate or config.disabled() or not (registry.state.enabled and registry.state.hot):
+    if not verdict.candidate or config.disabled() or not (roster.state.enabled and roster.state.hot):
         return verdict   # JANUS_DISABLE: every function stays plain, as janus.function leaves it
     with redirect.lock:
         if fn in _counting or is_trampoline(fn.__code__):
             return verdict
-        if registry.earlier(fn) is not None:   # taken over before a disable(): the same Janus function at once
+        if roster.earlier(fn) is not None:   # taken over before a disable(): the same Janus function at once
             redirect.take_over_function(fn)
             return verdict
         counter = HotCounter(fn, config.HOT_CALLS)

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from janus.driver.function import BoundJanusFunction, JanusFunction
 from janus.driver.api import function as janus_function
-from janus.takeover import registry
+from janus.takeover import roster
 from janus.takeover.detect import records_tape
 from janus_profiler import usercode
 
@@ -63,13 +63,13 @@ def _wrap_candidate(obj: Any, module_name: str) -> Any | None:
     if "<locals>" in inner.__qualname__ or not records_tape(inner):
         return None
     # taken over before a disable(): the same Janus function, its graphs and counts
-    wrapped = registry.earlier(inner) or janus_function(inner)
+    wrapped = roster.earlier(inner) or janus_function(inner)
     if wrapped is inner:  # JANUS_DISABLE
         return None
-    registry.remember(inner, wrapped)
-    with registry.lock:
-        if not any(jf is wrapped for jf in registry.scanned):
-            registry.scanned.append(wrapped)  # runs ``inner``: history holds it weakly (see registry)
+    roster.remember(inner, wrapped)
+    with roster.lock:
+        if not any(jf is wrapped for jf in roster.scanned):
+            roster.scanned.append(wrapped)  # runs ``inner``: history holds it weakly (see registry)
     return kind(wrapped) if kind is not None else wrapped
 
 
@@ -89,9 +89,9 @@ def _scan_namespace(container: Any, names: dict, module_name: str, seen: set) ->
         else:
             setattr(container, name, new)
         jf = new.__func__ if isinstance(new, (staticmethod, classmethod)) else new
-        with registry.lock:
-            registry.installed.append((container, name, obj, new, jf))
-        registry.record(inner.__qualname__, jf)
+        with roster.lock:
+            roster.installed.append((container, name, obj, new, jf))
+        roster.record(inner.__qualname__, jf)
 
 
 # Further scans of each user module, after the tape scan: hook.py registers the hot-function
@@ -128,7 +128,7 @@ class _ScanAfterExec(importlib.abc.Loader):
         if module.__spec__ is not None:
             module.__spec__.loader = self.loader
         self.loader.exec_module(module)
-        if registry.state.enabled:
+        if roster.state.enabled:
             scan_module(module)
 
     def __getattr__(self, name):

@@ -41,7 +41,7 @@ from janus.convert.registry import is_converted_code
 from janus.convert.support import marked_do_not_convert
 from janus.driver.function import BoundJanusFunction, JanusFunction, wrapping
 from janus.driver.api import function as janus_function
-from janus.takeover import registry
+from janus.takeover import roster
 from janus.takeover.detect import TAPE_NAME, function_of
 from janus.takeover.importer import is_user_file
 from janus_profiler.heap import functions_with
@@ -130,7 +130,7 @@ def take_over_function(fn: types.FunctionType) -> None:
         if fn in _copies or marked_do_not_convert(fn):
             return
         existing = wrapping(fn)
-        again = registry.earlier(fn) if existing is None else None  # taken over before a disable()
+        again = roster.earlier(fn) if existing is None else None  # taken over before a disable()
         if again is not None:
             target = again  # runs its copy of fn still: its graphs and counts go on
         else:
@@ -139,7 +139,7 @@ def take_over_function(fn: types.FunctionType) -> None:
             target = existing if existing is not None else janus_function(copy)
         if existing is not None:
             existing.python_function = existing.__wrapped__ = copy
-        registry.remember(fn, target)
+        roster.remember(fn, target)
         set_wrapped = "__wrapped__" not in vars(fn)
         _swaps[:] = [s for s in _swaps if s.fn is not None]
         _swaps.append(_Swap(None, fn.__code__, target, set_wrapped, existing).watch(fn))
@@ -147,7 +147,7 @@ def take_over_function(fn: types.FunctionType) -> None:
         if set_wrapped:
             fn.__wrapped__ = target  # inspect.signature(fn) still shows the user's parameters
         if existing is None:
-            registry.record(fn.__qualname__, target)
+            roster.record(fn.__qualname__, target)
 
 
 # -- the watcher -----------------------------------------------------------------------
@@ -424,7 +424,7 @@ def stop() -> None:
                 swap.rewrapped.python_function = swap.rewrapped.__wrapped__ = fn
         _swaps.clear()
         _walked.clear()
-        registry.untake(lambda jf: id(jf) in targets)
+        roster.untake(lambda jf: id(jf) in targets)
     if sampler is not None:
         sampler.join()
 

@@ -20,7 +20,7 @@ from typing import Any
 from janus.errors import InternalSignal
 
 from janus.driver.api import function as janus_function
-from janus.takeover import registry
+from janus.takeover import roster
 from janus.takeover.detect import is_special, node_records_tape, node_uses_tensorflow, own_nodes, tensorflow_names
 
 
@@ -86,7 +86,7 @@ class LoopBody:
         self.function = janus_function(fn)
         self._needed = [p for p in plan.params]
         if self.function is not fn:
-            registry.record(f"{plan.name} (loop body at line {plan.lineno})", self.function)
+            roster.record(f"{plan.name} (loop body at line {plan.lineno})", self.function)
 
     def ready(self, *bound: str) -> bool:
         g = self.globals
@@ -98,7 +98,7 @@ class LoopBody:
 
 def loop_body(key: str, g: dict) -> LoopBody:
     """The (single) ``LoopBody`` for loop ``key`` of the module whose globals are ``g``."""
-    with registry.lock:
+    with roster.lock:
         body = _LOOP_BODIES.get((id(g), key))
         if body is None or body.globals is not g:
             body = _LOOP_BODIES[(id(g), key)] = LoopBody(_LOOPS[key], g)

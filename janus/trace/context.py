@@ -27,7 +27,7 @@ from janus.trace.heap import HeapModel
 from janus.trace.seeds import SeedStream
 from janus.trace.sources import Source
 from janus.trace.speculation import Speculator
-from janus.trace.tensor_arrays import ArrayModel, TensorArrayMade
+from janus.trace.tensor_array_state import ArrayModel, TensorArrayMade
 
 
 @dataclass

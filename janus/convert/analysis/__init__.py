@@ -6,7 +6,7 @@
 * :mod:`.definedness` — variables passed to a block before they are bound;
 * :mod:`.own_lists` — local lists nothing else can see (blocks may change copies);
 * :mod:`.breaks` — whether a function can be split at graph breaks, and what its
-  statements read, bind, return and exit (for :mod:`janus.convert.segments`).
+  statements read, bind, return and exit (for :mod:`janus.convert.splitting`).
 """
 from janus.convert.analysis.definedness import possibly_unbound
 from janus.convert.analysis.liveness import annotate_liveness

@@ -1,4 +1,4 @@
-"""Analyses of a function about to be split at graph breaks (:mod:`janus.convert.segments`):
+"""Analyses of a function about to be split at graph breaks (:mod:`janus.convert.splitting`):
 whether it can be, and what its statements read, bind, return and exit.  They only read
 the tree.
 """

@@ -16,7 +16,7 @@ import gast
 
 from janus.convert import analysis
 from janus.convert import templates as T
-from janus.convert.passes.calls import DEFERRABLE_MUTATORS
+from janus.convert.passes.lower_calls import DEFERRABLE_MUTATORS
 
 
 class LowerStateAccess(gast.NodeTransformer):
