@@ -149,13 +149,8 @@ class JanusFunction:
                 finally:
                     self._converting.release()
                     self.ledger.converted(_ledger.clock() - started)
-        match outcome:
-            case Converted(entry=new):
-                entry = new
-            case Failed(why=why) | RaisesAsEager(why=why) if self.options.strict:
-                self._break(why)
-            case NotDue() if self.options.strict and not busy and self.policy.gave_up:
-                self._break(self.policy.permanent)
+        if entry is None:  # a cache hit (the hot path) has no outcome to read
+            entry = self._converted_entry(outcome, busy)
         if self.collective is not None and not workers.every_worker_runs_a_graph(self.collective, entry is not None):
             if entry is not None:
                 self.note(reason(Code.OTHER_WORKER, "another worker could not run a graph at this step: every worker runs it "
@@ -169,6 +164,17 @@ class JanusFunction:
             return self._as_written(args, kwargs, reason(Code.BUSY, "another thread was profiling or converting this "
                                                                     "function: ran as written"))
         return self._eager(args, kwargs, outcome.raised if isinstance(outcome, RaisesAsEager) else None)
+
+    def _converted_entry(self, outcome: Outcome, busy: bool) -> CacheEntry | None:
+        """The entry a conversion on this call made; strict mode raises where it made none."""
+        match outcome:
+            case Converted(entry=entry):
+                return entry
+            case Failed(why=why) | RaisesAsEager(why=why) if self.options.strict:
+                self._break(why)
+            case NotDue() if self.options.strict and not busy and self.policy.gave_up:
+                self._break(self.policy.permanent)
+        return None
 
     def _miss(self, args: tuple, kwargs: dict) -> Outcome:
         """No cached graph fits: convert if the policy says so, or split at a break."""
