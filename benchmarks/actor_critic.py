@@ -8,7 +8,7 @@ NumPy's normalization of the returns after it would keep graph breaks: tests/tes
 the action drawn by ``np.random.choice(num_actions, p=np.squeeze(action_probs))`` from NumPy's
 global generator, ``env.step(action)``, ``if done: break`` — under one ``tf.GradientTape``,
 then one Adam update.  Through Janus, ``env.reset``/``env.step`` and the draw are Python
-islands and the episode is one graph (janus/runtime/environments.py).  Every mode runs the
+islands and the episode is one graph (janus/lowering/environments.py).  Every mode runs the
 same episodes from the same seeds (the environment's, NumPy's global generator's, the
 model's); it reports ms per episode (median of the second half), the whole run (first
 calls, profiling and conversion included), and whether the episode rewards, the

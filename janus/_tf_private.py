@@ -128,7 +128,7 @@ def _exact_call_options(base: Any, remapping: bool = True) -> Any:
     in the last bit, and eager is the oracle (random numbers drawn from fed seeds must
     give eager's losses bitwise).  The dependency optimizer removes control edges from
     stateless ops, among them those that make state writes wait for ops that may fail at
-    run time (``janus.commit.atomicity``): with it, a graph wrote a variable and then
+    run time (``janus.trace.atomicity``): with it, a graph wrote a variable and then
     failed a ``reshape``.  The Grappler config
     of a function call comes from the eager context's thread-local ``FunctionCallOptions``
     (``tf.config.optimizer.set_experimental_options`` would change it for every function
@@ -170,7 +170,7 @@ def barrier(ops: Sequence[Any]) -> Any:
     return op
 
 
-# -- conditionals traced once (``janus.runtime.branches._cond``) ---------------------
+# -- conditionals traced once (``janus.lowering.branches._cond``) ---------------------
 # Why: ``tf.cond`` traces both sides and requires them to return the same structure
 # right away.  Janus must first see what each side produces (a Python number on one side
 # and a tensor on the other, a result only one side defines, effects each side records)
@@ -212,7 +212,7 @@ def build_cond(pred: Any, true_graph: Any, false_graph: Any, scope: str) -> list
     return list(outs) if isinstance(outs, (list, tuple)) else [outs]
 
 
-# -- random numbers (``janus.trace.seeds``, ``janus.runtime.random_ops``) -----------------
+# -- random numbers (``janus.trace.seeds``, ``janus.lowering.random_ops``) -----------------
 # Why: an eager random op without an op seed takes its seed pair from the context's
 # global seed and its op-seed generator (a ``random.Random``, advanced by each op).
 # To feed a graph the pairs eager would use, Janus peeks at that generator (copies its

@@ -228,7 +228,7 @@ SEGMENT_MIN_GAIN = 0.05
 
 # A `for` over a Python range whose `break` a tensor decides (an episode ending on the
 # environment's `done`): up to this many items after the break became the graph's, each is a
-# conditional of its own; a longer rest is one tf.while_loop (janus.runtime.loops.for_stmt),
+# conditional of its own; a longer rest is one tf.while_loop (janus.lowering.loops.for_stmt),
 # whose graph does not grow with the range.
 UNROLLED_BREAK_ITEMS = 32
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from janus.reporting.codes import Code, Reason, tagged
 
 if TYPE_CHECKING:
-    from janus.trace.plan import TracePlan
+    from janus.build.plan import TracePlan
     from janus.trace.sources import Source
 
 
@@ -129,7 +129,7 @@ class TensorValuesKept(Restart):
 
 class IslandsRefused(Restart):
     """A trace used an island's array as NumPy: the next trace does not make islands of
-    these methods, so they are inlined or break as before (``janus.runtime.islands``)."""
+    these methods, so they are inlined or break as before (``janus.lowering.islands``)."""
 
     code = Code.REPLANNED
 

@@ -180,7 +180,7 @@ def test_do_not_convert_wins_over_allow(package):
     ("keras.src.ops", ValueError, "part of keras"),
     ("numpy.linalg", ValueError, "part of numpy"),
     (keras.activations.relu, ValueError, "part of keras"),
-    ("janus.runtime", ValueError, "part of janus"),
+    ("janus.lowering", ValueError, "part of janus"),
 ])
 def test_a_bad_argument_is_one_clear_line(bad, error, words):
     with pytest.raises(error) as info:

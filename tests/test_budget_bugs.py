@@ -21,7 +21,7 @@ import pytest
 import tensorflow as tf
 
 import janus
-from janus.commit import atomicity
+from janus.trace import atomicity
 from janus.takeover import hook, redirect
 
 from harness import assert_same, check, check_seeded

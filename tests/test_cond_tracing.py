@@ -20,7 +20,7 @@ import tensorflow as tf
 
 import janus
 import janus.driver.conversion as driver
-import janus.runtime.ops as runtime_ops
+import janus.lowering.ops as runtime_ops
 from harness import check
 
 PROFILE = 3  # default profile_calls

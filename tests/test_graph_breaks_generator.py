@@ -57,7 +57,7 @@ def audit(value):
 
 class Env:
     """A Python environment the step drives (NumPy state and noise): a Python island where
-    the step's graph holds it (janus.runtime.islands), a break elsewhere."""
+    the step's graph holds it (janus.lowering.islands), a break elsewhere."""
 
     def __init__(self):
         self.s = np.array([0.1, -0.2, 0.3], np.float32)

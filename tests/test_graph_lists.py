@@ -1,4 +1,4 @@
-"""Own lists changed under tensor conditions (``janus.runtime.graph_lists``): each side of
+"""Own lists changed under tensor conditions (``janus.lowering.graph_lists``): each side of
 the conditional changes a copy of its own, and a list the sides leave at different lengths
 becomes a list whose length the graph computes.  Every program is compared with eager
 after every call (results, exceptions, output, state).  SPINN's parser over trees that

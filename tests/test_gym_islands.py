@@ -1,7 +1,7 @@
 """A gymnasium environment inside the graph (issue #40, item 3): ``env.reset``/``env.step``
 of CartPole-v1, wrappers included (TimeLimit, OrderEnforcing, PassiveEnvChecker), and
 ``np.random.choice(n, p=np.squeeze(action_probs))`` on the policy's probabilities run as
-Python islands (janus/runtime/environments.py, janus/runtime/numpy_draws.py): an episode
+Python islands (janus/lowering/environments.py, janus/lowering/numpy_draws.py): an episode
 stepped under a tape is one graph, with eager's trajectory.
 
 Eager and Janus each get their own seeded environment; after every call the harness
@@ -23,7 +23,7 @@ import tensorflow as tf
 
 import janus
 from janus.commit.object_trees import TreeSnapshot
-from janus.runtime import environments
+from janus.lowering import environments
 
 from harness import OwnGenerator, check, check_seeded
 

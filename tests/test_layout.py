@@ -145,8 +145,8 @@ def test_profiler_finds_the_conversion_checker_without_importing_janus():
 
 
 def test_stages_depend_one_way():
-    """convert <- trace <- commit <- runtime <- driver <- takeover: no stage imports a later one."""
-    order = ["convert", "trace", "commit", "runtime", "driver", "takeover"]
+    """convert <- trace <- commit <- lowering <- build <- driver <- takeover: no stage imports a later one."""
+    order = ["convert", "trace", "commit", "lowering", "build", "driver", "takeover"]
     modules = _modules()
     for m, p in modules.items():
         parts = m.split(".")
@@ -179,7 +179,7 @@ def test_converter_annotations_go_through_the_registry():
 
 
 def test_one_user_code_predicate():
-    """janus_profiler.usercode decides for the profiler, janus-profile, the hook and the runtime
+    """janus_profiler.usercode decides for the profiler, janus-profile, the hook and the lowering
     (through the allow-list, janus.convert.libraries)."""
     import json as stdlib_module
 
@@ -253,3 +253,21 @@ def test_no_file_name_twice_in_janus():
             twice.append((seen[name], path))
         seen[name] = path
     assert not twice, twice
+
+
+def test_only_tf_private_imports_tensorflow_internals():
+    """``tensorflow.python`` is TensorFlow's private API: every use goes through
+    ``janus/_tf_private.py``, with a comment saying why, so that a TensorFlow upgrade breaks
+    in one file."""
+    modules = _modules()
+    found = []
+    for module, path in modules.items():
+        if module == "janus._tf_private":
+            continue
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read(), path)
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            found += [(module, name) for name in names if name.startswith("tensorflow.python")]
+    assert not found, found

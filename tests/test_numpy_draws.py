@@ -1,5 +1,5 @@
 """Draws from NumPy's global generator inside the graph, as Python islands
-(janus/runtime/numpy_draws.py): epsilon-greedy exploration was a graph break at every
+(janus/lowering/numpy_draws.py): epsilon-greedy exploration was a graph break at every
 ``np.random.rand()``.  Eager and Janus run the same calls from the same ``np.random.seed``,
 with eager draws of the program's own between calls; results, state and the generator's
 next numbers are compared after every call, bitwise."""

@@ -1,5 +1,5 @@
 """Recursion over Python trees runs as one batched graph for every tree
-(``janus.runtime.recursion``, ``docs/recursion.md``).
+(``janus.lowering.trees.recursion``, ``docs/recursion.md``).
 
 Each program recurses over Python objects built anew for every call (new shapes, new
 words, new batch sizes); the harness runs the same calls eagerly and through Janus and

@@ -1,4 +1,4 @@
-"""The roots of a recursion over trees in one forest (``janus.runtime.recursion``): a trace
+"""The roots of a recursion over trees in one forest (``janus.lowering.trees.recursion``): a trace
 that predicts them from the list they are items of is the only trace when the prediction
 holds; when it does not, the roots are found and computed by a second trace, or each is
 a forest of its own -- eager's results every time (``docs/recursion.md``, step 5)."""

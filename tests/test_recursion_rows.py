@@ -1,11 +1,11 @@
-"""A case's code batched op by op (``janus.runtime.recursion_rows``) computes what
+"""A case's code batched op by op (``janus.lowering.trees.rows``) computes what
 ``tf.vectorized_map`` computes, bitwise, with its gradients; what it has no exact rule
 for is refused (the forest then uses ``tf.vectorized_map``)."""
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from janus.runtime import recursion_rows as rows
+from janus.lowering.trees import rows
 
 N, UNITS = 5, 4
 COLUMN = tf.constant(np.arange(N, dtype=np.int64) % 3)
@@ -49,9 +49,9 @@ def scalar_ops(index, table):
 
 
 def both(body, rowed):
-    """``body`` on every node, through ``recursion_rows`` and through ``tf.vectorized_map``
+    """``body`` on every node, through ``janus.lowering.trees.rows`` and through ``tf.vectorized_map``
     (in the forest's form), with the gradients of a sum of squares to the variables and
-    the table; and whether ``recursion_rows`` batched it."""
+    the table; and whether ``janus.lowering.trees.rows`` batched it."""
     variables = [W, B, EMB]
 
     @tf.function(autograph=False)

@@ -3,7 +3,7 @@
 Eager's ``TensorArray`` is one mutable object: ``write`` changes it in place and returns it,
 and with ``clear_after_read`` (the default) a ``read`` clears the item — a second read of it
 raises, a later ``stack`` sees zeros there.  A graph's is a ``TensorList`` value that forgets
-both.  Before the trace modelled eager's array (``janus.runtime.tensor_arrays.method``), a
+both.  Before the trace modelled eager's array (``janus.lowering.tensor_arrays.method``), a
 graph gave ``a + ta.stack()`` from the uncleared items, dropped a write whose result was not
 assigned, and returned a value where eager raised.  Each program below runs eagerly and
 through Janus with changing inputs, compared after every call.

@@ -69,7 +69,7 @@ def test_a_parser_driven_by_int_of_a_transition_runs_one_graph_per_tree():
 
 
 def test_trees_that_change_at_every_call_stop_the_specialization_for_one_graph_of_every_tree():
-    """Then the stack is a list whose length the graph computes (``janus.runtime.graph_lists``);
+    """Then the stack is a list whose length the graph computes (``janus.lowering.graph_lists``);
     the weights' gradients add the reduces' terms in another order than eager's tape: an ulp."""
     r = np.random.RandomState(3)
 

@@ -17,7 +17,7 @@ import tensorflow as tf
 
 import janus
 from janus import config
-from janus.driver import entry as entry_module
+from janus.build import entry as entry_module
 
 
 class Counter:

@@ -143,7 +143,7 @@ def _check_index(i, limit):
 def test_what_a_block_bound_before_raising_reaches_the_handler():
     """``if``, ``for`` and ``while`` bodies run as block functions in converted code: the
     variables one rebinds before an exception leaves it are those the ``except`` and the
-    ``finally`` of the same function see, as in eager (they were lost: janus.runtime.escapes)."""
+    ``finally`` of the same function see, as in eager (they were lost: janus.lowering.escapes)."""
     def make(jit):
         class Prog:
             def __init__(self):
@@ -208,7 +208,7 @@ def test_a_loop_eager_leaves_by_a_raise_the_trace_assumes_away_is_not_unrolled_f
     limit is a tensor): the trace assumes it does not raise, so the loop never ends while
     tracing.  Past ``MAX_TRACED_ITERATIONS`` the conversion fails and the call runs eagerly
     (it hung)."""
-    from janus.runtime import loops
+    from janus.lowering import loops
 
     monkeypatch.setattr(loops, "MAX_TRACED_ITERATIONS", 40)
 

@@ -1,6 +1,6 @@
 """The objects Python islands change, copied for each graph run and committed after it.
 
-A Python island (:mod:`janus.runtime.islands`) is a method of an object of Python state
+A Python island (:mod:`janus.lowering.islands`) is a method of an object of Python state
 that the graph runs in Python, through ``tf.numpy_function``, while it runs.  It runs on a
 copy of its object made before the run, which shares the object's attributes: the island
 only rebinds them.  After every assertion of the run passed, :class:`CommitIsland` rebinds

@@ -19,7 +19,7 @@ in its ``__dict__``, a set, a generator over something else): that call runs eag
 (:class:`TreeChanged`).  No other Python thread runs meanwhile
 (:func:`janus.commit.island_copies.take_all`), so none sees the effects of a run that
 aborts.  What the island's code may change beyond the tree is the vouching module's
-business (:mod:`janus.runtime.environments`).
+business (:mod:`janus.lowering.environments`).
 """
 from __future__ import annotations
 

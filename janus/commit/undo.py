@@ -1,6 +1,6 @@
 """Undoing a graph run that failed after a state write: what such a graph may change
 (its variables, the ``tf.data`` iterators it is fed) is saved before the run and put back
-if it fails, so that the eager re-run starts from eager's state (:mod:`janus.commit.atomicity`
+if it fails, so that the eager re-run starts from eager's state (:mod:`janus.trace.atomicity`
 decides which graphs need it).  Only while no other Python thread runs: one could write a
 variable or take an element meanwhile, and the undoing would lose it.
 """

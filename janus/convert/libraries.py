@@ -1,8 +1,8 @@
 """The allow-list: which callees converted code may call as they are, and which it converts.
 
 The converter reads it to refuse, before converting, a call of a builtin Janus never runs
-in a graph (``janus.convert.support``); the runtime reads it at every call in converted
-code (``janus.runtime.calls``): a user function is converted and inlined, an allow-listed
+in a graph (``janus.convert.support``); the lowering reads it at every call in converted
+code (``janus.lowering.calls``): a user function is converted and inlined, an allow-listed
 library (TensorFlow, Keras, NumPy but not its random module, ``math``, ``operator``, the
 builtins below) is called as it is, and anything else fails the conversion.
 
@@ -44,7 +44,7 @@ _allowed_modules: set[str] = set(CONVERTED_MODULE_ROOTS)
 _allowed_codes: set[types.CodeType] = set()
 _module_dirs: dict[str, tuple[str, ...]] = {}  # allowed module -> where its files are, once it is loaded
 
-# Builtins converted code calls (the runtime runs them on the trace's values); a call of
+# Builtins converted code calls (the lowering runs them on the trace's values); a call of
 # any other builtin (``open``, ``input``, ``eval``) fails.
 ALLOWED_BUILTINS = frozenset({
     abs, all, any, bool, callable, chr, dict, divmod, enumerate, filter, float, frozenset, getattr,

@@ -200,8 +200,8 @@ def with_user_lines(source: str, tree: ast.AST, filename: str) -> str:
 def converted_function(fn: types.FunctionType, runtime: types.ModuleType) -> types.FunctionType:
     """The converted version of ``fn``, bound to ``fn``'s globals, closure and defaults.
 
-    ``runtime`` is the namespace the generated code calls as ``_jn`` (``janus.runtime.ops``);
-    it is passed in, so that the converter does not depend on the runtime (nor on TensorFlow).
+    ``runtime`` is the namespace the generated code calls as ``_jn`` (``janus.lowering.ops``);
+    it is passed in, so that the converter does not depend on the lowering (nor on TensorFlow).
     """
     hit = _fn_cache.get(fn)
     if hit is not None:

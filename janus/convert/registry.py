@@ -2,7 +2,7 @@
 
 Converted code carries the user's file name and line numbers (its tracebacks point at
 the user's lines), so no file name tells it apart from the user's own code: this
-registry does, for the runtime's calls, the profiler's filter, tracebacks and the hook.
+registry does, for the lowering's calls, the profiler's filter, tracebacks and the hook.
 It also holds the definitions of graph segments (:mod:`janus.convert.splitting`), code
 Janus generated from the user's statements that runs as user code and is converted
 from its recorded tree.

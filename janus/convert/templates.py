@@ -74,7 +74,7 @@ def tuple_of(names: list[str], store: bool = False) -> gast.Tuple:
 
 
 def jn(attr: str) -> gast.Attribute:
-    """``_jn.attr``: an operation of the generated code's runtime (``janus.runtime.ops``)."""
+    """``_jn.attr``: an operation of the generated code's runtime (``janus.lowering.ops``)."""
     return gast.Attribute(value=name("_jn"), attr=attr, ctx=gast.Load())
 
 

@@ -13,7 +13,7 @@ to stop assuming, and when to give up.
   would be inlined without end), until the graphs made for its values go unreused
   (``janus.trace.known_values``).
 * **What to stop assuming**: a speculation whose assertion failed is banned at its site.
-* **What a conversion starts from**: a :class:`~janus.trace.plan.TracePlan` made of all of
+* **What a conversion starts from**: a :class:`~janus.build.plan.TracePlan` made of all of
   the above (:meth:`ConversionPolicy.plan`); its traces revise it, and the policy learns
   from the last plan (:meth:`ConversionPolicy.adopt`).
 * **When to give up**: at once for a construct that can never convert; after the
@@ -67,7 +67,7 @@ from janus.driver.outcome import Why
 from janus.reporting.codes import Code, reason, tagged
 from janus.trace.guards import GuardKind
 from janus.trace.sources import Arg, Attr, KwArg, Source
-from janus.trace.plan import TracePlan
+from janus.build.plan import TracePlan
 from janus.trace.speculation import Assumption, Speculator
 from janus.trace.scalars import is_eager_tensor
 from janus.trace.values import is_eager_composite
@@ -142,7 +142,7 @@ class ConversionPolicy:
         self.tensor_values: set[Source] = set()
         self.tensor_value_misses: set[Source] = set()
         self.never_values: set[Source] = set()
-        self.no_islands: set = set()  # methods not run as Python islands (janus.runtime.islands)
+        self.no_islands: set = set()  # methods not run as Python islands (janus.lowering.islands)
         self.assumptions: dict = {}
         self.misses: Counter[str] = Counter()
         self.rebuilds = 0  # graphs dropped with a banned assumption, not yet rebuilt (whole_run)

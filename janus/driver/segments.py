@@ -28,7 +28,7 @@ from janus.convert.pipeline import with_user_lines
 from janus.convert.unparse import unparse
 from janus.driver import trials
 from janus.driver.weak import weak_method
-from janus.runtime import ops
+from janus.lowering import ops
 from janus.reporting import events
 from janus.reporting.codes import Code, derived, reason
 from janus.trace import aborts

@@ -1,6 +1,6 @@
 """Which trace is being built on this thread, and which graph call is running.
 
-A tiny module of its own so that value types (``PyScalar``) and the runtime can find
+A tiny module of its own so that value types (``PyScalar``) and the lowering can find
 the active trace without importing the trace context.
 """
 from __future__ import annotations

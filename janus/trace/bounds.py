@@ -1,7 +1,7 @@
 """What keeps one trace bounded: how deep user functions are inlined, which numbers may
 not drive a recursion as tensors, and how many ops the trace built.
 
-Converted code inlines the user's functions (``janus.runtime.calls.inline``), so a
+Converted code inlines the user's functions (``janus.lowering.calls.inline``), so a
 recursion is traced as deep as it goes.  Driven by Python values it ends where eager's
 does; driven by a tensor it would not end: the base case is a tensor conditional, each
 side traced, the recursive side inlining the function again.  Three bounds:

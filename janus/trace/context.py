@@ -34,7 +34,7 @@ from janus.trace.tensor_array_state import ArrayModel, TensorArrayMade
 class Checks:
     """The assertions a graph run must pass, the assumptions they check, and the TF
     constructs (conds, loops) whose bodies change state or cannot fail (for all-or-nothing
-    ordering, ``janus.commit.atomicity``)."""
+    ordering, ``janus.trace.atomicity``)."""
 
     speculator: Any = None
     assertions: list[tuple[Any, Any]] = field(default_factory=list)
@@ -91,7 +91,7 @@ class EffectLog:
     sinks: list = field(default_factory=list)
     dynamic_depth: int = 0
     # one token per tensor-dependent body being traced, innermost last; and the lists a
-    # body made for itself (janus.runtime.graph_lists.own_lists), by id: (list, its body's token)
+    # body made for itself (janus.lowering.graph_lists.own_lists), by id: (list, its body's token)
     bodies: list = field(default_factory=list)
     own_lists: dict[int, tuple[Any, Any]] = field(default_factory=dict)
 
@@ -112,9 +112,9 @@ class EffectLog:
         """Record a Python side effect (a ``janus.commit.effects.Effect``) to commit after
         the graph ran successfully.
 
-        Inside a ``tf.cond`` side it goes to that side's list (``janus.commit.branch_effects``);
+        Inside a ``tf.cond`` side it goes to that side's list (``janus.lowering.branch_effects``);
         a tensor loop's sink takes only writes of state, committed once after the loop
-        (``janus.runtime.branch_stores``); inside a graph a library builds around the user's
+        (``janus.lowering.branch_stores``); inside a graph a library builds around the user's
         function (no sink) it cannot be replayed.
         """
         if self.dynamic_depth:
@@ -134,9 +134,9 @@ class TraceContext:
 
     ``relaxed``, ``fed_scalars``, ``heap_shapes`` and ``composite_specs`` say what the
     trace specializes on (``janus.driver.policy``); ``convert`` gives a user function's
-    converted code (the runtime's inliner); ``on_collective`` is told when a multi-worker
+    converted code (the lowering's inliner); ``on_collective`` is told when a multi-worker
     strategy is used; ``recursion`` makes the trace's recursion state from the context
-    (``janus.runtime.recursion.TreeRecursion``; the trace stage cannot name it).
+    (``janus.lowering.trees.recursion.TreeRecursion``; the trace stage cannot name it).
     """
 
     def __init__(self, *, relaxed: bool = False, speculator: Speculator | None = None,
@@ -204,7 +204,7 @@ class TraceContext:
         Guards, heap inputs and namespace constants a side records are kept whatever
         happens (they hold for both sides); everything else is captured here, so the
         other side can be traced from the same state (:meth:`restore`).  A side's writes
-        of Python state are undone when its trace ends (``janus.runtime.branch_stores``);
+        of Python state are undone when its trace ends (``janus.lowering.branch_stores``);
         the overlay is captured anyway, so a side never sees another's writes.
         """
         return Checkpoint(self.heap.snapshot(), len(self.checks.assertions), len(self.checks.assumptions),

@@ -114,7 +114,7 @@ class GraphInputs:
     def _iterator_input(self, value: tf.data.Iterator, source: Source) -> tf.data.Iterator:
         """A ``tf.data`` iterator: fed through its ``TypeSpec`` at every call, so any iterator
         of the same element structure runs the same graph.  Its ``get_next`` in the graph
-        advances the caller's iterator, a state write (``janus.commit.atomicity``); returned
+        advances the caller's iterator, a state write (``janus.trace.atomicity``); returned
         or stored, it is the caller's object again."""
         self.guard_set.iterator(source, value)
         placeholder = self._call_time_input(source, tf.type_spec_from_value(value))

@@ -23,7 +23,7 @@ from janus.trace.scalars import EAGER_TENSOR, fed_scalar
 from janus.trace.sources import Source
 
 if TYPE_CHECKING:
-    from janus.trace.forest import ForestPlan
+    from janus.lowering.trees.forest_plan import ForestPlan
 
 
 class GuardKind(enum.Enum):
@@ -277,7 +277,7 @@ class GuardBuilder:
 
     # -- recursive structures ------------------------------------------------------------
     def forest(self, plan: ForestPlan) -> Guard:
-        """The call's trees fit the node cases of ``plan`` (``janus.trace.forest``)."""
+        """The call's trees fit the node cases of ``plan`` (``janus.lowering.trees.forest_plan``)."""
         return self.add(f"{self.const(plan, 'forest')}.fits(a, k)",
                         f"{', '.join(plan.root_labels)} fit the {len(plan.cases)} node cases of {plan.label} traced "
                         f"(below {plan.levels} levels)", GuardKind.FOREST)

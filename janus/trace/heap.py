@@ -93,7 +93,7 @@ class HeapModel(GraphInputs):
     tensor_values: set[Source] = field(default_factory=set)
     values_wanted: dict[Source, str] = field(default_factory=dict)
     graph_lists: int = 0  # own lists the trace carried as lists whose length the graph computes
-    # the objects of Python islands the trace made, by id (janus.runtime.islands)
+    # the objects of Python islands the trace made, by id (janus.lowering.islands)
     islands: dict[int, Any] = field(default_factory=dict)
     islands_misused: dict[Any, str] = field(default_factory=dict)  # their methods whose arrays were read as NumPy
     # uses as NumPy of arrays the graph computes (janus.trace.arrays.TensorValues): sticky, so
@@ -194,7 +194,7 @@ class HeapModel(GraphInputs):
         return value
 
     def _user_object(self, value: Any, source: Source) -> Any:
-        """A user object: its class guarded, its attributes read in turn (``janus.runtime.state``)."""
+        """A user object: its class guarded, its attributes read in turn (``janus.lowering.state``)."""
         if hasattr(value, "__dict__"):
             self.guard_set.type_is(source, type(value))
         else:

@@ -95,7 +95,7 @@ def is_modeled_mapping(value: Any) -> bool:
 
 def is_container(value: Any) -> bool:
     """A list, set, deque or modeled mapping: a container whose methods the trace runs on
-    its copy, deferring the ones that change it (``janus.runtime.containers``)."""
+    its copy, deferring the ones that change it (``janus.lowering.containers``)."""
     return type(value) in (list, set, collections.deque) or is_modeled_mapping(value)
 
 

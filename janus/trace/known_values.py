@@ -10,7 +10,7 @@ needs its value (a list popped on one branch, ``range`` of it) fails the trace.
   and of stateless ops on them (a tensor specialized by value, a shape the guards fix).
   ``int(t)``, ``float(t)`` and ``bool(t)`` of it are the Python number itself, computed
   by the op's own kernel as eager computes it, ``t.numpy()`` is eager's array, and an
-  ``if``, ``and``, ``or`` or ``not`` on it is Python's (``janus.runtime.truth.known_truth``).
+  ``if``, ``and``, ``or`` or ``not`` on it is Python's (``janus.lowering.truth.known_truth``).
   A ``while`` test is not folded: a loop bounded by a large constant would unroll in Python.
 * A tensor computed from fed tensor inputs (integer or boolean, at most
   :data:`MAX_ELEMENTS` elements) through stateless ops only, whose value Python needed or
@@ -68,7 +68,7 @@ def specialize_wanted(heap: "HeapModel", speculator: "Speculator", error: Except
 
 def prefer_values(heap: "HeapModel", speculator: "Speculator", arrays: frozenset[Source]) -> None:
     """After a trace that succeeded with lists whose length the graph computes
-    (``heap.graph_lists``, ``janus.runtime.graph_lists``): the values that drove them are
+    (``heap.graph_lists``, ``janus.lowering.graph_lists``): the values that drove them are
     specialized first, as after a failed trace, for graphs without conditionals over
     ``TensorList``s; once they change at every call (``speculator.never_values``) the
     general graph is kept."""

@@ -4,7 +4,7 @@ A dict, ``OrderedDict``, ``defaultdict``, ``Counter`` or plain dict subclass rea
 trace is copied (:func:`mapping_copy`, of the same type, in the same order): converted code
 reads and changes the copy while the caller's mapping changes only when the run commits.
 A ``defaultdict``'s copy cannot call its factory behind the trace's back: a read of a missing
-key inserts into the caller's mapping too, so it is a write, which ``janus.runtime``'s
+key inserts into the caller's mapping too, so it is a write, which ``janus.lowering``'s
 subscript deferrs (:func:`factory_of`); any other path to the factory fails the trace.
 
 ``os.environ`` is not copied: :class:`EnvironView` guards each variable the trace reads

@@ -104,11 +104,11 @@ class Speculator:
         self.speculate_trips = trips
         self.banned = set(banned)
         self.registry = registry if registry is not None else {}
-        # from the trace's plan (janus.trace.plan): NumPy array arguments not to feed (the
+        # from the trace's plan (janus.build.plan): NumPy array arguments not to feed (the
         # function reads them with NumPy), kept as Python values, guarded by value
         # (janus.trace.arrays); tensor inputs specialized by value (Python needs values made
         # of them: janus.trace.known_values), and those no longer specialized; methods not
-        # to run as Python islands (a trace used their arrays as NumPy: janus.runtime.islands)
+        # to run as Python islands (a trace used their arrays as NumPy: janus.lowering.islands)
         self.numpy_values = numpy_values if numpy_values is not None else set()
         self.tensor_values = tensor_values if tensor_values is not None else set()
         self.never_values = never_values if never_values is not None else set()

@@ -3,7 +3,7 @@
 Inside a graph a ``TensorArray`` is a ``TensorList`` (its ``flow``) that forgets what eager's
 keeps: ``clear_after_read`` (eager clears an item it reads), the ``element_shape`` it was
 made with (eager merges the shapes written into it), ``infer_shape``.  Converted code records
-them where it constructs one (:class:`TensorArrayMade`, ``janus.runtime.tensor_arrays``), and
+them where it constructs one (:class:`TensorArrayMade`, ``janus.lowering.tensor_arrays``), and
 the packer (``janus.commit.packing``) rebuilds an eager ``TensorArray`` with them after the
 run, or refuses when it cannot tell which settings, or what eager's reads cleared.
 

@@ -4,7 +4,7 @@ XLA drops ``tf.debugging.Assert`` and cannot order a variable write after an ass
 (``../shared/TF-NOTES.md``), so Janus never compiles a whole graph.  It marks for XLA
 clusters only ops that
 
-* run before any state change (``janus.commit.atomicity`` orders every write after the
+* run before any state change (``janus.trace.atomicity`` orders every write after the
   ops that can still abort the run, and returns them),
 * are not assertions, and
 * are on an allowlist of dense computations whose XLA kernels raise no error that

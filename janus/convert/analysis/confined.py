@@ -1,5 +1,5 @@
 """Whether a method's effects are confined to its own object: the analysis behind Python
-islands (:mod:`janus.runtime.islands`).
+islands (:mod:`janus.lowering.islands`).
 
 A method is *confined* when, as written, all it can change is the object it is called on,
 by rebinding that object's attributes (``self.x = ...``) and by drawing from random number
@@ -9,7 +9,7 @@ could change an array in place), deletes nothing, defines and imports nothing, a
 call it makes is to a builtin, a NumPy or ``math`` function, a method of the values it
 computes, a draw from ``self.<name>``, or a method of its own (``self._observe()``, confined
 in turn); which of those are pure is decided at run time, on the objects the names stand
-for (``janus.runtime.islands``).  ``self`` is only ever the object of an attribute access:
+for (``janus.lowering.islands``).  ``self`` is only ever the object of an attribute access:
 passed on (``len(self)``, ``self + 1``), a builtin or operator could call its class's
 methods.  Every branch counts, taken or not.  This module only reads the tree.
 """

@@ -6,7 +6,7 @@ list method on it, indexes it or takes its ``len``.  No other name, object or
 function can then see the list: a block that changes it may work on a copy of its own and
 hand the copy back (``passes.control_flow``).  Both sides of a tensor conditional can
 then be traced, each on its own copy, and the list's length may become a value the graph
-computes (``janus.runtime.graph_lists``).
+computes (``janus.lowering.graph_lists``).
 
 A parameter, a cell, a ``global`` or ``nonlocal`` name and a name any nested scope uses are
 never own lists.  A slice is taken to make a new list as a list's does (a class whose

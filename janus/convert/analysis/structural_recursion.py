@@ -4,7 +4,7 @@
 passed as ``node``: each recursive call's argument is reached from ``node`` through
 attributes, items, unpacking (``a, b = node.kids``) or a loop over a part of it
 (``for child in node.children``).  Such a function can be run level by level over the
-whole structure (``janus.runtime.recursion``); this analysis names the parameter the
+whole structure (``janus.lowering.trees.recursion``); this analysis names the parameter the
 recursion walks.  It reads the tree only.
 """
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A ``with`` statement stays a ``with`` in converted code, entered and exited in Python
 while tracing.  Only TensorFlow's own context managers (a tape, a name scope, a device,
 control dependencies) act on the graph that way, as eager's act on each call; the
-runtime check (``janus.runtime.contexts``) lets them through and fails the conversion
+runtime check (``janus.lowering.contexts``) lets them through and fails the conversion
 for any other (a ``threading.Lock`` would be held only while tracing)::
 
     with self.lock:          ==>    with _jn.context_manager(_jn.ld_attr(self, 'lock')):

@@ -1,4 +1,4 @@
-"""Turn ``if``, ``while`` and ``for`` into calls of ``janus.runtime.ops`` with function bodies.
+"""Turn ``if``, ``while`` and ``for`` into calls of ``janus.lowering.ops`` with function bodies.
 
 Each block becomes a nested function taking and returning the variables it
 modifies that are live (the analysis annotated which), e.g. for a loop::
@@ -18,7 +18,7 @@ Inside a ``try``, an exception leaving a block must not lose what the block rebo
 before it raised (eager's ``except`` or ``finally`` sees it): each block function records
 its locals on the exception as it leaves, and the statement that called the operation
 rebinds every variable the block may rebind from that record before the exception goes
-on (``janus.runtime.escapes``)::
+on (``janus.lowering.escapes``)::
 
         try:                              _jn_test_1 = k == 0
             if k == 0:                    try:

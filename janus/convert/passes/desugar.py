@@ -6,7 +6,7 @@
 * ``obj.attr op= v`` and ``obj[k] op= v`` become plain assignments, so that state
   reads and writes are each seen once by the state pass.
 * ``import a.b`` / ``import a.b as c`` / ``from .m import x as y`` become assignments of
-  what the import binds, looked up at trace time (``janus.runtime.imports``).
+  what the import binds, looked up at trace time (``janus.lowering.imports``).
 """
 from __future__ import annotations
 

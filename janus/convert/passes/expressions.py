@@ -1,4 +1,4 @@
-"""Route expressions whose meaning depends on the value's kind through ``janus.runtime.ops``.
+"""Route expressions whose meaning depends on the value's kind through ``janus.lowering.ops``.
 
 ``and``/``or``/``not``, conditional expressions, chained comparisons and ``assert``
 become calls that run in Python on Python values and build graph ops on tensors

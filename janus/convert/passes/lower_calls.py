@@ -1,5 +1,5 @@
 """Route every call through ``_jn.call``, which inlines user functions (converted)
-and allow-lists library calls (``janus.runtime.calls``).
+and allow-lists library calls (``janus.lowering.calls``).
 
 ``obj.attr.append(v)`` and the other mutators of a container held in an attribute
 become ``_jn.mutate_attr(obj, 'attr', 'append', v)``: the container is changed

@@ -1,4 +1,4 @@
-"""``del`` statements become operations of ``_jn`` (``janus.runtime.deletes``).
+"""``del`` statements become operations of ``_jn`` (``janus.lowering.deletes``).
 
 * ``del x`` of a local becomes ``x = _jn.unbind(x, 'x')``: an assignment, so that the later
   passes (loop and branch state, possibly-unbound locals) see the name rebound;

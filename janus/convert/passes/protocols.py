@@ -1,10 +1,10 @@
-"""Route the protocols Python calls implicitly through ``janus.runtime.dunders``.
+"""Route the protocols Python calls implicitly through ``janus.lowering.dunders``.
 
 ``obj[key]`` (a read) becomes ``_jn.proto(obj)[key]``, ``a in b`` becomes
 ``_jn.contains(b, a)`` (``not in``: its negation), and the value unpacked by ``a, b = v`` or
 ``f(*v)`` becomes ``_jn.unpack(v)``, and operators ``a + b``, ``a < b``, ``-a``, ``x += v``
 become ``_jn.op.add(a, b)``, ``_jn.op.lt(a, b)``, ``_jn.op.neg(a)``, ``x = _jn.op.iadd(x, v)``
-(``janus.runtime.operators``): an object whose ``__getitem__``, ``__contains__``,
+(``janus.lowering.operators``): an object whose ``__getitem__``, ``__contains__``,
 ``__iter__`` or operator dunder is the user's runs it converted, one whose protocol Janus
 does not model fails the trace, and everything else (a tensor, a list the trace copied)
 is itself.
