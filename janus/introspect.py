@@ -27,6 +27,7 @@ from janus.reporting import events as _events, report_page as _html
 from janus.reporting.codes import Code, reason as _reason, tagged
 from janus.takeover import roster as _takeover
 from janus.trace.guards import GuardKind
+from janus.trace.speculation import Assumption
 
 STAT_KEYS = ("calls", "graph_calls", "eager_calls", "conversions", "fallbacks", "cache_entries",
              "failed_conversions", "assertion_failures", "assumptions_failed", "graph_breaks")
@@ -189,6 +190,14 @@ class Explanation:
         self.last_graph = jf.last_entry if jf is not None else None
 
     @property
+    def given_up(self) -> list[Assumption]:
+        """The assumptions that failed and that no graph in the cache makes any more."""
+        if self.function is None:
+            return []
+        return [a for a in self.function.policy.assumptions.values()
+                if a.failed and not any(a in e.report.assumptions for e in self.entries)]
+
+    @property
     def concrete_function_reason(self) -> str | None:
         """Why ``janus.concrete_function`` gives None (None when it gives a function)."""
         jf = self.function
@@ -227,7 +236,7 @@ class Explanation:
             lines.append(f"  last graph call: {which} (janus.concrete_function)")
         for i, entry in enumerate(self.entries):
             lines += _describe_entry(i, entry)
-        dropped = [a for a in jf.policy.assumptions.values() if a.failed and not any(a in e.report.assumptions for e in self.entries)]
+        dropped = self.given_up
         if dropped:
             lines.append("  assumptions given up:")
             lines += [f"    - #{a.id} {a.description} (held {a.held}, failed {a.failed})" for a in dropped]
@@ -262,8 +271,8 @@ def _describe_entry(i: int, entry: Any) -> list[str]:
                      "with another thread running, calls run eagerly")
     if entry.xla is not None:
         lines.append(f"    XLA: {entry.xla.describe(entry.graph.xla_ops)}")
-    for title, group in (("assumptions", [a for a in entry.report.assumptions if a.speculative]),
-                         ("run-time checks", [a for a in entry.report.assumptions if not a.speculative])):
+    for title, group in (("assumptions", [a for a in entry.report.assumptions if a.kind.speculative]),
+                         ("run-time checks", [a for a in entry.report.assumptions if not a.kind.speculative])):
         if group:
             lines.append(f"    {title}:")
             lines += [f"      - #{a.id} {a.description} (held {a.held}, failed {a.failed})" for a in group]

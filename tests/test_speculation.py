@@ -34,11 +34,32 @@ def pos(shape, seed, lo=0.5, hi=1.5):
 
 
 
+class Seen(str):
+    """``janus.explain`` of a function at one moment: its text, and the assumptions it held
+    then, read from the typed reports (``Explanation.entries``, ``Explanation.given_up``), each
+    as ``"<description> (held H, failed F)"``."""
+
+    graphs: list[list[str]]  # per graph, newest first: its speculations (not its run-time checks)
+    given_up: list[str]
+
+    @staticmethod
+    def of(explanation) -> "Seen":
+        seen = Seen(str(explanation))
+        seen.graphs = [[_counted(a) for a in entry.report.assumptions if a.kind.speculative]
+                       for entry in explanation.entries]
+        seen.given_up = [_counted(a) for a in explanation.given_up]
+        return seen
+
+
+def _counted(a) -> str:
+    return f"{a.description} (held {a.held}, failed {a.failed})"
+
+
 class Probe:
     """Calls that also record Janus's view of the program at that point (Janus run only)."""
 
     def __init__(self):
-        self.explains: list[str] = []
+        self.explains: list[Seen] = []
         self.stats: list[dict] = []
 
     def call(self, *args, fn=None):
@@ -46,7 +67,7 @@ class Probe:
         def run(p):
             f = p.fn if fn is None else getattr(p, fn)
             if hasattr(f, "__janus_function__"):
-                self.explains.append(str(janus.explain(f)))
+                self.explains.append(Seen.of(janus.explain(f)))
                 self.stats.append(janus.stats(f))
             return f(*args)
         return run
@@ -70,25 +91,20 @@ def graph_sections(explain_text):
     return ["graph " + p for p in parts]
 
 
-def assert_speculative(explain_text, *needles):
-    """The (only / newest) graph lists an assumption containing every needle."""
-    sections = graph_sections(explain_text)
-    assert sections, f"no graph in:\n{explain_text}"
-    newest = sections[0]
-    assert "assumptions:" in newest, f"the graph assumed nothing:\n{explain_text}"
-    lines = [ln for ln in newest.splitlines() if ln.strip().startswith("- #")]
-    assert any(all(n in ln for n in needles) for ln in lines), \
-        f"no assumption with {needles} in:\n{explain_text}"
+def assert_speculative(seen: Seen, *needles):
+    """The (only / newest) graph makes an assumption whose description has every needle."""
+    assert seen.graphs, f"no graph in:\n{seen}"
+    assert seen.graphs[0], f"the graph assumed nothing:\n{seen}"
+    assert any(all(n in a for n in needles) for a in seen.graphs[0]), f"no assumption with {needles} in:\n{seen}"
+    assert any(all(n in ln for n in needles) for ln in graph_sections(seen)[0].splitlines()), \
+        f"janus.explain does not show it:\n{seen}"
 
 
-def assert_given_up(explain_text, *needles):
-    assert "assumptions given up:" in explain_text, explain_text
-    given = explain_text.split("  assumptions given up:")[1].split("  why calls ran eagerly:")[0]
-    assert any(all(n in ln for n in needles) for ln in given.splitlines()), \
-        f"no given-up assumption with {needles} in:\n{explain_text}"
-    # the current (newest) graph no longer speculates on that site
-    newest = graph_sections(explain_text)[0]
-    assert not any(all(n in ln for n in needles) for ln in newest.splitlines()), explain_text
+def assert_given_up(seen: Seen, *needles):
+    """An assumption with every needle was given up, shown so, and the newest graph no longer makes it."""
+    assert any(all(n in a for n in needles) for a in seen.given_up), f"no given-up assumption with {needles} in:\n{seen}"
+    assert any(all(n in ln for n in needles) for ln in seen.split("  assumptions given up:")[-1].splitlines()), seen
+    assert not any(all(n in a for n in needles) for a in (seen.graphs[0] if seen.graphs else ())), seen
 
 
 def jf_of(p, name="fn"):
@@ -671,7 +687,7 @@ def test_late_assumption_failure_applies_the_call_exactly_once():
         assert_same(re_, rj, "establishing result")
     s = janus.stats(jan.fn)
     assert s["graph_calls"] >= 3 and s["assertion_failures"] == 0, s
-    assert_speculative(str(janus.explain(jan.fn)), "`(loss > 0.0)`", "assumed True")
+    assert_speculative(Seen.of(janus.explain(jan.fn)), "`(loss > 0.0)`", "assumed True")
     established = s["graph_calls"]
 
     before = _snapshot(jan)
@@ -876,7 +892,7 @@ def test_identical_functions_in_two_files_are_each_speculated():
         mod = fresh_module(TWIN_SRC, jit=janus.function)
         for _ in range(5):
             mod.f(x)
-        text = str(janus.explain(mod.f))
+        text = Seen.of(janus.explain(mod.f))
         assert janus.stats(mod.f)["graph_calls"] == 5 - PROFILE, text
         assert_speculative(text, "branch at", os.path.basename(mod.__file__), "assumed True")
         texts.append(text)

@@ -20,14 +20,6 @@ if TYPE_CHECKING:
 # which the function gives up: the graph, not the input, is what fails.
 RETIRE_AFTER_FAILED_RUNS = 3
 
-# Run-time checks whose failure is a call eager runs its own way (it raises, or NumPy
-# computes what the graph cannot), taken as rare while they hold more often than they
-# fail: the graph stays, right for every other call.
-_RARE_CHECKS = {"not_raising": "a side that raises was taken",
-                "list_index": "a list index was out of range",
-                "numpy_range": "a NumPy operation's operands left the range the graph computes it in"}
-
-
 @dataclass(frozen=True)
 class Learned:
     """What an aborted run taught the function (:meth:`JanusFunction._learn` applies it): a
@@ -64,8 +56,10 @@ def learn_from_abort(entry: CacheEntry, error: BaseException) -> Learned:
             return Learned(note)
         case aborts.AssumptionFailed(assumption=failed):
             failed.failed += 1
-            if failed.kind in _RARE_CHECKS and failed.failed <= failed.held:
-                return Learned(reason(Code.RUN_ABORTED, f"{_RARE_CHECKS[failed.kind]}, re-ran eagerly (graph kept): "
+            if failed.kind.rare is not None and failed.failed <= failed.held:
+                # a call eager runs its own way (it raises, or NumPy computes what the graph
+                # cannot), rare while the check holds more often than it fails: the graph stays
+                return Learned(reason(Code.RUN_ABORTED, f"{failed.kind.rare}, re-ran eagerly (graph kept): "
                                                         f"{failed.description}"))
             return Learned(reason(Code.ASSUMPTION_FAILED, f"assumption failed, re-ran eagerly: {failed.description}"),
                            banned=failed)

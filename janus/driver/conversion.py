@@ -122,7 +122,7 @@ class Conversion:
         if log.isEnabledFor(logging.INFO):
             log.info("converted %s in %.2f s after %s: %d guards, %d assumptions, %d inputs%s%s",
                      self.fn.__qualname__, seconds, why, len(entry.report.guards),
-                     sum(1 for a in entry.report.assumptions if a.speculative), len(entry.report.input_specs),
+                     sum(1 for a in entry.report.assumptions if a.kind.speculative), len(entry.report.input_specs),
                      " (relaxed shapes)" if entry.report.relaxed else "", _specialized_on(entry))
         self.why = None
         return outcome

@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from janus import _tf_private
 from janus.lowering import branch_effects
-from janus.trace import atomicity
+from janus.trace import atomicity, speculation
 from janus.lowering.branch_effects import BranchSink
 from janus.commit.effects import When
 from janus.convert.sites import SiteInfo
@@ -335,7 +335,7 @@ def _not_raising(pred, t: _Side, f: _Side, scope: str, what: str, site: SiteInfo
     graph becomes the conditional with a side that only outputs zeros in its place."""
     ctx = current()
     live, dead = (f, t) if t.raised else (t, f)
-    assumption = ctx.checks.check("not_raising", site, dead.side, where=what, detail=type(dead.raised).__name__)
+    assumption = ctx.checks.check(speculation.NOT_RAISING, site, dead.side, where=what, detail=type(dead.raised).__name__)
     moved = not isinstance(live.seed_position, int)
     out, leaves, kinds = _finish_side(
         live, {}, lambda: ([_position_tensor(live.seed_position)] if moved else []) + live.carried())

@@ -20,7 +20,7 @@ from janus.errors import ConversionError, InternalSignal
 from janus.reporting.codes import Code
 from janus.lowering.dunders import truth_operand
 from janus.lowering.truth import is_tensor, to_bool
-from janus.trace import aborts
+from janus.trace import aborts, speculation
 from janus.trace.active import current
 from janus_profiler import usercode
 
@@ -58,7 +58,7 @@ def speculate_branch(cond: Any, site: SiteInfo | None) -> bool | None:
     value = ctx.checks.speculator.branch(site) if ctx is not None and ctx.checks.speculator is not None else None
     if value is None:
         return None
-    assumption = ctx.checks.assume(site, "branch", value)
+    assumption = ctx.checks.assume(site, speculation.BRANCH, value)
     pred = to_bool(cond)
     assertion(pred if value else tf.logical_not(pred), assumption.message, assumption)
     return value
@@ -70,7 +70,7 @@ def speculate_trips(site: SiteInfo | None) -> Any:
     n = ctx.checks.speculator.trips(site) if ctx is not None and ctx.checks.speculator is not None else None
     if n is None:
         return None
-    return ctx.checks.assume(site, "trips", n)
+    return ctx.checks.assume(site, speculation.TRIPS, n)
 
 
 # -- exceptions -----------------------------------------------------------------------

@@ -28,6 +28,7 @@ from janus.lowering.checks import assertion
 from janus.trace.active import current
 from janus.trace.scalars import PyScalar, converted_line
 from janus.trace.values import is_symbolic
+from janus.trace import speculation
 
 _RAW = tf.raw_ops
 
@@ -126,7 +127,7 @@ class GraphList:
     def _in_range(self, position: tf.Tensor) -> Any:
         """An assertion that ``position`` is an item of the list (eager raises IndexError)."""
         where, line, text = converted_line()
-        assumption = current().checks.check("list_index", None, line, where=where, detail=text)
+        assumption = current().checks.check(speculation.LIST_INDEX, None, line, where=where, detail=text)
         return assertion(tf.logical_and(position >= 0, position < self.length()), assumption.message, assumption)
 
     def __len__(self) -> int:

@@ -26,7 +26,7 @@ from janus.trace.guards import GuardBuilder
 from janus.trace.heap import HeapModel
 from janus.trace.seeds import SeedStream
 from janus.trace.sources import Source
-from janus.trace.speculation import Speculator
+from janus.trace.speculation import AssumptionKind, Speculator
 from janus.trace.tensor_array_state import ArrayModel, TensorArrayMade
 
 
@@ -45,7 +45,7 @@ class Checks:
     safe_ops: set = field(default_factory=set)
     late_failures: list = field(default_factory=list)  # ops that may fail after a state update, described
 
-    def assume(self, site: Any, kind: str, value: Any) -> Any:
+    def assume(self, site: Any, kind: AssumptionKind, value: Any) -> Any:
         """Register that this trace assumes ``value`` at ``site`` (see ``janus.trace.speculation``)."""
         assumption = self.speculator.assumption(site, kind, value)
         if assumption not in self.assumptions:
@@ -69,13 +69,13 @@ class Checks:
             del self.assertions[start:]
             self.assertions.append((outer_op(), [a for _, group in inner for a in group]))
 
-    def check(self, kind: str, site: Any, value: Any, where: str = "", detail: str = "") -> Any:
+    def check(self, kind: AssumptionKind, site: Any, value: Any, where: str = "", detail: str = "") -> Any:
         """Register the assumption of a run-time check (see ``janus.trace.speculation``) that
         an assertion of this trace makes; ConversionError when it failed before."""
         speculator = self.speculator if self.speculator is not None else _no_profile()
         assumption = speculator.check(kind, site, value, where, detail)
         if assumption is None:
-            raise ConversionError(f"{_CHECK_FAILED[kind]} (this failed in a graph before)", code=Code.FAILED_BEFORE)
+            raise ConversionError(f"{kind.failed_before} (this failed in a graph before)", code=Code.FAILED_BEFORE)
         if assumption not in self.assumptions:
             self.assumptions.append(assumption)
         return assumption
@@ -242,14 +242,6 @@ class Checkpoint:
     assumptions: int
     effect_sinks: int
     seed_position: int | tf.Tensor
-
-
-_CHECK_FAILED = {
-    "not_raising": "a side of a tensor-dependent branch raises, and it was taken",
-    "int32": "a Python int the graph computes did not fit int32 where TensorFlow converts it",
-    "list_index": "an index of a list whose length the graph computes was out of range",
-    "numpy_range": "the operands of a NumPy operation left the range where TensorFlow computes NumPy's bits",
-}
 
 
 def _no_profile() -> Speculator:

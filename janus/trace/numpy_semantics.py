@@ -43,6 +43,7 @@ import tensorflow as tf
 
 from janus.trace.active import current
 from janus.trace.scalars import converted_line
+from janus.trace import speculation
 
 # loop dtypes TensorFlow computes as NumPy does, for the operations below
 _NUMERIC = frozenset(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
@@ -151,7 +152,7 @@ def _check_operands(ufunc: np.ufunc, tensors: list) -> None:
     if ufunc in _SIGN_ONLY or not floats:
         return
     where_, line, text = converted_line()
-    assumption = current().checks.check("numpy_range", None, line, where=where_, detail=text)
+    assumption = current().checks.check(speculation.NUMPY_RANGE, None, line, where=where_, detail=text)
     if assumption is None:
         raise NotComputed("a NumPy operation whose operands left the range TensorFlow computes its bits in, before")
     oks = [_in_range(ufunc, t, divisor=ufunc is np.true_divide and i == 1) for i, t in enumerate(floats)]

@@ -29,6 +29,7 @@ from janus.convert.registry import is_converted_code
 from janus.errors import ConversionError
 from janus.reporting.codes import Code
 from janus.trace.active import current
+from janus.trace import speculation
 
 EAGER_TENSOR = type(tf.constant(0))
 
@@ -229,7 +230,7 @@ class PyScalar:
         if dtype is None and self.kind is int:
             ctx = current()
             where, line, text = converted_line()
-            assumption = ctx.checks.check("int32", None, line, where=where, detail=text)
+            assumption = ctx.checks.check(speculation.INT32, None, line, where=where, detail=text)
             in_range = tf.logical_and(self.tensor >= INT32[0], self.tensor <= INT32[1])
             ctx.assert_that(in_range, assumption.message, assumption)
             return tf.cast(self.tensor, tf.int32)

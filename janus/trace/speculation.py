@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from janus.convert.sites import SiteInfo
 from janus.trace import aborts
@@ -36,7 +36,57 @@ MAX_UNROLL = 64
 _ids = itertools.count(1)
 
 
-SPECULATIONS = ("branch", "trips")  # kinds the profile suggests; the others are run-time checks
+def _place(a: "Assumption") -> str:
+    return f"at {a.site.where} `{a.site.text}`" if a.site is not None else f"({a.where})"
+
+
+def _detail(a: "Assumption") -> str:
+    return f" (`{a.detail}`)" if a.detail else ""
+
+
+@dataclass(frozen=True)
+class AssumptionKind:
+    """What an :class:`Assumption` is about, and every sentence Janus says of it.
+
+    ``speculative``: the profile suggests it (a failure bans the site: the next conversion
+    keeps it dynamic); otherwise it is a run-time check, and a failure bans that check at
+    that place.  ``rare``: how a failure reads when it is a call eager runs its own way (it
+    raises, or NumPy computes what the graph cannot), kept as rare while the check holds
+    more often than it fails (``janus.driver.aborted``), or None.  ``failed_before``: why a
+    conversion that needs the check again fails.
+    """
+
+    name: str
+    speculative: bool
+    describe: Callable[["Assumption"], str]
+    failed_before: str = ""
+    rare: str | None = None
+
+
+BRANCH = AssumptionKind(
+    "branch", True, lambda a: f"branch at {a.site.where} `{a.site.text}` assumed {a.value}")
+TRIPS = AssumptionKind(
+    "trips", True, lambda a: f"loop at {a.site.where} `{a.site.text}` assumed {a.value} iterations")
+NOT_RAISING = AssumptionKind(
+    "not_raising", False,
+    lambda a: f"branch {_place(a)} assumed not to take its {a.value} side, which raises {a.detail}",
+    failed_before="a side of a tensor-dependent branch raises, and it was taken",
+    rare="a side that raises was taken")
+INT32 = AssumptionKind(
+    "int32", False,
+    lambda a: f"a Python int the graph computes in {a.where} fits int32 where TensorFlow converts it{_detail(a)}",
+    failed_before="a Python int the graph computes did not fit int32 where TensorFlow converts it")
+LIST_INDEX = AssumptionKind(
+    "list_index", False,
+    lambda a: f"an index of a list whose length the graph computes in {a.where} is in range{_detail(a)}",
+    failed_before="an index of a list whose length the graph computes was out of range",
+    rare="a list index was out of range")
+NUMPY_RANGE = AssumptionKind(
+    "numpy_range", False,
+    lambda a: f"the operands of a NumPy operation the graph computes in {a.where} are in the range where "
+              f"TensorFlow computes NumPy's bits{_detail(a)}",
+    failed_before="the operands of a NumPy operation left the range where TensorFlow computes NumPy's bits",
+    rare="a NumPy operation's operands left the range the graph computes it in")
 
 
 @dataclass
@@ -49,7 +99,7 @@ class Assumption:
 
     id: int
     site: SiteInfo | None
-    kind: str
+    kind: AssumptionKind
     value: Any
     held: int = 0
     failed: int = 0
@@ -57,34 +107,15 @@ class Assumption:
     detail: str = ""
 
     @property
-    def speculative(self) -> bool:
-        """Suggested by the profile (rather than a check every conversion of the code makes)."""
-        return self.kind in SPECULATIONS
-
-    @property
     def ban(self) -> Any:
         """What a failure of this assumption forbids the next conversions to assume."""
-        if self.kind in SPECULATIONS:
+        if self.kind.speculative:
             return self.site.key
-        return (self.kind, self.site.key if self.site is not None else self.where, self.value)
+        return (self.kind.name, self.site.key if self.site is not None else self.where, self.value)
 
     @property
     def description(self) -> str:
-        if self.kind == "branch":
-            return f"branch at {self.site.where} `{self.site.text}` assumed {self.value}"
-        if self.kind == "trips":
-            return f"loop at {self.site.where} `{self.site.text}` assumed {self.value} iterations"
-        if self.kind == "not_raising":
-            place = f"at {self.site.where} `{self.site.text}`" if self.site is not None else f"({self.where})"
-            return f"branch {place} assumed not to take its {self.value} side, which raises {self.detail}"
-        if self.kind == "numpy_range":
-            return f"the operands of a NumPy operation the graph computes in {self.where} are in the range where " \
-                "TensorFlow computes NumPy's bits" + (f" (`{self.detail}`)" if self.detail else "")
-        if self.kind == "list_index":
-            return f"an index of a list whose length the graph computes in {self.where} is in range" \
-                + (f" (`{self.detail}`)" if self.detail else "")
-        return f"a Python int the graph computes in {self.where} fits int32 where TensorFlow converts it" \
-            + (f" (`{self.detail}`)" if self.detail else "")
+        return self.kind.describe(self)
 
     @property
     def message(self) -> str:
@@ -137,19 +168,20 @@ class Speculator:
                 return n
         return None
 
-    def assumption(self, site: SiteInfo, kind: str, value: Any) -> Assumption:
+    def assumption(self, site: SiteInfo, kind: AssumptionKind, value: Any) -> Assumption:
         """The (shared, counted) assumption object for this speculation."""
-        key = (site.key, kind, value)
+        key = (site.key, kind.name, value)
         found = self.registry.get(key)
         if found is None:
             found = self.registry[key] = Assumption(next(_ids), site, kind, value)
         return found
 
-    def check(self, kind: str, site: SiteInfo | None, value: Any, where: str = "", detail: str = "") \
+    def check(self, kind: AssumptionKind, site: SiteInfo | None, value: Any, where: str = "", detail: str = "") \
             -> Assumption | None:
-        """The assumption of a run-time check (``not_raising``, ``int32``, ``list_index``, ``numpy_range``), or None when it
-        failed before (its ban is recorded) and must not be assumed again."""
-        key = (kind, site.key if site is not None else where, value)
+        """The assumption of a run-time check (:data:`NOT_RAISING`, :data:`INT32`, :data:`LIST_INDEX`,
+        :data:`NUMPY_RANGE`), or None when it failed before (its ban is recorded) and must not be
+        assumed again."""
+        key = (kind.name, site.key if site is not None else where, value)
         found = self.registry.get(key)
         if found is None:
             found = Assumption(next(_ids), site, kind, value, where=where, detail=detail)
