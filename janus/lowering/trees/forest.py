@@ -26,7 +26,7 @@ from janus.reporting.codes import Code
 from janus.lowering.trees import rows as tree_rows
 from janus.lowering.trees.cases import Batch, CaseTrace, differentiable, discover, gate, row_of, rowed, scratch
 from janus.trace.active import CALL
-from janus.lowering.trees.forest_plan import MAX_LEVELS, Case, Flat, ForestPlan
+from janus.lowering.trees.forest_plan import MAX_LEVELS, Case, Flat, ForestPlan, MissKind
 from janus.trace.sources import Source
 
 # Cases learned by earlier traces of a function (without their nodes): a later trace, e.g. for
@@ -195,12 +195,12 @@ def _flatten_discovering(rec: Any, plan: ForestPlan, fn: Any, info: StructuralRe
         found = plan.flatten(objs, exemplars)
         if isinstance(found, Flat):
             return found, exemplars
-        if found.kind == "case":
+        if found.kind is MissKind.NEW_CASE:
             discover(rec, plan, fn, info, bound, found.node)
             if plan.match(found.node) < 0:  # would loop: what the trace recorded does not recognize it
                 raise ConversionError(f"recursion over {plan.label}: the tests of a node's case do not hold "
                                       f"on it", code=Code.TREE_RECURSION)
-        elif found.kind == "height" and plan.levels < MAX_LEVELS:
+        elif found.kind is MissKind.TOO_HIGH and plan.levels < MAX_LEVELS:
             plan.levels *= 2
         else:
             raise ConversionError(f"recursion over {plan.label}: {found.reason}", code=Code.TREE_RECURSION)

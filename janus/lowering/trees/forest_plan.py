@@ -15,6 +15,7 @@ columns, children) equals another's is given the same index: the graph computes 
 """
 from __future__ import annotations
 
+import enum
 import itertools
 import threading
 from dataclasses import dataclass, field
@@ -99,13 +100,21 @@ def is_tree_part(ctx: Any, obj: Any) -> bool:
     return isinstance(obj, NodeView) or rec is not None and id(obj) in rec.containers
 
 
+class MissKind(enum.Enum):
+    """What a plan that does not fit a call's structures could do about it."""
+
+    NEW_CASE = "``node`` needs a case of its own (traced on it)"
+    TOO_HIGH = "more levels would fit"
+    NOTHING = "nothing: the call runs as written"
+
+
 @dataclass
 class Miss:
     """Why a call's structures do not fit a plan (``node``: the first node without a case)."""
 
     reason: str
     node: Any = None
-    kind: str = "other"  # "case": ``node`` needs a new case; "height": more levels would fit
+    kind: MissKind = MissKind.NOTHING
 
 
 class _Missed(InternalSignal):
@@ -366,7 +375,7 @@ class ForestPlan:
                 raise _Missed(Miss(f"deeper than {MAX_LEVELS}"))
             c = match(node)
             if c < 0:
-                raise _Missed(Miss("a node fits none of the cases traced", node, "case"))
+                raise _Missed(Miss("a node fits none of the cases traced", node, MissKind.NEW_CASE))
             if exemplars is not None:
                 exemplars.setdefault(c, node)
             on_path.add(key)
@@ -375,7 +384,7 @@ class ForestPlan:
             on_path.discard(key)
             height = 1 + max([level[i] for i in children]) if children else 0
             if height >= levels:
-                raise _Missed(Miss(f"higher than {levels} levels", node, "height"))
+                raise _Missed(Miss(f"higher than {levels} levels", node, MissKind.TOO_HIGH))
             values = columns_of[c](node)
             for j in int_columns[c]:
                 if not INT32[0] <= values[j] <= INT32[1]:
