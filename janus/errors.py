@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from janus.reporting.codes import Code, Reason, tagged
 
 if TYPE_CHECKING:
-    from janus.build.plan import TracePlan
+    from janus.graphs.plan import TracePlan
     from janus.trace.sources import Source
 
 

@@ -11,7 +11,7 @@ from janus.driver import conversion
 from janus.driver.function import JanusFunction
 from janus.driver.outcome import Failed
 from janus.reporting.codes import Code
-from janus.build.plan import Arrays, TracePlan
+from janus.graphs.plan import Arrays, TracePlan
 from janus.trace.sources import Arg
 
 

@@ -145,8 +145,8 @@ def test_profiler_finds_the_conversion_checker_without_importing_janus():
 
 
 def test_stages_depend_one_way():
-    """convert <- trace <- commit <- lowering <- build <- driver <- takeover: no stage imports a later one."""
-    order = ["convert", "trace", "commit", "lowering", "build", "driver", "takeover"]
+    """convert <- trace <- commit <- lowering <- graphs <- driver <- takeover: no stage imports a later one."""
+    order = ["convert", "trace", "commit", "lowering", "graphs", "driver", "takeover"]
     modules = _modules()
     for m, p in modules.items():
         parts = m.split(".")
@@ -271,3 +271,13 @@ def test_only_tf_private_imports_tensorflow_internals():
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             found += [(module, name) for name in names if name.startswith("tensorflow.python")]
     assert not found, found
+
+
+def test_no_module_is_hidden_by_gitignore():
+    """A package named like a build folder (``build/``) was ignored by ``.gitignore``: its new
+    modules never reached a commit, and a fresh clone could not import Janus."""
+    paths = [os.path.relpath(p, ROOT) for p in _modules().values()]
+    out = subprocess.run(["git", "check-ignore", "--no-index", *paths], capture_output=True, text=True, cwd=ROOT,
+                         timeout=60)
+    assert out.returncode in (0, 1), out.stderr  # 1: nothing ignored
+    assert not out.stdout.strip(), f"ignored by .gitignore: {out.stdout.split()}"

@@ -17,7 +17,7 @@ import tensorflow as tf
 
 import janus
 from janus import config
-from janus.build import entry as entry_module
+from janus.graphs import entry as entry_module
 
 
 class Counter:

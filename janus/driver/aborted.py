@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from janus.commit import undo as undoing
 from janus.convert.libraries import is_user_code_file
-from janus.build.entry import CacheEntry
+from janus.graphs.entry import CacheEntry
 from janus.reporting.codes import Code, reason
 from janus.trace import aborts
 

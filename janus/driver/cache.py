@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Callable, Iterator
 
 from janus import config
-from janus.build.entry import CacheEntry
+from janus.graphs.entry import CacheEntry
 
 
 class GraphCache:

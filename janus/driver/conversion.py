@@ -1,8 +1,8 @@
 """Converting a function on a call: the policy's go-ahead, then one bounded retry loop.
 
 A conversion parses and converts the function once, then traces it on the call's
-arguments (:func:`janus.build.entry.build_entry`, one trace) under a frozen
-:class:`~janus.build.plan.TracePlan` the policy makes.  A trace that raises a
+arguments (:func:`janus.graphs.tracing.build_entry`, one trace) under a frozen
+:class:`~janus.graphs.plan.TracePlan` the policy makes.  A trace that raises a
 :class:`janus.errors.Restart` starts again under the plan the signal asks for
 (``revise``: a speculation banned, arrays or tensors kept as values, islands refused, the
 recursions on trees regrouped); one that fed NumPy arrays and failed otherwise tries them
@@ -31,11 +31,13 @@ from janus.convert.segment_code import Exit
 from janus.convert.splitting import BreakSite
 from janus.convert.registry import is_converted_code
 from janus.driver import xla_choice
-from janus.build.entry import RAISED_UNDER, CacheEntry, build_entry, convert, fed_arrays, input_leaves
+from janus.graphs.entry import CacheEntry
+from janus.graphs.inputs import fed_arrays, input_leaves
+from janus.graphs.tracing import RAISED_UNDER, build_entry, convert
 from janus.driver.outcome import NOT_DUE, Converted, Failed, Outcome, Raised, RaisesAsEager, SplitAt, Why
 from janus.errors import ConversionError, NotYet, Regroup, Restart, StateBeforeAssertion, UndefinedValueError
 from janus.reporting.codes import Code, derived, reason as _reason
-from janus.build.plan import Arrays, TracePlan
+from janus.graphs.plan import Arrays, TracePlan
 from janus.trace.aborts import summary
 
 if TYPE_CHECKING:

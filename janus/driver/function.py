@@ -28,7 +28,8 @@ from janus.driver import ledger as _ledger, workers
 from janus.driver.cache import GraphCache
 from janus.driver.conversion import Conversion
 from janus.driver.counts import Counts
-from janus.build.entry import CacheEntry, input_leaves
+from janus.graphs.entry import CacheEntry
+from janus.graphs.inputs import input_leaves
 from janus.driver.logs import configure_logging
 from janus.driver.options import Options
 from janus.driver.outcome import NOT_DUE, Converted, Failed, NotDue, Outcome, Raised, RaisesAsEager, SplitAt, Why

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Callable, Union
 
 if TYPE_CHECKING:
     from janus.convert.splitting import BreakSite
-    from janus.build.entry import CacheEntry
+    from janus.graphs.entry import CacheEntry
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ to stop assuming, and when to give up.
   would be inlined without end), until the graphs made for its values go unreused
   (``janus.trace.known_values``).
 * **What to stop assuming**: a speculation whose assertion failed is banned at its site.
-* **What a conversion starts from**: a :class:`~janus.build.plan.TracePlan` made of all of
+* **What a conversion starts from**: a :class:`~janus.graphs.plan.TracePlan` made of all of
   the above (:meth:`ConversionPolicy.plan`); its traces revise it, and the policy learns
   from the last plan (:meth:`ConversionPolicy.adopt`).
 * **When to give up**: at once for a construct that can never convert; after the
@@ -67,7 +67,7 @@ from janus.driver.outcome import Why
 from janus.reporting.codes import Code, reason, tagged
 from janus.trace.guards import GuardKind
 from janus.trace.sources import Arg, Attr, KwArg, Source
-from janus.build.plan import TracePlan
+from janus.graphs.plan import TracePlan
 from janus.trace.speculation import Assumption, Speculator
 from janus.trace.scalars import is_eager_tensor
 from janus.trace.values import is_eager_composite

@@ -35,7 +35,7 @@ from janus.trace.aborts import summary
 
 if TYPE_CHECKING:
     from janus.driver.cache import GraphCache
-    from janus.build.entry import CacheEntry
+    from janus.graphs.entry import CacheEntry
 
 
 class XlaMode(enum.Enum):

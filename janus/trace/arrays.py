@@ -20,7 +20,7 @@ something else only NumPy or Python can do with it — read its values (``x.mean
 tensor input would not), hash, return or store it — the stand-in is *read as NumPy*: it marks its
 source and raises.  The mark is sticky (library code that catches the error cannot hide the
 use); the trace fails and the argument is traced again as a Python value, guarded by value
-(``janus.build.entry``), which the function's policy remembers.  An operator between the
+(``janus.graphs.tracing``), which the function's policy remembers.  An operator between the
 array and a tensor or variable is the tensor's, as in eager (NumPy defers to it).
 ``type(x)`` and ``id(x)`` would tell the stand-in from eager's array: a trace that calls
 either builtin keeps every array a value.
@@ -271,7 +271,7 @@ class TensorValues(LoweredArray):
     def read_as_numpy(self, what: str) -> None:
         ctx = current()
         if ctx is not None:
-            ctx.heap.computed_arrays_read.append(what)  # sticky: checked after the trace (janus.build.entry)
+            ctx.heap.computed_arrays_read.append(what)  # sticky: checked after the trace (janus.graphs.vetting)
         raise ConversionError(f"NumPy or Python reads ({what}) the values of a NumPy array the graph computes",
                               code=Code.TENSOR_VALUE)
 

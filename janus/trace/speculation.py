@@ -135,7 +135,7 @@ class Speculator:
         self.speculate_trips = trips
         self.banned = set(banned)
         self.registry = registry if registry is not None else {}
-        # from the trace's plan (janus.build.plan): NumPy array arguments not to feed (the
+        # from the trace's plan (janus.graphs.plan): NumPy array arguments not to feed (the
         # function reads them with NumPy), kept as Python values, guarded by value
         # (janus.trace.arrays); tensor inputs specialized by value (Python needs values made
         # of them: janus.trace.known_values), and those no longer specialized; methods not
