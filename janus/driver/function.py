@@ -64,7 +64,8 @@ def registry() -> list[JanusFunction]:
 class JanusFunction:
     """A Python function that Janus runs as specialized graphs whenever it safely can."""
 
-    def __init__(self, fn: types.FunctionType, options: Options = Options()):
+    def __init__(self, fn: types.FunctionType, options: Options = Options(),
+                 segment_of: "JanusFunction | None" = None):
         configure_logging()
         functools.update_wrapper(self, fn)
         _WRAPPERS[id(fn)] = self
@@ -75,13 +76,15 @@ class JanusFunction:
         self.reasons = Counts()
         self.counts = Counts()
         self.profiler = Profiler(include=is_user_code, values=False)  # what the converter reads
-        self.policy = ConversionPolicy(fn.__qualname__)
+        self.policy = ConversionPolicy(fn.__qualname__, segment=segment_of is not None)
         self.ledger = _ledger.Ledger()  # where its calls' time went: the whole run against eager's
         self.conversion = Conversion(fn, self.policy, self.profiler, weak_method(self.note), self.ledger)
         self.xla_trials = XlaTrials()
         self._converting = threading.Lock()  # held by the thread that profiles or converts
         self.split: SplitFunction | None = None  # set once a graph break splits it into segments
-        self._segment_of: weakref.ref | None = None  # the function this one is a segment of (its property)
+        # the function this one is a segment of (its property): held weakly, as that function
+        # holds its split, which holds this one (janus.driver.weak)
+        self._segment_of = weakref.ref(segment_of) if segment_of is not None else None
         self.breaks_made = 0  # splits of this function and its segments
         _REGISTRY.add(self)
         session.start_from_environment()
@@ -95,10 +98,6 @@ class JanusFunction:
         """The function this one is a segment of (None: not a segment).  Held weakly: that
         function holds its split, which holds this one (``janus.driver.weak``)."""
         return self._segment_of() if self._segment_of is not None else None
-
-    @segment_of.setter
-    def segment_of(self, owner: "JanusFunction | None") -> None:
-        self._segment_of = weakref.ref(owner) if owner is not None else None
 
     @property
     def python_function(self) -> types.FunctionType:
@@ -200,7 +199,7 @@ class JanusFunction:
                     return Failed(Why(reason(Code.JANUS_BUG, "a new graph's guards did not hold on the call that "
                                                              "built it (a Janus bug)")))
             case SplitAt(site=site):
-                split = split_at(self, site, JanusFunction._segment(self))
+                split = split_at(self, site, functools.partial(JanusFunction, segment_of=self))
                 if split is not None:
                     self.entries.clear()
                     self.split = split
@@ -208,15 +207,6 @@ class JanusFunction:
                 self.note(reason(Code.GUARD_MISS, f"no cached graph's guards held ({miss})"))
                 self.conversion.next_because(f"a guard miss ({miss})")
         return outcome
-
-    @staticmethod
-    def _segment(owner: "JanusFunction") -> Callable[[types.FunctionType, Options], "JanusFunction"]:
-        def make(fn: types.FunctionType, options: Options) -> JanusFunction:
-            jf = JanusFunction(fn, options)
-            jf.segment_of = owner
-            jf.policy.segment = True
-            return jf
-        return make
 
     def _run(self, entry: CacheEntry, args: tuple, kwargs: dict) -> Any:
         """Run a graph and commit its effects; if it aborted, nothing was committed: run

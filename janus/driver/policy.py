@@ -120,9 +120,9 @@ class GuardMissed(NamedTuple):
 class ConversionPolicy:
     """Per-function conversion state and decisions (the driver asks, the policy answers)."""
 
-    def __init__(self, qualname: str):
+    def __init__(self, qualname: str, segment: bool = False):
         self.qualname = qualname
-        self.segment = False  # a graph segment of a function split at its breaks
+        self.segment = segment  # a graph segment of a function split at its breaks
         self.reset()
 
     def reset(self) -> None:
