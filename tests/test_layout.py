@@ -108,13 +108,14 @@ def test_profiler_imports_nothing_from_janus():
             assert not bad, f"{m} imports {bad}"
 
 
-# A module a reader takes in at one sitting (issue #41): the profiler's were 642 and 529 lines.
+# A module a reader takes in at one sitting (issue #41): the profiler's were 642 and 529 lines,
+# the registry of break codes 676.
 MAX_MODULE_LINES = 450
 
 
-def test_the_profilers_modules_stay_readable_in_one_sitting():
+def test_every_module_stays_readable_in_one_sitting():
     for m, p in _modules().items():
-        if m.startswith("janus_profiler"):
+        if m.startswith(("janus_profiler", "janus.")):
             with open(p, encoding="utf-8") as fh:
                 n = sum(1 for _ in fh)
             assert n <= MAX_MODULE_LINES, f"{m} has {n} lines (at most {MAX_MODULE_LINES})"

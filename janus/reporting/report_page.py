@@ -15,7 +15,8 @@ from typing import Any, Iterable
 
 from janus.reporting import events as _events
 from janus.reporting import model
-from janus.reporting.codes import ENTRIES, code_of
+from janus.reporting.breaks_page import ENTRIES
+from janus.reporting.codes import code_of
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#222;padding:0 12px}
