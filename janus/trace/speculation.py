@@ -10,16 +10,18 @@ to depend on a tensor, the operators ask the :class:`Speculator`:
   many times (assertions check the condition held for each iteration and fails
   after the last, or that the length matched).
 
-Each speculation is an :class:`Assumption` with an id and a readable description.
+Each speculation is an :class:`Assumption` with an id; its :class:`AssumptionKind` says how
+it reads and what a failure bans.
 A failed assertion names its id; that site is then banned for the function and the
 next conversion keeps it dynamic (``tf.cond`` / ``tf.while_loop``).
 
-Three run-time checks are assumptions too, though no profile suggests them: that a
-side of a tensor branch which raises while tracing is not taken (``not_raising``),
+Four run-time checks are assumptions too, though no profile suggests them: that a
+side of a tensor branch which raises while tracing is not taken (:data:`NOT_RAISING`),
 that a Python int the graph computes fits int32 where TensorFlow converts it
-(``int32``: eager would make an int64 tensor otherwise), and that an index of a list
-whose length the graph computes is in range (``list_index``: eager raises
-``IndexError``).  They get ids the same way;
+(:data:`INT32`: eager would make an int64 tensor otherwise), that an index of a list
+whose length the graph computes is in range (:data:`LIST_INDEX`: eager raises
+``IndexError``), and that the operands of a NumPy operation the graph computes are where
+TensorFlow gives NumPy's bits (:data:`NUMPY_RANGE`).  They get ids the same way;
 once one failed, :meth:`Speculator.check` refuses it and the conversion that would
 need it fails (the calls run eagerly).
 """
