@@ -31,7 +31,7 @@ Each run jits a fresh copy of the function (own ``__dict__``; same code, globals
 defaults and closure cells), as a ``def`` inside the factory would give.  The cells
 and default values are the same objects in both runs, so a function that rebinds a
 ``nonlocal``, mutates a default, calls itself by name or needs per-run objects keeps a
-factory written out (``def make(jit): ... return SimpleNamespace(fn=..., state=...)``).
+factory written out (a ``make(jit)`` returning ``SimpleNamespace(fn=..., state=...)``).
 """
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ def case(fn: types.FunctionType) -> Callable[[Callable], types.SimpleNamespace]:
     """The factory of a program that is ``fn`` alone: ``case(fn)(jit)`` is
     ``SimpleNamespace(fn=jit(copy))`` for a fresh copy of ``fn`` per run, so the eager and
     the Janus run never share a wrapped function object (see the module docstring)."""
-    def make(jit: Callable) -> types.SimpleNamespace:
+    def factory(jit: Callable) -> types.SimpleNamespace:
         copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
         copy.__kwdefaults__ = dict(fn.__kwdefaults__) if fn.__kwdefaults__ else None
         copy.__qualname__, copy.__module__, copy.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
@@ -134,7 +134,7 @@ def case(fn: types.FunctionType) -> Callable[[Callable], types.SimpleNamespace]:
         copy.__dict__.update(fn.__dict__)
         return types.SimpleNamespace(fn=jit(copy))
 
-    return make
+    return factory
 
 
 def _janus_fns(prog) -> list:
