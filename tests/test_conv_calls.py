@@ -512,25 +512,22 @@ def test_gradient_tape_with_keras_model_and_optimizer():
 
 
 def test_local_nonlocal_counter_in_nested_function():
-    def make(jit):
-        @jit
-        def f(x, n):
-            count = 0
-            acc = x
+    @case
+    def f(x, n):
+        count = 0
+        acc = x
 
-            def inc(t):
-                nonlocal count, acc
-                count += 1
-                acc = acc + t
-                return count
+        def inc(t):
+            nonlocal count, acc
+            count += 1
+            acc = acc + t
+            return count
 
-            for _ in range(n):
-                inc(x)
-            last = inc(x * 0.0)
-            return acc * count, count, last
-
-        return SimpleNamespace(fn=f)
+        for _ in range(n):
+            inc(x)
+        last = inc(x * 0.0)
+        return acc * count, count, last
 
     calls = [(rnd((2,), i), n) for i, n in enumerate([2, 2, 2, 2, 3, 2, 0, 2, 2])]
     # Known gap, kept visible: nonlocal writes are not converted yet. It must still match eager.
-    check(make, calls, eager_only=True)
+    check(f, calls, eager_only=True)
