@@ -17,6 +17,21 @@ After every call the harness compares return value (structure, type, dtype, shap
 value within tolerance), the raised exception (type and message), captured stdout
 and the state dict.  At the end it checks ``janus.stats`` so that a test cannot pass
 by silently running everything eagerly.
+
+The most common program is one function and nothing else; :func:`case` writes its
+factory::
+
+    @case                    # f is now the factory: f(jit) is SimpleNamespace(fn=jit(<copy of f>))
+    def f(x, limit):
+        ...
+
+    check(f, calls)
+
+Each run jits a fresh copy of the function (own ``__dict__``; same code, globals,
+defaults and closure cells), as a ``def`` inside the factory would give.  The cells
+and default values are the same objects in both runs, so a function that rebinds a
+``nonlocal``, mutates a default, calls itself by name or needs per-run objects keeps a
+factory written out (a ``make(jit)`` returning ``SimpleNamespace(fn=..., state=...)``).
 """
 from __future__ import annotations
 
@@ -105,6 +120,21 @@ def _run(call, prog) -> tuple[Any, BaseException | None, str]:
         except Exception as e:  # noqa: BLE001 - the exception is the observable
             exc = e
     return result, exc, out.getvalue()
+
+
+def case(fn: types.FunctionType) -> Callable[[Callable], types.SimpleNamespace]:
+    """The factory of a program that is ``fn`` alone: ``case(fn)(jit)`` is
+    ``SimpleNamespace(fn=jit(copy))`` for a fresh copy of ``fn`` per run, so the eager and
+    the Janus run never share a wrapped function object (see the module docstring)."""
+    def factory(jit: Callable) -> types.SimpleNamespace:
+        copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+        copy.__kwdefaults__ = dict(fn.__kwdefaults__) if fn.__kwdefaults__ else None
+        copy.__qualname__, copy.__module__, copy.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
+        copy.__annotations__ = dict(fn.__annotations__)
+        copy.__dict__.update(fn.__dict__)
+        return types.SimpleNamespace(fn=jit(copy))
+
+    return factory
 
 
 def _janus_fns(prog) -> list:

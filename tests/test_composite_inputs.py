@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import tensorflow as tf
 
-from harness import check
+from harness import case, check
 
 VOCAB, DIM = 20, 4
 
@@ -60,31 +60,25 @@ def test_ragged_token_ids_train_one_graph():
 
 
 def test_sparse_inputs_of_changing_dense_shape_and_count():
-    def make(jit):
-        @jit
-        def summary(sp, scale):
-            dense = tf.sparse.to_dense(sp)
-            rows, cols = sp.shape
-            return tf.sparse.reduce_sum(sp, axis=1) * scale, rows * cols, tf.reduce_max(dense), sp.values.shape[0]
+    @case
+    def summary(sp, scale):
+        dense = tf.sparse.to_dense(sp)
+        rows, cols = sp.shape
+        return tf.sparse.reduce_sum(sp, axis=1) * scale, rows * cols, tf.reduce_max(dense), sp.values.shape[0]
 
-        return SimpleNamespace(fn=summary)
-
-    stats = check(make, [(sparse(s), tf.constant(0.5 * s)) for s in range(10)], min_graph_calls=6)
+    stats = check(summary, [(sparse(s), tf.constant(0.5 * s)) for s in range(10)], min_graph_calls=6)
     assert stats["conversions"] <= 2, stats
 
 
 def test_nested_structures_of_composites():
     Batch = collections.namedtuple("Batch", "ids dense")
 
-    def make(jit):
-        @jit
-        def f(features, batch, extra):
-            total = tf.reduce_sum(tf.cast(features["ids"], tf.float32)) + tf.sparse.reduce_sum(features["mask"])
-            total += tf.reduce_sum(batch.dense) + tf.cast(batch.ids.flat_values[0], tf.float32)
-            left, right = extra
-            return total, tf.concat([left, right], axis=0), {"n": features["ids"].nrows()}
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(features, batch, extra):
+        total = tf.reduce_sum(tf.cast(features["ids"], tf.float32)) + tf.sparse.reduce_sum(features["mask"])
+        total += tf.reduce_sum(batch.dense) + tf.cast(batch.ids.flat_values[0], tf.float32)
+        left, right = extra
+        return total, tf.concat([left, right], axis=0), {"n": features["ids"].nrows()}
 
     def call(s):
         features = {"ids": ragged_ids(s), "mask": sparse(s + 100)}
@@ -92,7 +86,7 @@ def test_nested_structures_of_composites():
         extra = (ragged_ids(s + 3, rows=2), ragged_ids(s + 4, rows=1 + s % 2))
         return features, batch, extra
 
-    stats = check(make, [call(s) for s in range(10)], min_graph_calls=6)
+    stats = check(f, [call(s) for s in range(10)], min_graph_calls=6)
     assert stats["conversions"] <= 3, stats
 
 
@@ -105,20 +99,17 @@ class Masked(tf.experimental.ExtensionType):
 
 
 def test_extension_type_inputs_and_results():
-    def make(jit):
-        @jit
-        def f(m, k):
-            doubled = Masked(m.values * 2.0, m.mask)
-            return doubled.total() + k, doubled
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(m, k):
+        doubled = Masked(m.values * 2.0, m.mask)
+        return doubled.total() + k, doubled
 
     def call(s):
         r = np.random.RandomState(s)
         n = r.randint(2, 7)
         return Masked(tf.constant(r.randn(n).astype(np.float32)), tf.constant(r.uniform(size=n) > 0.5)), tf.constant(1.0)
 
-    stats = check(make, [call(s) for s in range(9)], min_graph_calls=5)
+    stats = check(f, [call(s) for s in range(9)], min_graph_calls=5)
     assert stats["conversions"] <= 2, stats
 
 
@@ -149,18 +140,15 @@ class Features:
 
 
 def test_a_dataclass_of_composites_and_tensors_as_argument():
-    def make(jit):
-        @jit
-        def pooled(features, bias):
-            vectors = tf.cast(features.ids, tf.float32) * 0.5 + bias
-            return tf.reduce_sum(vectors, axis=1) * features.weights, features.note
-
-        return SimpleNamespace(fn=pooled)
+    @case
+    def pooled(features, bias):
+        vectors = tf.cast(features.ids, tf.float32) * 0.5 + bias
+        return tf.reduce_sum(vectors, axis=1) * features.weights, features.note
 
     def call(s):
         ids = ragged_ids(s)
         weights = tf.constant(np.random.RandomState(s).uniform(size=int(ids.nrows())).astype(np.float32))
         return Features(ids, weights), tf.constant(0.1 * s)
 
-    stats = check(make, [call(s) for s in range(10)], min_graph_calls=5)
+    stats = check(pooled, [call(s) for s in range(10)], min_graph_calls=5)
     assert stats["conversions"] <= 3, stats

@@ -21,7 +21,7 @@ import tensorflow as tf
 import janus
 import janus.driver.conversion as driver
 import janus.lowering.ops as runtime_ops
-from harness import check
+from harness import case, check
 
 PROFILE = 3  # default profile_calls
 
@@ -172,19 +172,16 @@ def test_raising_side_speculated_then_dynamic_then_given_up():
     is not taken; when that fails in more than half of its runs, the calls run eagerly.
     Four aborted runs in all: one of the first graph, three of the second (kept after
     the first two)."""
-    def make(jit):
-        @jit
-        def f(x):
-            if tf.reduce_sum(x) > 100.0:
-                raise ValueError("too large")
-            return x * 2.0
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        if tf.reduce_sum(x) > 100.0:
+            raise ValueError("too large")
+        return x * 2.0
 
     big = vec(200.0, 1.0)
     calls = [(vec(1.0, 2.0),), (vec(3.0, 4.0),), (vec(5.0, 6.0),), (vec(7.0, 8.0),), (big,),
              (vec(9.0, 1.0),), (vec(2.0, 2.0),), (big,), (big,), (big,), (vec(1.0, 1.0),), (vec(4.0, 4.0),)]
-    total = check(make, calls, min_graph_calls=2)
+    total = check(f, calls, min_graph_calls=2)
     assert total["assertion_failures"] == 4 and total["assumptions_failed"] == 4, total
 
 
@@ -192,13 +189,10 @@ def test_python_int_overflowing_int32_retires_its_graph():
     """``tf.fill(..., k * 1000)`` with ``k`` a Python int the graph computes: eager makes an
     int32 tensor, or an int64 one once the value leaves int32.  The graph assumes int32
     (checked); the first overflowing call aborts it, later ones run eagerly."""
-    def make(jit):
-        @jit
-        def f(x):
-            k = int(tf.reduce_sum(x))
-            return tf.fill([2], k * 1000)
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        k = int(tf.reduce_sum(x))
+        return tf.fill([2], k * 1000)
 
     def ints(v):
         return tf.constant([v, 1], tf.int64)
@@ -206,7 +200,7 @@ def test_python_int_overflowing_int32_retires_its_graph():
     rec = Recorder()
     calls = [(ints(1),), (ints(2),), (ints(3),), rec.after(ints(4)), rec.after(ints(5_000_000)), (ints(6),),
              (ints(7_000_000),), (ints(8),), (ints(-9_000_000),), (ints(10),), (ints(3_000_000),)]
-    total = check(make, calls, min_graph_calls=1)
+    total = check(f, calls, min_graph_calls=1)
     assert total["assertion_failures"] == 1 and total["assumptions_failed"] == 1, total
     before, failed = rec.explains
     assert "run-time checks:" in before and "fits int32 where TensorFlow converts it" in before, before
@@ -218,18 +212,15 @@ def test_python_int_overflowing_int32_retires_its_graph():
 def test_user_assert_failing_in_the_graph_keeps_the_graph():
     """The program's own ``assert`` on a tensor is no assumption: when it fails, the run
     aborts, eager raises the AssertionError, and the graph serves the next calls."""
-    def make(jit):
-        @jit
-        def f(x):
-            assert tf.reduce_min(x) > 0.0, "positive inputs only"
-            return tf.sqrt(x)
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        assert tf.reduce_min(x) > 0.0, "positive inputs only"
+        return tf.sqrt(x)
 
     bad = vec(-1.0, 4.0)
     calls = [(vec(1.0, 4.0),), (vec(9.0, 4.0),), (vec(2.0, 3.0),), (vec(1.0, 1.0),), (bad,),
              (vec(4.0, 4.0),), (bad,), (vec(16.0, 1.0),)]
-    total = check(make, calls, graph_calls=len(calls) - PROFILE - 2)
+    total = check(f, calls, graph_calls=len(calls) - PROFILE - 2)
     assert total["assertion_failures"] == 2 and total["assumptions_failed"] == 0, total
     assert total["conversions"] == 1 and total["cache_entries"] == 1, total
 
@@ -239,25 +230,22 @@ def test_speculation_nested_in_a_tensor_conditional_is_checked_and_retired():
     one way (speculated inside the outer side).  Its assertion is part of the graph and
     names the assumption: when it fails, that graph is retired and the next one keeps the
     inner branch dynamic."""
-    def make(jit):
-        @jit
-        def f(x):
-            s = tf.reduce_sum(x)
-            if s > 0:
-                if tf.reduce_max(x) < 10.0:
-                    y = x * 2.0
-                else:
-                    y = x - 10.0
+    @case
+    def f(x):
+        s = tf.reduce_sum(x)
+        if s > 0:
+            if tf.reduce_max(x) < 10.0:
+                y = x * 2.0
             else:
-                y = -x
-            return y
-
-        return SimpleNamespace(fn=f)
+                y = x - 10.0
+        else:
+            y = -x
+        return y
 
     rec = Recorder()
     calls = [(vec(1.0, 2.0),), (vec(-3.0, 1.0),), (vec(2.0, 2.0),), rec.after(vec(-1.0, -1.0)),
              (vec(3.0, 1.0),), (vec(20.0, 1.0),), (vec(-2.0, 0.0),), (vec(30.0, 1.0),), (vec(1.0, 1.0),)]
-    total = check(make, calls, min_graph_calls=5)
+    total = check(f, calls, min_graph_calls=5)
     assert total["assertion_failures"] == 1 and total["assumptions_failed"] == 1, total
     assert total["conversions"] == 2, total
     assert "`(tf.reduce_max(x) < 10.0)` assumed True" in rec.explains[0], rec.explains[0]

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import numpy as np
 import tensorflow as tf
 
-from harness import check
+from harness import case, check
 
 
 def rnd(shape, seed, dtype=np.float32):
@@ -24,37 +24,31 @@ def scale_helper(x):
 
 # ---------------------------------------------------------------------------------------
 def test_nested_function_and_closure_reading_outer_locals():
-    def make(jit):
-        @jit
-        def f(x, a):
-            b = a * 2.0
+    @case
+    def f(x, a):
+        b = a * 2.0
 
-            def inner(y):
-                return y * a + b
+        def inner(y):
+            return y * a + b
 
-            def twice(g, y):
-                return g(g(y))
+        def twice(g, y):
+            return g(g(y))
 
-            return twice(inner, x), inner(x)
-
-        return SimpleNamespace(fn=f)
+        return twice(inner, x), inner(x)
 
     calls = [(rnd((3,), 0), 1.0), (rnd((3,), 1), 1.0), (rnd((3,), 2), 1.0), (rnd((3,), 3), 1.0),
              (rnd((3,), 4), 2.0), (rnd((4,), 5), 2.0), (rnd((3,), 6), 1.0), (rnd((3,), 7), -1.0)]
-    check(make, calls)
+    check(f, calls)
 
 
 def test_module_level_helper_functions():
-    def make(jit):
-        @jit
-        def f(x, k):
-            return module_helper(x, k=k) + module_helper(-x)
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, k):
+        return module_helper(x, k=k) + module_helper(-x)
 
     calls = [(rnd((2, 3), 0), 2), (rnd((2, 3), 1), 2), (rnd((2, 3), 2), 2), (rnd((2, 3), 3), 2),
              (rnd((2, 3), 4), 3), (rnd((4, 3), 5), 2), (rnd((2, 3), 6), 2), (rnd((2, 3), 7), 1)]
-    check(make, calls)
+    check(f, calls)
 
 
 def test_methods_calling_methods():
@@ -122,36 +116,33 @@ def test_janus_function_called_directly_and_from_another():
 
 
 def test_tensorflow_op_zoo():
-    def make(jit):
-        @jit
-        def f(x, w, idx):
-            h = tf.nn.relu(tf.matmul(x, w))
-            s = tf.reduce_sum(h, axis=1)
-            m = tf.reduce_mean(h)
-            mx = tf.reduce_max(h, axis=0)
-            mn = tf.reduce_min(x)
-            c = tf.concat([h, x[:, :2]], axis=1)
-            st = tf.stack([s, s * 2.0], axis=0)
-            shp = tf.shape(c)
-            ci = tf.cast(h > 0.5, tf.int32)
-            wh = tf.where(h > 0.5, h, tf.zeros_like(h))
-            r = tf.reshape(c, [-1])
-            t = tf.transpose(h)
-            e = tf.expand_dims(s, -1)
-            sq = tf.squeeze(e, axis=-1)
-            g = tf.gather(x, idx)
-            oh = tf.one_hot(idx, depth=4)
-            am = tf.argmax(x, axis=1)
-            sm = tf.nn.softmax(x, axis=-1)
-            sg = tf.sigmoid(x)
-            cl = tf.clip_by_value(x, -0.5, 0.5)
-            ex = tf.exp(-tf.square(x))
-            ms = tf.math.maximum(x, 0.0) + tf.math.minimum(x, 0.0)
-            cs = tf.cumsum(x, axis=1)
-            return (h, s, m, mx, mn, c, st, shp, ci, wh, r, t, sq, g, oh, am, sm, sg, cl, ex, ms,
-                    cs, tf.size(x), tf.rank(x))
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, w, idx):
+        h = tf.nn.relu(tf.matmul(x, w))
+        s = tf.reduce_sum(h, axis=1)
+        m = tf.reduce_mean(h)
+        mx = tf.reduce_max(h, axis=0)
+        mn = tf.reduce_min(x)
+        c = tf.concat([h, x[:, :2]], axis=1)
+        st = tf.stack([s, s * 2.0], axis=0)
+        shp = tf.shape(c)
+        ci = tf.cast(h > 0.5, tf.int32)
+        wh = tf.where(h > 0.5, h, tf.zeros_like(h))
+        r = tf.reshape(c, [-1])
+        t = tf.transpose(h)
+        e = tf.expand_dims(s, -1)
+        sq = tf.squeeze(e, axis=-1)
+        g = tf.gather(x, idx)
+        oh = tf.one_hot(idx, depth=4)
+        am = tf.argmax(x, axis=1)
+        sm = tf.nn.softmax(x, axis=-1)
+        sg = tf.sigmoid(x)
+        cl = tf.clip_by_value(x, -0.5, 0.5)
+        ex = tf.exp(-tf.square(x))
+        ms = tf.math.maximum(x, 0.0) + tf.math.minimum(x, 0.0)
+        cs = tf.cumsum(x, axis=1)
+        return (h, s, m, mx, mn, c, st, shp, ci, wh, r, t, sq, g, oh, am, sm, sg, cl, ex, ms,
+                cs, tf.size(x), tf.rank(x))
 
     w = rnd((4, 3), 50)
     calls = [(rnd((3, 4), 0), w, tf.constant([0, 2])), (rnd((3, 4), 1), w, tf.constant([0, 2])),
@@ -159,22 +150,19 @@ def test_tensorflow_op_zoo():
              (rnd((5, 4), 4), w, tf.constant([4, 0, 1])), (rnd((2, 4), 5), w, tf.constant([1])),
              (rnd((3, 4), 6), rnd((4, 3), 51), tf.constant([0, 2])),
              (rnd((3, 4), 7), w, tf.constant([0, 2]))]
-    check(make, calls)
+    check(f, calls)
 
 
 def test_tf_shape_dynamic_and_static():
-    def make(jit):
-        @jit
-        def f(x):
-            n = tf.shape(x)[0]
-            y = tf.reshape(x, [n, -1])
-            static = x.shape.as_list()
-            return y, tf.cast(n, tf.float32) * 2.0, static, x.shape[0] * 2
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        n = tf.shape(x)[0]
+        y = tf.reshape(x, [n, -1])
+        static = x.shape.as_list()
+        return y, tf.cast(n, tf.float32) * 2.0, static, x.shape[0] * 2
 
     calls = [(rnd((n, 2, 3), i),) for i, n in enumerate([4, 4, 4, 4, 3, 2, 4, 1, 5])]
-    check(make, calls)
+    check(f, calls)
 
 
 def test_keras_dense_layers_built_before_calls():
@@ -220,29 +208,26 @@ def test_numpy_constants_and_python_side_numpy():
 
 
 def test_builtins_on_python_values_and_tensor_lists():
-    def make(jit):
-        @jit
-        def f(xs, ns, d):
-            n = len(xs)
-            big = max(ns)
-            small = min(ns[0], ns[-1], 3)
-            tot = sum(ns)
-            srt = sorted(ns, reverse=True)
-            lst = list(range(n))
-            tup = tuple(ns)
-            dd = dict(d, extra=n)
-            keys = sorted(dd)
-            ok = isinstance(xs[0], tf.Tensor) and not isinstance(ns[0], float)
-            fl = float(big) / 4
-            it = int(fl * 3)
-            bo = bool(n - 2)
-            ab = abs(small - 10)
-            acc = xs[0] * 0.0
-            for i, (x, k) in enumerate(zip(xs, ns)):
-                acc = acc + x * k * i
-            return acc, n, big, small, tot, srt, lst, tup, dd, keys, ok, fl, it, bo, ab
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(xs, ns, d):
+        n = len(xs)
+        big = max(ns)
+        small = min(ns[0], ns[-1], 3)
+        tot = sum(ns)
+        srt = sorted(ns, reverse=True)
+        lst = list(range(n))
+        tup = tuple(ns)
+        dd = dict(d, extra=n)
+        keys = sorted(dd)
+        ok = isinstance(xs[0], tf.Tensor) and not isinstance(ns[0], float)
+        fl = float(big) / 4
+        it = int(fl * 3)
+        bo = bool(n - 2)
+        ab = abs(small - 10)
+        acc = xs[0] * 0.0
+        for i, (x, k) in enumerate(zip(xs, ns)):
+            acc = acc + x * k * i
+        return acc, n, big, small, tot, srt, lst, tup, dd, keys, ok, fl, it, bo, ab
 
     def args(seed, n, d):
         return ([rnd((2,), seed + k) for k in range(n)], [(seed + k * 3) % 7 for k in range(n)], d)
@@ -250,7 +235,7 @@ def test_builtins_on_python_values_and_tensor_lists():
     calls = [args(0, 3, {"a": 1}), args(0, 3, {"a": 1}), args(0, 3, {"a": 1}),
              args(0, 3, {"a": 1}), args(1, 3, {"a": 1}), args(2, 2, {"b": 2}),
              args(3, 4, {"a": 1}), args(0, 3, {}), args(4, 3, {"a": 1})]
-    check(make, calls)
+    check(f, calls)
 
 
 def test_lambdas():
@@ -276,20 +261,17 @@ def test_lambdas():
 
 
 def test_comprehensions_and_generator_expressions():
-    def make(jit):
-        @jit
-        def f(xs, n):
-            sq = [x * x for x in xs]
-            pos = [x for x in xs if tf.reduce_sum(x) > 0]
-            d = {f"k{i}": x + i for i, x in enumerate(xs)}
-            s = {i % 3 for i in range(n)}
-            total = sum(tf.reduce_sum(x) for x in xs)
-            tup = tuple(i * 2 for i in range(n) if i != 1)
-            nested = [[i * j for j in range(i)] for i in range(n)]
-            anyp = any(v > 3 for v in range(n))
-            return sq, len(pos), d, s, total, tup, nested, anyp
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(xs, n):
+        sq = [x * x for x in xs]
+        pos = [x for x in xs if tf.reduce_sum(x) > 0]
+        d = {f"k{i}": x + i for i, x in enumerate(xs)}
+        s = {i % 3 for i in range(n)}
+        total = sum(tf.reduce_sum(x) for x in xs)
+        tup = tuple(i * 2 for i in range(n) if i != 1)
+        nested = [[i * j for j in range(i)] for i in range(n)]
+        anyp = any(v > 3 for v in range(n))
+        return sq, len(pos), d, s, total, tup, nested, anyp
 
     def xs(seed, k):
         return [rnd((2,), seed + i) for i in range(k)]
@@ -297,77 +279,65 @@ def test_comprehensions_and_generator_expressions():
     calls = [(xs(0, 3), 3), (xs(0, 3), 3), (xs(0, 3), 3), (xs(0, 3), 3), (xs(10, 3), 4),
              (xs(20, 4), 2), (xs(30, 2), 5), (xs(0, 3), 3), (xs(40, 3), 3)]
     # Known gap, kept visible: a comprehension filtered by a tensor condition has a data-dependent length. It must still match eager.
-    check(make, calls, eager_only=True)
+    check(f, calls, eager_only=True)
 
 
 def test_print_python_values():
-    def make(jit):
-        @jit
-        def f(x, n, name):
-            print("step", n, name)
-            print(f"[{name}] n={n}", [1, n], {"k": n}, sep=" | ", end=";\n")
-            y = x * n
-            print(len(x.shape), x.shape[0], x.dtype)
-            if n > 2:
-                print("big", n)
-            return y
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, n, name):
+        print("step", n, name)
+        print(f"[{name}] n={n}", [1, n], {"k": n}, sep=" | ", end=";\n")
+        y = x * n
+        print(len(x.shape), x.shape[0], x.dtype)
+        if n > 2:
+            print("big", n)
+        return y
 
     calls = [(rnd((3,), 0), 1, "a"), (rnd((3,), 1), 1, "a"), (rnd((3,), 2), 1, "a"),
              (rnd((3,), 3), 1, "a"), (rnd((3,), 4), 3, "a"), (rnd((2,), 5), 1, "bb"),
              (rnd((3,), 6), 1, "a"), (rnd((4,), 7), 5, "c")]
-    check(make, calls)
+    check(f, calls)
 
 
 def test_print_tensors_matches_eager_repr():
-    def make(jit):
-        @jit
-        def f(x):
-            y = x * 2.0
-            print(y)
-            print("sum:", tf.reduce_sum(y), "first", y[0])
-            print(tf.cast(y > 0, tf.int32))
-            return y + 1.0
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        y = x * 2.0
+        print(y)
+        print("sum:", tf.reduce_sum(y), "first", y[0])
+        print(tf.cast(y > 0, tf.int32))
+        return y + 1.0
 
     calls = [(tf.constant([1.0, 2.0]),), (tf.constant([3.0, -2.0]),), (tf.constant([0.5, 2.0]),),
              (tf.constant([1.5, 2.5]),), (tf.constant([-1.0, 7.0]),),
              (tf.constant([1.0, 2.0, 3.0]),), (tf.constant([4.0, 2.0]),),
              (tf.constant([[1.0, 2.0], [3.0, 4.0]]),)]
-    check(make, calls)
+    check(f, calls)
 
 
 def test_tf_error_incompatible_matmul_shapes():
-    def make(jit):
-        @jit
-        def f(x, w):
-            return tf.nn.relu(tf.matmul(x, w))
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, w):
+        return tf.nn.relu(tf.matmul(x, w))
 
     w = rnd((8, 3), 1)
     calls = [(rnd((4, 8), 0), w), (rnd((4, 8), 2), w), (rnd((4, 8), 3), w), (rnd((4, 8), 4), w),
              (rnd((3, 8), 5), w), (rnd((2, 8), 6), w), (rnd((2, 8), 7), rnd((7, 3), 8)),
              (rnd((3, 8), 9), w), (rnd((2, 5), 10), w), (rnd((4, 8), 11), w)]
-    check(make, calls, check_message=False)
+    check(f, calls, check_message=False)
 
 
 def test_tf_error_at_run_time_inside_relaxed_graph():
-    def make(jit):
-        @jit
-        def f(x, idx):
-            g = tf.gather(x, idx)
-            return tf.reshape(g, [-1, 4]) * 2.0
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, idx):
+        g = tf.gather(x, idx)
+        return tf.reshape(g, [-1, 4]) * 2.0
 
     calls = [(rnd((5, 4), 0), tf.constant([0, 1])), (rnd((5, 4), 1), tf.constant([2, 3])),
              (rnd((5, 4), 2), tf.constant([4, 0])), (rnd((5, 4), 3), tf.constant([1, 1])),
              (rnd((5, 4), 4), tf.constant([1, 7])), (rnd((5, 4), 5), tf.constant([3, 2])),
              (rnd((6, 4), 6), tf.constant([5, 6])), (rnd((5, 4), 7), tf.constant([0, 1]))]
-    check(make, calls, check_message=False)
+    check(f, calls, check_message=False)
 
 
 def test_python_exception_from_helper_called_with_bad_python_value():
@@ -390,40 +360,34 @@ def test_python_exception_from_helper_called_with_bad_python_value():
 
 
 def test_keyword_arguments_defaults_and_bad_call_signatures():
-    def make(jit):
-        @jit
-        def f(x, scale=2.0, *, shift=0.0, **extra):
-            y = x * scale + shift
-            if "offset" in extra:
-                y = y + extra["offset"]
-            return y, sorted(extra)
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, scale=2.0, *, shift=0.0, **extra):
+        y = x * scale + shift
+        if "offset" in extra:
+            y = y + extra["offset"]
+        return y, sorted(extra)
 
     x = rnd((3,), 0)
     calls = [(x,), (x,), (x,), (x,), (x, 3.0), (lambda p: p.fn(x, shift=1.0)),
              (lambda p: p.fn(x=x, scale=0.5)), (lambda p: p.fn(x, offset=2.0, other=1)),
              (x, 1.0, 2.0), (lambda p: p.fn(scale=1.0)), (lambda p: p.fn(x, 2.0, scale=1.0)),
              (x,), (lambda p: p.fn(x, shift=1.0))]
-    check(make, calls)
+    check(f, calls)
 
 
 def test_print_inside_loops_interleaving_python_and_tensor_output():
-    def make(jit):
-        @jit
-        def f(x, n):
-            for i in range(n):
-                print("row", i)
-                print(x[i])
-                if tf.reduce_sum(x[i]) > 0:
-                    print("positive row", i)
-            return tf.reduce_sum(x)
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, n):
+        for i in range(n):
+            print("row", i)
+            print(x[i])
+            if tf.reduce_sum(x[i]) > 0:
+                print("positive row", i)
+        return tf.reduce_sum(x)
 
     calls = [(rnd((3, 2), 0), 2), (rnd((3, 2), 1), 2), (rnd((3, 2), 2), 2), (rnd((3, 2), 3), 2),
              (rnd((3, 2), 4), 3), (rnd((3, 2), 5), 2), (rnd((4, 2), 6), 4), (rnd((3, 2), 7), 2)]
-    check(make, calls)
+    check(f, calls)
 
 
 def test_zero_argument_super_in_janus_method():
@@ -460,19 +424,16 @@ def test_zero_argument_super_in_janus_method():
 
 
 def test_user_calls_tf_cond_and_tf_while_loop_explicitly():
-    def make(jit):
-        @jit
-        def f(x, k):
-            y = tf.cond(tf.reduce_sum(x) > 0, lambda: x * 2.0, lambda: x - 1.0)
-            i0 = tf.constant(0)
-            _, z = tf.while_loop(lambda i, acc: i < k, lambda i, acc: (i + 1, acc * 1.5),
-                                 (i0, y))
-            return z
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, k):
+        y = tf.cond(tf.reduce_sum(x) > 0, lambda: x * 2.0, lambda: x - 1.0)
+        i0 = tf.constant(0)
+        _, z = tf.while_loop(lambda i, acc: i < k, lambda i, acc: (i + 1, acc * 1.5),
+                             (i0, y))
+        return z
 
     calls = [(rnd((3,), i), k) for i, k in enumerate([2, 2, 2, 2, 3, 2, 0, 2, 4])]
-    check(make, calls)
+    check(f, calls)
 
 
 def test_inlined_helper_with_tensor_branch_that_flips():
@@ -482,33 +443,27 @@ def test_inlined_helper_with_tensor_branch_that_flips():
             return t / m
         return t
 
-    def make(jit):
-        @jit
-        def f(x):
-            return normalise(x) + normalise(x * 0.1)
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        return normalise(x) + normalise(x * 0.1)
 
     small = [tf.constant([0.1, -0.2, 0.3]) * (1 + 0.1 * i) for i in range(6)]
     big = [tf.constant([5.0, -2.0, 1.0]) * (1 + 0.1 * i) for i in range(3)]
     calls = [(small[0],), (small[1],), (small[2],), (small[3],), (big[0],), (small[4],),
              (big[1],), (big[2],), (small[5],)]
-    check(make, calls)
+    check(f, calls)
 
 
 def test_range_over_tf_shape_value():
-    def make(jit):
-        @jit
-        def f(x):
-            acc = tf.zeros_like(x[0])
-            for i in range(tf.shape(x)[0]):
-                acc = acc + x[i] * 0.5
-            return acc
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        acc = tf.zeros_like(x[0])
+        for i in range(tf.shape(x)[0]):
+            acc = acc + x[i] * 0.5
+        return acc
 
     calls = [(rnd((n, 3), i),) for i, n in enumerate([4, 4, 4, 4, 3, 2, 4, 5, 4])]
-    check(make, calls)
+    check(f, calls)
 
 
 def test_gradient_tape_manual_sgd_step():
@@ -557,25 +512,22 @@ def test_gradient_tape_with_keras_model_and_optimizer():
 
 
 def test_local_nonlocal_counter_in_nested_function():
-    def make(jit):
-        @jit
-        def f(x, n):
-            count = 0
-            acc = x
+    @case
+    def f(x, n):
+        count = 0
+        acc = x
 
-            def inc(t):
-                nonlocal count, acc
-                count += 1
-                acc = acc + t
-                return count
+        def inc(t):
+            nonlocal count, acc
+            count += 1
+            acc = acc + t
+            return count
 
-            for _ in range(n):
-                inc(x)
-            last = inc(x * 0.0)
-            return acc * count, count, last
-
-        return SimpleNamespace(fn=f)
+        for _ in range(n):
+            inc(x)
+        last = inc(x * 0.0)
+        return acc * count, count, last
 
     calls = [(rnd((2,), i), n) for i, n in enumerate([2, 2, 2, 2, 3, 2, 0, 2, 2])]
     # Known gap, kept visible: nonlocal writes are not converted yet. It must still match eager.
-    check(make, calls, eager_only=True)
+    check(f, calls, eager_only=True)

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 import tensorflow as tf
 
-from harness import check
+from harness import case, check
 
 
 def rnd(shape, seed, dtype=np.float32):
@@ -21,21 +21,18 @@ def rnd(shape, seed, dtype=np.float32):
 
 # ---------------------------------------------------------------------------------------
 def test_generator_function_falls_back():
-    def make(jit):
-        @jit
-        def gen(x, n):
-            for i in range(n):
-                yield x * float(i)
-            yield tf.reduce_sum(x)
-
-        return SimpleNamespace(fn=gen)
+    @case
+    def gen(x, n):
+        for i in range(n):
+            yield x * float(i)
+        yield tf.reduce_sum(x)
 
     def consume(x, n):
         return lambda p: list(p.fn(x, n))
 
     calls = [consume(rnd((3,), i), n) for i, n in enumerate([2, 2, 2, 2, 3, 2, 1, 2, 2])]
     calls.append(lambda p: type(p.fn(rnd((2,), 0), 1)).__name__)
-    check(make, calls, eager_only=True)
+    check(gen, calls, eager_only=True)
 
 
 def test_generator_method_with_yield_from_falls_back():
@@ -74,20 +71,17 @@ def test_coroutine_function_falls_back():
 def test_try_except_converts_where_it_catches_python_errors():
     """The KeyError is caught while tracing, as eager catches it; the shape error of the matmul
     would be TensorFlow's graph-construction error, so those calls run eagerly."""
-    def make(jit):
-        @jit
-        def f(x, w, table, key):
-            try:
-                y = tf.matmul(x, w)
-            except tf.errors.InvalidArgumentError:
-                y = tf.zeros((x.shape[0], 1))
-            try:
-                k = table[key]
-            except KeyError as e:
-                k = len(str(e))
-            return y * k
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, w, table, key):
+        try:
+            y = tf.matmul(x, w)
+        except tf.errors.InvalidArgumentError:
+            y = tf.zeros((x.shape[0], 1))
+        try:
+            k = table[key]
+        except KeyError as e:
+            k = len(str(e))
+        return y * k
 
     table = {"a": 2.0}
     w = rnd((3, 2), 9)
@@ -95,7 +89,7 @@ def test_try_except_converts_where_it_catches_python_errors():
              (rnd((2, 3), 2), w, table, "a"), (rnd((2, 3), 3), w, table, "a"),
              (rnd((2, 3), 4), rnd((4, 2), 5), table, "a"), (rnd((2, 3), 6), w, table, "zz"),
              (rnd((2, 3), 7), w, table, "a"), (rnd((2, 3), 8), rnd((5, 2), 9), table, "q")]
-    check(make, calls, min_graph_calls=3)
+    check(f, calls, min_graph_calls=3)
 
 
 def test_with_open_reading_a_file_rewritten_between_calls():
@@ -127,33 +121,27 @@ def test_with_open_reading_a_file_rewritten_between_calls():
 
 
 def test_unknown_c_extension_on_tensor_bytes_falls_back():
-    def make(jit):
-        @jit
-        def f(x):
-            h = zlib.crc32(x.numpy().tobytes()) % 97
-            return x + float(h), h
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        h = zlib.crc32(x.numpy().tobytes()) % 97
+        return x + float(h), h
 
     x = rnd((3,), 0)
     calls = [(x,), (x,), (x,), (x,), (rnd((3,), 1),), (x,), (rnd((4,), 2),), (x,)]
-    check(make, calls, eager_only=True)
+    check(f, calls, eager_only=True)
 
 
 def test_numpy_materialisation_of_tensors_falls_back():
-    def make(jit):
-        @jit
-        def f(x):
-            a = x.numpy()
-            order = np.argsort(a)
-            m = float(np.median(a))
-            return tf.gather(x, order) - m, order.tolist()
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        a = x.numpy()
+        order = np.argsort(a)
+        m = float(np.median(a))
+        return tf.gather(x, order) - m, order.tolist()
 
     calls = [(rnd((5,), i),) for i in range(4)] + [(rnd((3,), 4),), (rnd((5,), 5),),
                                                    (rnd((6,), 6),), (rnd((5,), 7),)]
-    check(make, calls, eager_only=True)
+    check(f, calls, eager_only=True)
 
 
 def test_custom_setattr_falls_back():

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import tensorflow as tf
 
-from harness import check, fresh_module
+from harness import case, check, fresh_module
 
 
 
@@ -281,17 +281,14 @@ def test_mutable_default_argument_persists_across_calls():
 
 
 def test_variable_created_inside_the_function_every_call():
-    def make(jit):
-        @jit
-        def f(x):
-            v = tf.Variable(tf.zeros_like(x))
-            v.assign_add(x * 2.0)
-            return v.read_value() + 1.0
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        v = tf.Variable(tf.zeros_like(x))
+        v.assign_add(x * 2.0)
+        return v.read_value() + 1.0
 
     calls = [(rnd((3,), i),) for i in range(4)] + [(rnd((2,), 4),), (rnd((3,), 5),)]
-    check(make, calls, min_graph_calls=0)
+    check(f, calls, min_graph_calls=0)
 
 
 def test_aliased_list_arguments():

@@ -10,7 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 import janus
-from harness import check, check_seeded
+from harness import case, check, check_seeded
 
 
 def rows(n: int, width: int = 3, scale: float = 1.0) -> np.ndarray:
@@ -22,77 +22,65 @@ def batched(n: int, batch: int = 2, scale: float = 1.0) -> tf.data.Dataset:
 
 
 def test_a_new_dataset_every_call_runs_one_graph():
-    def make(jit):
-        @jit
-        def total(ds):
-            s = tf.constant(0.0)
-            count = 0
-            for x in ds:
-                s += tf.reduce_sum(x)
-                count += 1
-            return s, count
-
-        return SimpleNamespace(fn=total)
+    @case
+    def total(ds):
+        s = tf.constant(0.0)
+        count = 0
+        for x in ds:
+            s += tf.reduce_sum(x)
+            count += 1
+        return s, count
 
     sizes = [4, 5, 7, 3, 9, 1, 6, 8, 2]
-    stats = check(make, [(batched(n, scale=0.5 + n),) for n in sizes], min_graph_calls=5)
+    stats = check(total, [(batched(n, scale=0.5 + n),) for n in sizes], min_graph_calls=5)
     assert stats["conversions"] == 1, stats
 
 
 def test_an_empty_dataset_leaves_the_variables_as_they_were():
-    def make(jit):
-        @jit
-        def last_or_default(ds, default):
-            last = default
-            for x in ds:
-                last = x * 2.0
-            return last
-
-        return SimpleNamespace(fn=last_or_default)
+    @case
+    def last_or_default(ds, default):
+        last = default
+        for x in ds:
+            last = x * 2.0
+        return last
 
     def ds(n):
         return tf.data.Dataset.from_tensor_slices(tf.range(n, dtype=tf.float32) + 1.0)
 
     calls = [(ds(n), tf.constant(-1.0)) for n in [3, 0, 5, 2, 0, 4, 1]]
-    stats = check(make, calls, min_graph_calls=3)
+    stats = check(last_or_default, calls, min_graph_calls=3)
     assert stats["conversions"] == 1, stats
 
 
 def test_break_on_a_tensor_condition():
-    def make(jit):
-        @jit
-        def until(ds, limit):
-            s = tf.zeros([3])
-            seen = 0
-            for x in ds:
-                if tf.reduce_sum(x) > limit:
-                    break
-                s += tf.reduce_sum(x, axis=0)
-                seen += 1
-            return s, seen
-
-        return SimpleNamespace(fn=until)
+    @case
+    def until(ds, limit):
+        s = tf.zeros([3])
+        seen = 0
+        for x in ds:
+            if tf.reduce_sum(x) > limit:
+                break
+            s += tf.reduce_sum(x, axis=0)
+            seen += 1
+        return s, seen
 
     calls = [(batched(n, scale=s), tf.constant(lim)) for n, s, lim in
              [(6, 1.0, 20.0), (8, 0.5, 12.0), (5, 2.0, 100.0), (7, 1.5, 9.0), (9, 1.0, 15.0), (4, 3.0, 0.0)]]
-    stats = check(make, calls, min_graph_calls=3)
+    stats = check(until, calls, min_graph_calls=3)
     assert stats["conversions"] == 1, stats
 
 
 def test_return_from_inside_the_loop():
-    def make(jit):
-        @jit
-        def first_above(ds, threshold):
-            for x in ds:
-                if x > threshold:
-                    return x * 10.0
-            return tf.constant(-1.0)
-
-        return SimpleNamespace(fn=first_above)
+    @case
+    def first_above(ds, threshold):
+        for x in ds:
+            if x > threshold:
+                return x * 10.0
+        return tf.constant(-1.0)
 
     data = tf.data.Dataset.from_tensor_slices(tf.constant([1.0, 4.0, 2.0, 8.0, 3.0]))
     calls = [(data, tf.constant(t)) for t in [3.0, 0.0, 9.0, 5.0, 1.5, 7.9]]
-    stats = check(make, calls, min_graph_calls=3)
+    stats = check(first_above, calls, min_graph_calls=3)
     assert stats["conversions"] == 1, stats
 
 
@@ -132,72 +120,60 @@ def test_an_epoch_of_training_over_a_global_dataset_is_one_graph():
 
 
 def test_a_dataset_built_inside_the_function():
-    def make(jit):
-        @jit
-        def doubled_max(x):
-            best = tf.constant(-1e9)
-            for v in tf.data.Dataset.from_tensor_slices(x).map(lambda t: t * 2.0):
-                best = tf.maximum(best, tf.reduce_max(v))
-            return best
-
-        return SimpleNamespace(fn=doubled_max)
+    @case
+    def doubled_max(x):
+        best = tf.constant(-1e9)
+        for v in tf.data.Dataset.from_tensor_slices(x).map(lambda t: t * 2.0):
+            best = tf.maximum(best, tf.reduce_max(v))
+        return best
 
     calls = [(tf.constant(rows(n)),) for n in [4, 6, 3, 5, 8, 2]]
-    stats = check(make, calls, min_graph_calls=2)
+    stats = check(doubled_max, calls, min_graph_calls=2)
     assert stats["conversions"] <= 2, stats
 
 
 def test_enumerate_gives_python_ints():
-    def make(jit):
-        @jit
-        def weighted(ds):
-            s = tf.constant(0.0)
-            last = -1
-            for i, x in enumerate(ds, 1):
-                s += float(i) * x
-                last = i
-            return s, last
-
-        return SimpleNamespace(fn=weighted)
+    @case
+    def weighted(ds):
+        s = tf.constant(0.0)
+        last = -1
+        for i, x in enumerate(ds, 1):
+            s += float(i) * x
+            last = i
+        return s, last
 
     def ds(n):
         return tf.data.Dataset.from_tensor_slices(tf.range(n, dtype=tf.float32) * 0.5)
 
-    stats = check(make, [(ds(n),) for n in [3, 5, 0, 4, 6, 2]], min_graph_calls=3)
+    stats = check(weighted, [(ds(n),) for n in [3, 5, 0, 4, 6, 2]], min_graph_calls=3)
     assert stats["conversions"] == 1, stats
 
 
 def test_dropout_inside_a_dataset_loop_draws_eagers_numbers():
-    def make(jit):
-        @jit
-        def noisy_sum(ds):
-            s = tf.zeros([3])
-            for x in ds:
-                s += tf.reduce_sum(tf.nn.dropout(x, rate=0.5), axis=0)
-            return s
+    @case
+    def noisy_sum(ds):
+        s = tf.zeros([3])
+        for x in ds:
+            s += tf.reduce_sum(tf.nn.dropout(x, rate=0.5), axis=0)
+        return s
 
-        return SimpleNamespace(fn=noisy_sum)
-
-    stats = check_seeded(make, [(batched(n),) for n in [5, 6, 4, 7, 3, 8]], seed=11, min_graph_calls=3)
+    stats = check_seeded(noisy_sum, [(batched(n),) for n in [5, 6, 4, 7, 3, 8]], seed=11, min_graph_calls=3)
     assert stats["conversions"] == 1, stats
 
 
 def test_an_iterator_argument_is_fed_not_consumed_by_a_trace():
     """A ``tf.data`` iterator is fed to the graph (``tests/test_iterator_inputs.py``)."""
-    def make(jit):
-        @jit
-        def head(it, k):
-            out = []
-            for _ in range(k):
-                out.append(next(it))
-            return out
-
-        return SimpleNamespace(fn=head)
+    @case
+    def head(it, k):
+        out = []
+        for _ in range(k):
+            out.append(next(it))
+        return out
 
     def call(n):
         return lambda p: p.fn(iter(batched(n)), 2)
 
-    stats = check(make, [call(n) for n in [5, 6, 7, 8, 5]], min_graph_calls=2)
+    stats = check(head, [call(n) for n in [5, 6, 7, 8, 5]], min_graph_calls=2)
     assert stats["conversions"] == 1, stats
 
 
@@ -247,16 +223,13 @@ def test_a_reshuffling_dataset_in_a_graph_with_assertions_runs_eagerly():
 
 
 def test_a_shuffled_dataset_built_inside_the_step_runs_eagerly():
-    def make(jit):
-        @jit
-        def first(x):
-            for v in tf.data.Dataset.from_tensor_slices(x).shuffle(8):
-                return v
-            return tf.constant(-1.0)
+    @case
+    def first(x):
+        for v in tf.data.Dataset.from_tensor_slices(x).shuffle(8):
+            return v
+        return tf.constant(-1.0)
 
-        return SimpleNamespace(fn=first)
-
-    check_seeded(make, [(tf.range(float(n)),) for n in [4, 5, 6, 7, 8]], seed=4, eager_only=True)
+    check_seeded(first, [(tf.range(float(n)),) for n in [4, 5, 6, 7, 8]], seed=4, eager_only=True)
 
 
 def test_a_shuffle_in_the_same_order_every_epoch_converts_with_assertions():

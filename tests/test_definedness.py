@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import numpy as np
 import tensorflow as tf
 
-from harness import check
+from harness import case, check
 
 
 def vec(values):
@@ -39,100 +39,85 @@ def test_branch_inside_a_gradient_tape_assigns_on_both_sides():
 
 
 def test_for_loop_with_continue_and_an_early_return():
-    def make(jit):
-        @jit
-        def f(xs, limit):
-            total = tf.constant(0.0)
-            for v in xs:
-                if v < 0:
-                    continue
-                total = total + v
-                if total > limit:
-                    return total * 2.0
-            return total
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(xs, limit):
+        total = tf.constant(0.0)
+        for v in xs:
+            if v < 0:
+                continue
+            total = total + v
+            if total > limit:
+                return total * 2.0
+        return total
 
     calls = [([1.0, -2.0, 3.0, float(i % 2)], vec(3.5 + i % 3 * 5.0)) for i in range(8)]
-    total = check(make, calls, min_graph_calls=4)
+    total = check(f, calls, min_graph_calls=4)
     assert total["conversions"] <= 3, total
 
 
 def test_nested_loops_with_return_and_continue():
-    def make(jit):
-        @jit
-        def f(grid, target):
-            for row in range(3):
-                for col in range(3):
-                    if (row + col) % 2 == 1:
-                        continue
-                    if grid[row, col] > target:
-                        return row * 3 + col
-            return -1
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(grid, target):
+        for row in range(3):
+            for col in range(3):
+                if (row + col) % 2 == 1:
+                    continue
+                if grid[row, col] > target:
+                    return row * 3 + col
+        return -1
 
     grid = tf.constant(np.arange(9, dtype=np.float32).reshape(3, 3))
     calls = [(grid * s, vec(t)) for s, t in [(1.0, 4.5), (1.0, 4.5), (1.0, 4.5), (1.0, 7.5), (2.0, 4.5),
                                              (1.0, 100.0), (1.0, 4.5), (0.5, 1.5)]]
-    check(make, calls, min_graph_calls=2)
+    check(f, calls, min_graph_calls=2)
 
 
 def test_variable_defined_on_one_side_and_read_only_there():
-    def make(jit):
-        @jit
-        def f(x, use_scale):
-            if use_scale:
-                scale = tf.reduce_max(x)
-            out = x + 1.0
-            if use_scale:
-                out = out / scale
-            return out
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, use_scale):
+        if use_scale:
+            scale = tf.reduce_max(x)
+        out = x + 1.0
+        if use_scale:
+            out = out / scale
+        return out
 
     calls = [(vec([1.0, float(i)]), i % 3 != 0) for i in range(9)]
-    check(make, calls, min_graph_calls=4)
+    check(f, calls, min_graph_calls=4)
 
 
 def test_return_from_inside_a_tensor_while_loop_with_continue():
     """The loop becomes a tf.while_loop that carries the return value from the start."""
-    def make(jit):
-        @jit
-        def f(x, limit):
-            total = tf.constant(0.0)
-            i = tf.constant(0)
-            while i < tf.shape(x)[0]:
-                v = x[i]
-                i += 1
-                if v < 0:
-                    continue
-                total = total + v
-                if total > limit:
-                    return total * 2.0
-            return total
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, limit):
+        total = tf.constant(0.0)
+        i = tf.constant(0)
+        while i < tf.shape(x)[0]:
+            v = x[i]
+            i += 1
+            if v < 0:
+                continue
+            total = total + v
+            if total > limit:
+                return total * 2.0
+        return total
 
     calls = [(vec([1.0, -2.0, 3.0, float(k)]), vec(3.5 + (k % 3) * 2.0)) for k in range(9)]
-    total = check(make, calls, min_graph_calls=5)
+    total = check(f, calls, min_graph_calls=5)
     assert total["conversions"] <= 2, total
 
 
 def test_search_loop_returns_a_python_int_index():
-    def make(jit):
-        @jit
-        def find(x, target):
-            i = 0
-            while i < tf.size(x):
-                if x[i] == target:
-                    return i
-                i += 1
-            return -1
-
-        return SimpleNamespace(fn=find)
+    @case
+    def find(x, target):
+        i = 0
+        while i < tf.size(x):
+            if x[i] == target:
+                return i
+            i += 1
+        return -1
 
     x = tf.constant([3, 1, 4, 1, 5, 9, 2, 6])
     calls = [(x, tf.constant(t)) for t in (4, 9, 7, 3, 6, 8, 1, 2)]
-    total = check(make, calls, min_graph_calls=4)
+    total = check(find, calls, min_graph_calls=4)
     assert total["conversions"] <= 2, total

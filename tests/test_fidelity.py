@@ -12,7 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 import janus
-from harness import check
+from harness import case, check
 
 
 COPY = copy.copy
@@ -24,113 +24,95 @@ def vec(values, dtype=tf.int32):
 
 # -- closures over rebound variables ----------------------------------------------------
 def test_lambda_reads_the_loop_variable_it_closes_over():
-    def make(jit):
-        @jit
-        def scale_all(values):
-            factor = 1
-            bump = lambda: factor * 10  # noqa: E731 - the pattern under test
-            out = 0
-            for factor in values:
-                out += bump()
-            return out
-
-        return SimpleNamespace(fn=scale_all)
+    @case
+    def scale_all(values):
+        factor = 1
+        bump = lambda: factor * 10  # noqa: E731 - the pattern under test
+        out = 0
+        for factor in values:
+            out += bump()
+        return out
 
     calls = [(vec([1, 2]),), (vec([3, 4]),), (vec([1, 2]),), (vec([5, 6]),), (vec([0, 7]),), (vec([2, 2]),)]
-    total = check(make, calls, min_graph_calls=3)
+    total = check(scale_all, calls, min_graph_calls=3)
     assert total["conversions"] == 1, \
         f"values is always a length-2 tensor: the graph built at call 4 serves calls 4-6: {total}"
 
 
 def test_nested_def_reads_a_variable_a_python_while_rebinds():
-    def make(jit):
-        @jit
-        def f(x, n):
-            k = 0
+    @case
+    def f(x, n):
+        k = 0
 
-            def scaled():
-                return x * float(k)
+        def scaled():
+            return x * float(k)
 
-            acc = tf.zeros_like(x)
-            while k < n:
-                k += 1
-                acc = acc + scaled()
-            return acc, k
-
-        return SimpleNamespace(fn=f)
+        acc = tf.zeros_like(x)
+        while k < n:
+            k += 1
+            acc = acc + scaled()
+        return acc, k
 
     x = tf.constant([1.0, 2.0])
     calls = [(x, 3), (x * 2, 3), (x, 3), (x * 3, 3), (x, 3), (x + 1, 3)]
-    total = check(make, calls, min_graph_calls=3)
+    total = check(f, calls, min_graph_calls=3)
     assert total["conversions"] == 1, \
         f"x keeps its shape and n stays 3: the graph built at call 4 serves calls 4-6: {total}"
 
 
 def test_closures_made_in_a_loop_share_the_last_binding():
-    def make(jit):
-        @jit
-        def f(x):
-            fns = []
-            for i in range(3):
-                fns.append(lambda: x * float(i))
-            return [g() for g in fns]
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        fns = []
+        for i in range(3):
+            fns.append(lambda: x * float(i))
+        return [g() for g in fns]
 
     calls = [(tf.constant([float(i)]),) for i in range(6)]
-    check(make, calls, min_graph_calls=3)
+    check(f, calls, min_graph_calls=3)
 
 
 def test_closure_read_after_a_branch_rebinds_it():
-    def make(jit):
-        @jit
-        def f(x, flag):
-            scale = 2.0
-            get = lambda: scale  # noqa: E731
-            if flag:
-                scale = 3.0
-            return x * get()
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, flag):
+        scale = 2.0
+        get = lambda: scale  # noqa: E731
+        if flag:
+            scale = 3.0
+        return x * get()
 
     x = tf.constant([1.0, 2.0])
     calls = [(x, True), (x, False), (x, True), (x + 1, True), (x, False), (x * 2, False)]
-    check(make, calls, min_graph_calls=2)
+    check(f, calls, min_graph_calls=2)
 
 
 def test_closure_rebound_inside_a_tensor_loop_runs_eagerly():
     """A tf.while_loop cannot rebind a cell: the function runs eagerly, with eager's result."""
-    def make(jit):
-        @jit
-        def f(x):
-            factor = tf.constant(1)
-            bump = lambda: factor * 10  # noqa: E731
-            out = tf.constant(0)
-            while tf.reduce_sum(x) > out:
-                factor = factor + 1
-                out = out + bump()
-            return out, factor
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        factor = tf.constant(1)
+        bump = lambda: factor * 10  # noqa: E731
+        out = tf.constant(0)
+        while tf.reduce_sum(x) > out:
+            factor = factor + 1
+            out = out + bump()
+        return out, factor
 
     calls = [(vec([n, 3]),) for n in (5, 40, 2, 90, 17, 1, 33)]
-    check(make, calls, eager_only=True)
+    check(f, calls, eager_only=True)
 
 
 # -- composite values leave the graph as values -----------------------------------------
 def test_sparse_tensor_built_in_a_loop_is_returned_as_values():
-    def make(jit):
-        @jit
-        def f(x):
-            s = tf.sparse.from_dense(tf.reshape(x, [2, 2]))
-            for _ in tf.range(2):
-                s = tf.sparse.add(s, tf.sparse.from_dense(tf.eye(2) * 2.0))
-            return s
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        s = tf.sparse.from_dense(tf.reshape(x, [2, 2]))
+        for _ in tf.range(2):
+            s = tf.sparse.add(s, tf.sparse.from_dense(tf.eye(2) * 2.0))
+        return s
 
     calls = [(tf.constant([1.0, 0.0, 0.0, float(i)]),) for i in range(6)]
-    total = check(make, calls, min_graph_calls=3)
+    total = check(f, calls, min_graph_calls=3)
     assert total["conversions"] == 1, f"x is always a 4-vector: the graph built at call 4 serves calls 4-6: {total}"
 
 
@@ -157,21 +139,18 @@ def test_ragged_tensor_result_and_state():
 
 # -- a trace never touches real Python objects ------------------------------------------
 def test_iterator_arguments_are_not_consumed_by_a_conversion():
-    def make(jit):
-        @jit
-        def f(l1, l2):
-            s = 0
-            for i in l1:
-                s = s * 10 + i
-            for i in l2:
-                s = s * 10 + i
-            return s
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(l1, l2):
+        s = 0
+        for i in l1:
+            s = s * 10 + i
+        for i in l2:
+            s = s * 10 + i
+        return s
 
     calls = [lambda p: p.fn(iter([1]), iter(tf.data.Dataset.range(0))) for _ in range(6)]
     calls += [lambda p: p.fn(iter([1, 2]), iter([3])) for _ in range(3)]
-    check(make, calls, eager_only=True)
+    check(f, calls, eager_only=True)
 
 
 def test_set_in_state_is_not_mutated_by_a_failed_trace():
@@ -218,16 +197,13 @@ def test_set_in_state_is_guarded_by_value():
 
 # -- library code that prints from Python -----------------------------------------------
 def test_autograph_trace_prints_at_every_call():
-    def make(jit):
-        @jit
-        def f(x):
-            tf.autograph.trace(x)
-            return x + 1
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        tf.autograph.trace(x)
+        return x + 1
 
     calls = [(tf.constant(i),) for i in range(6)]
-    check(make, calls, min_graph_calls=3)
+    check(f, calls, min_graph_calls=3)
 
 
 def test_library_print_at_trace_time_makes_the_call_eager():
@@ -329,20 +305,17 @@ def test_user_objects_built_and_used_inside_the_step():
 
 
 def test_returned_object_is_a_fresh_object_every_call():
-    def make(jit):
-        @jit
-        def f(x):
-            return Affine(x, 1.0)
+    @case
+    def f(x):
+        return Affine(x, 1.0)
 
-        return SimpleNamespace(fn=f)
-
-    jf = make(janus.function).fn
+    jf = f(janus.function).fn
     objs = [jf(tf.constant([float(i)])) for i in range(6)]
     assert len({id(o) for o in objs}) == 6
     assert [float(o.scale[0]) for o in objs] == [float(i) for i in range(6)]
     assert janus.stats(jf)["graph_calls"] == 3, \
         f"6 calls: 3 profiled (default profile_calls), calls 4-6 run the graph: {janus.stats(jf)}"
-    check(make, [(tf.constant([float(i)]),) for i in range(6)], min_graph_calls=3)
+    check(f, [(tf.constant([float(i)]),) for i in range(6)], min_graph_calls=3)
 
 
 Pair = collections.namedtuple("Pair", ["low", "high"])
@@ -372,16 +345,13 @@ def test_named_tuples_built_inside_the_step():
 
 
 def test_an_instance_of_a_class_made_inside_the_step_does_not_leave_a_graph():
-    def make(jit):
-        @jit
-        def f(x):
-            Point = collections.namedtuple("Point", "x y")
-            return Point(x, x + 1.0)
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        Point = collections.namedtuple("Point", "x y")
+        return Point(x, x + 1.0)
 
     janus.reset()
-    jf = make(janus.function).fn
+    jf = f(janus.function).fn
     results = [jf(tf.constant(float(i))) for i in range(5)]
     assert len({type(r) for r in results}) == 5  # eager's: a new class at every call
     assert [(float(r.x), float(r.y)) for r in results] == [(float(i), i + 1.0) for i in range(5)]

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 import janus
-from harness import check
+from harness import case, check
 from janus.convert.analysis import own_lists
 
 
@@ -84,23 +84,20 @@ def test_indexing_assigning_and_len_of_a_list_whose_length_the_graph_computes():
 
 
 def test_a_list_changed_on_both_sides_keeps_its_length_and_stays_a_python_list():
-    def make(jit):
-        @jit
-        def f(x, y):
-            acc = [x, y]
-            for _ in range(3):
-                if tf.reduce_sum(acc[-1]) > 0:
-                    top = acc.pop()
-                    acc.append(top - 1.0)
-                else:
-                    acc.pop()
-                    acc.append(acc[0] * 2.0)
-            return acc[0], acc[1], len(acc)
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, y):
+        acc = [x, y]
+        for _ in range(3):
+            if tf.reduce_sum(acc[-1]) > 0:
+                top = acc.pop()
+                acc.append(top - 1.0)
+            else:
+                acc.pop()
+                acc.append(acc[0] * 2.0)
+        return acc[0], acc[1], len(acc)
 
     calls = [(tf.constant([float(i)]), tf.constant([2.5 - i])) for i in [-3, 4, -2, 3, -1, 2, 0, 1, -3, 4, 2, -2]]
-    stats = check(make, calls, min_graph_calls=8)
+    stats = check(f, calls, min_graph_calls=8)
     assert stats["breaks"] == 0, stats
 
 
@@ -126,40 +123,34 @@ def test_a_list_another_name_sees_is_not_copied_and_the_call_is_not_a_wrong_grap
 
 
 def test_tensors_of_two_shapes_in_a_list_of_changing_length_fail_the_conversion_not_the_call():
-    def make(jit):
-        @jit
-        def f(x):
-            items = [x]
-            if tf.reduce_sum(x) > 0:
-                items.append(tf.concat([x, x], 0))
-            return len(items), items[-1]
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        items = [x]
+        if tf.reduce_sum(x) > 0:
+            items.append(tf.concat([x, x], 0))
+        return len(items), items[-1]
 
     calls = [(tf.constant([float(i) - 2.0]),) for i in range(6)]
-    check(make, calls, min_graph_calls=0)
+    check(f, calls, min_graph_calls=0)
 
 
 def test_a_side_that_raises_beside_one_that_grows_the_list_is_speculated_away():
-    def make(jit):
-        @jit
-        def f(x, flags):
-            stack = [x]
-            if flags[0] > 0:
-                stack.append(x * 2.0)
-            if flags[1] > 0:
-                stack.append(x + 1.0)
-            else:
-                raise ValueError("no room")
-            return stack[-1], len(stack)
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, flags):
+        stack = [x]
+        if flags[0] > 0:
+            stack.append(x * 2.0)
+        if flags[1] > 0:
+            stack.append(x + 1.0)
+        else:
+            raise ValueError("no room")
+        return stack[-1], len(stack)
 
     r = np.random.RandomState(0)
     calls = [(tf.constant([float(i)]), tf.constant(np.where(r.rand(2) < 0.2, -1.0, 1.0).astype(np.float32)))
              for i in range(10)]
     calls += [(tf.constant([1.0]), tf.constant([1.0, -1.0])), (tf.constant([2.0]), tf.constant([-1.0, 1.0]))]
-    stats = check(make, calls, min_graph_calls=6)
+    stats = check(f, calls, min_graph_calls=6)
     assert stats["breaks"] == 0, stats
 
 

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import numpy as np
 import tensorflow as tf
 
-from harness import check
+from harness import case, check
 
 
 def ints(values):
@@ -14,38 +14,32 @@ def ints(values):
 
 
 def test_break_on_a_tensor_test_in_a_for_loop():
-    def make(jit):
-        @jit
-        def f(values):
-            total = 0
-            for v in values:
-                if v % 2 > 0:
-                    break
-                total += v
-            return total
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(values):
+        total = 0
+        for v in values:
+            if v % 2 > 0:
+                break
+            total += v
+        return total
 
     rows = [[2, 4, 5, 6], [1, 2, 3, 4], [2, 2, 2, 2], [3, 4, 4, 4], [2, 4, 6, 7], [1, 1, 1, 1], [8, 4, 5, 6]]
-    stats = check(make, [(ints(r),) for r in rows], min_graph_calls=4)
+    stats = check(f, [(ints(r),) for r in rows], min_graph_calls=4)
     assert stats["conversions"] == 1, stats
 
 
 def test_break_in_a_tensor_while_loop():
-    def make(jit):
-        @jit
-        def f(x):
-            s = 0
-            while x > 0:
-                x -= 1
-                if x % 2 > 0:
-                    break
-                s += x
-            return s, x
+    @case
+    def f(x):
+        s = 0
+        while x > 0:
+            x -= 1
+            if x % 2 > 0:
+                break
+            s += x
+        return s, x
 
-        return SimpleNamespace(fn=f)
-
-    stats = check(make, [(tf.constant(n),) for n in [7, 4, 0, 6, 8, 1, 2, 10, 3]], min_graph_calls=6)
+    stats = check(f, [(tf.constant(n),) for n in [7, 4, 0, 6, 8, 1, 2, 10, 3]], min_graph_calls=6)
     assert stats["conversions"] == 1, stats
 
 
@@ -78,24 +72,21 @@ def test_continue_with_a_float_accumulator_and_state():
 
 
 def test_converging_loop_that_breaks_when_the_error_is_small():
-    def make(jit):
-        @jit
-        def solve(target, tol):
-            x = tf.zeros([2])
-            steps = 0
-            for i in range(12):
-                x = x + 0.5 * (target - x)
-                err = tf.reduce_max(tf.abs(target - x))
-                if err < tol:
-                    break
-                steps = i
-            return x, steps
-
-        return SimpleNamespace(fn=solve)
+    @case
+    def solve(target, tol):
+        x = tf.zeros([2])
+        steps = 0
+        for i in range(12):
+            x = x + 0.5 * (target - x)
+            err = tf.reduce_max(tf.abs(target - x))
+            if err < tol:
+                break
+            steps = i
+        return x, steps
 
     calls = [(tf.constant([1.0, -2.0]) * k, tf.constant(t)) for k, t in
              [(1, 0.1), (2, 0.01), (1, 10.0), (3, 0.001), (1, 0.1), (0, 0.5), (2, 1.0)]]
-    check(make, calls, min_graph_calls=4)
+    check(solve, calls, min_graph_calls=4)
 
 
 def test_isinstance_and_type_see_the_python_number_a_fed_value_stands_for():
@@ -166,38 +157,32 @@ def test_arithmetic_on_the_number_or_the_tensor_follows_the_path():
     """``total / count`` after a loop that may not add anything: Python arithmetic where
     ``total`` stayed a number (raising ZeroDivisionError when the loop never ran, as
     Python does), tensor arithmetic where it became a tensor."""
-    def make(jit):
-        @jit
-        def mean_until_odd(values, scale):
-            total, count = 0.0, 0
-            for v in values:
-                if v % 2 > 0:
-                    break
-                total += tf.cast(v, tf.float32)
-                count += 1
-            return total / count, total * scale - 1, total < 3.0
-
-        return SimpleNamespace(fn=mean_until_odd)
+    @case
+    def mean_until_odd(values, scale):
+        total, count = 0.0, 0
+        for v in values:
+            if v % 2 > 0:
+                break
+            total += tf.cast(v, tf.float32)
+            count += 1
+        return total / count, total * scale - 1, total < 3.0
 
     rows = [[2, 4, 5, 6], [1, 2, 3, 4], [2, 2, 2, 2], [3, 4, 4, 4], [6, 4, 1, 1], [8, 8, 8, 7]]
-    stats = check(make, [(ints(r), 0.5 * i) for i, r in enumerate(rows)], min_graph_calls=2)
+    stats = check(mean_until_odd, [(ints(r), 0.5 * i) for i, r in enumerate(rows)], min_graph_calls=2)
     assert stats["conversions"] <= 2, stats
 
 
 def test_python_division_by_a_computed_zero_raises_as_python_does():
     """A Python number the graph computes, divided by zero: Python raises where TensorFlow
     would give inf (this was a wrong answer); the graph checks it and the eager re-run raises."""
-    def make(jit):
-        @jit
-        def ratios(values, numerator):
-            n = 0
-            for v in values:
-                if v > 0:
-                    n += 1
-            return numerator / n, numerator % (n + 1), numerator ** (n - 1)
-
-        return SimpleNamespace(fn=ratios)
+    @case
+    def ratios(values, numerator):
+        n = 0
+        for v in values:
+            if v > 0:
+                n += 1
+        return numerator / n, numerator % (n + 1), numerator ** (n - 1)
 
     rows = [[1, 2, -1], [-1, -2, -3], [3, 0, 1], [0, 0, 0], [5, 5, 5], [-4, 2, 2], [-1, -1, -1]]
-    stats = check(make, [(ints(r), 3.0 if i % 2 else 0.0) for i, r in enumerate(rows)], min_graph_calls=2)
+    stats = check(ratios, [(ints(r), 3.0 if i % 2 else 0.0) for i, r in enumerate(rows)], min_graph_calls=2)
     assert stats["conversions"] <= 2, stats

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 import janus
-from harness import check
+from harness import case, check
 
 RNG = np.random.RandomState(0)
 X = RNG.uniform(-1, 1, size=(640, 4)).astype(np.float32)
@@ -172,46 +172,37 @@ def test_arrays_inside_a_tuple_and_a_dict():
 
 
 def test_zero_dimensional_array():
-    def make(jit):
-        @jit
-        def scaled(t, s):
-            return tf.multiply(t, s), s.shape, s.ndim
-
-        return SimpleNamespace(fn=scaled)
+    @case
+    def scaled(t, s):
+        return tf.multiply(t, s), s.shape, s.ndim
 
     calls = [(tf.ones([3]) * i, np.array(0.5 * i, np.float32)) for i in range(10)]
-    stats = check(make, calls, min_graph_calls=6)
+    stats = check(scaled, calls, min_graph_calls=6)
     assert stats["conversions"] <= 1, stats
 
 
 def test_bool_array_mask():
-    def make(jit):
-        @jit
-        def masked_mean(values, mask):
-            kept = tf.boolean_mask(values, mask)
-            return tf.reduce_mean(kept), tf.shape(kept)[0], tf.where(mask, values, tf.zeros_like(values))
-
-        return SimpleNamespace(fn=masked_mean)
+    @case
+    def masked_mean(values, mask):
+        kept = tf.boolean_mask(values, mask)
+        return tf.reduce_mean(kept), tf.shape(kept)[0], tf.where(mask, values, tf.zeros_like(values))
 
     r = np.random.RandomState(5)
     calls = [(tf.constant(r.uniform(size=6).astype(np.float32)), np.arange(6) % (i % 3 + 2) == 0) for i in range(12)]
-    stats = check(make, calls, min_graph_calls=8)
+    stats = check(masked_mean, calls, min_graph_calls=8)
     assert stats["conversions"] <= 1, stats
 
 
 def test_the_same_array_passed_twice_is_guarded():
-    def make(jit):
-        @jit
-        def pair(a, b):
-            same = 1.0 if a is b else 0.0
-            return tf.reduce_sum(a) - tf.reduce_sum(b) + same
-
-        return SimpleNamespace(fn=pair)
+    @case
+    def pair(a, b):
+        same = 1.0 if a is b else 0.0
+        return tf.reduce_sum(a) - tf.reduce_sum(b) + same
 
     r = np.random.RandomState(6)
     arrays = [r.uniform(size=3) for _ in range(6)]
     calls = [(arrays[i], arrays[i] if i % 2 else arrays[i - 1]) for i in range(1, 6)] * 3
-    check(make, calls, min_graph_calls=6)
+    check(pair, calls, min_graph_calls=6)
 
 
 def by_method(x, t):
@@ -254,32 +245,26 @@ def by_printing(x, t):
 @pytest.mark.parametrize("reader", [by_method, by_numpy_function, in_a_python_branch, by_iteration, by_arithmetic,
                                     with_a_number, by_len, by_slicing, by_printing])
 def test_an_array_read_with_numpy_stays_a_python_value(reader):
-    def make(jit):
-        @jit
-        def f(x, t):
-            return reader(x, t)
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, t):
+        return reader(x, t)
 
     pool = [np.array([1.5, -2.0, 0.25], np.float32), np.array([-1.0, 3.0, 2.0], np.float32)]
     calls = [(pool[i % 2], tf.constant(float(i))) for i in range(12)]
-    stats = check(make, calls, min_graph_calls=4)
+    stats = check(f, calls, min_graph_calls=4)
     assert stats["conversions"] <= 3, stats
 
 
 def test_numpy_reads_are_learned_once_per_argument():
-    def make(jit):
-        @jit
-        def standardize(x, stats):
-            mean, std = stats.mean(), stats.std()  # NumPy: stats stays a value
-            return (tf.convert_to_tensor(x) - mean) / std
-
-        return SimpleNamespace(fn=standardize)
+    @case
+    def standardize(x, stats):
+        mean, std = stats.mean(), stats.std()  # NumPy: stats stays a value
+        return (tf.convert_to_tensor(x) - mean) / std
 
     stats = np.array([1.0, 2.0, 4.0])
     r = np.random.RandomState(7)
     calls = [(r.uniform(size=(4, 3)), stats) for _ in range(12)]
-    total = check(make, calls, min_graph_calls=8)
+    total = check(standardize, calls, min_graph_calls=8)
     assert total["conversions"] <= 1, total
 
 

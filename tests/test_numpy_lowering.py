@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 import janus
-from harness import check, fresh_module
+from harness import case, check, fresh_module
 
 EXACT = {"rtol": 0.0, "atol": 0.0}
 PROFILE_CALLS = 3  # janus.function's default: the calls profiled eagerly before the first conversion
@@ -55,19 +55,16 @@ def test_results_are_numpys_arrays_and_scalars_with_numpys_dtypes():
     """Returned results are new NumPy arrays (or NumPy scalars for 0-d operands) of the
     dtype NumPy's promotion gives: float32 with a Python float, float64 for an integer
     array divided, bool for comparisons, the array's own integer dtype with a Python int."""
-    def make(jit):
-        @jit
-        def step(x, frame, counts, eps):
-            return (x * 0.5 + 1.0, -x, abs(x), x > 0.1, 0.25 <= x, frame / 255.0, counts * 3 - 1, counts == 2,
-                    eps * 2.0, eps > 0.5, np.where(x > 0, x, 0.0), np.multiply(x, x), np.sqrt(np.square(x)),
-                    np.subtract(1, counts), x / 4.0, tf.reduce_sum(x * 2.0))
-
-        return types.SimpleNamespace(fn=step)
+    @case
+    def step(x, frame, counts, eps):
+        return (x * 0.5 + 1.0, -x, abs(x), x > 0.1, 0.25 <= x, frame / 255.0, counts * 3 - 1, counts == 2,
+                eps * 2.0, eps > 0.5, np.where(x > 0, x, 0.0), np.multiply(x, x), np.sqrt(np.square(x)),
+                np.subtract(1, counts), x / 4.0, tf.reduce_sum(x * 2.0))
 
     rng = np.random.default_rng(3)
     calls = [(x, rng.integers(0, 256, (2, 3), dtype=np.uint8), rng.integers(-5, 5, 4).astype(np.int32),
               np.float32(rng.uniform())) for x in _arrays(4, 8)]
-    stats = check(make, calls, min_graph_calls=len(calls) - PROFILE_CALLS, **EXACT)
+    stats = check(step, calls, min_graph_calls=len(calls) - PROFILE_CALLS, **EXACT)
     assert stats["conversions"] == 1, stats
 
 
@@ -75,19 +72,16 @@ def test_subnormal_zero_divisor_and_overflow_operands_re_run_eagerly_with_numpys
     """TensorFlow's kernels treat subnormal numbers as zero and NumPy warns on inf: a call
     whose operands leave the range where the bits agree aborts its run (a run-time check)
     and re-runs eagerly; the graph stays for the other calls while such calls are rare."""
-    def make(jit):
-        @jit
-        def step(x, d):
-            return x * 3.0, x > 0, x / d
-
-        return types.SimpleNamespace(fn=step)
+    @case
+    def step(x, d):
+        return x * 3.0, x > 0, x / d
 
     xs, ds = _arrays(5, 10), _arrays(6, 10)
     xs[5][1] = 1e-40  # subnormal: x > 0 is True in NumPy, False under TensorFlow's kernels
     ds[7][2] = 0.0  # x / 0: NumPy's inf (and its warning)
     xs[8][0] = 3e38  # x * 3.0 overflows
     with np.errstate(all="ignore"):
-        stats = check(make, list(zip(xs, ds)), min_graph_calls=4, **EXACT)
+        stats = check(step, list(zip(xs, ds)), min_graph_calls=4, **EXACT)
     assert stats["assertion_failures"] == 3, stats
     assert stats["conversions"] == 1, stats
 
@@ -95,14 +89,11 @@ def test_subnormal_zero_divisor_and_overflow_operands_re_run_eagerly_with_numpys
 def test_a_range_check_failing_more_often_than_it_holds_reads_the_arrays_as_numpy():
     """Operands that keep leaving the range: the check is banned, and the next conversion
     keeps the array a value (guarded by value), with eager's results throughout."""
-    def make(jit):
-        @jit
-        def step(x):
-            return tf.reduce_sum(x * 1e-30)  # 1e-30 is below 2**-60: every run's check fails
+    @case
+    def step(x):
+        return tf.reduce_sum(x * 1e-30)  # 1e-30 is below 2**-60: every run's check fails
 
-        return types.SimpleNamespace(fn=step)
-
-    stats = check(make, [(x,) for x in _arrays(7, 9)], min_graph_calls=0, **EXACT)
+    stats = check(step, [(x,) for x in _arrays(7, 9)], min_graph_calls=0, **EXACT)
     assert stats["assertion_failures"] >= 1, stats
     assert stats["conversions"] <= 3, stats  # the first graph, then the array read as NumPy (values change)
 
@@ -130,15 +121,12 @@ def test_what_only_numpy_can_do_still_reads_the_array_as_numpy(body, reason):
 def test_numpys_errors_are_eagers():
     """``np.int8`` array ``+ 300`` raises OverflowError in NumPy 2 (a Python int out of the
     array's range): the call raises eager's error."""
-    def make(jit):
-        @jit
-        def step(x, small):
-            return x * 2.0, small + 300
-
-        return types.SimpleNamespace(fn=step)
+    @case
+    def step(x, small):
+        return x * 2.0, small + 300
 
     calls = [(x, np.arange(3, dtype=np.int8)) for x in _arrays(9, 5)]
-    check(make, calls, min_graph_calls=0)
+    check(step, calls, min_graph_calls=0)
 
 
 def test_a_lowered_array_stored_in_python_state_is_a_new_numpy_array():
@@ -182,39 +170,33 @@ def test_a_python_float_the_graph_carries_scales_a_fed_array_as_numpy_does():
     """A rate that changes at every call is fed as a number; NumPy takes it as a weak float
     with a float32 array (rounded to float32): ``adv * lr``, ``lr * adv`` and ``adv - lr``
     are float32 arrays, computed by one graph for every call."""
-    def make(jit):
-        @jit
-        def step(adv, lr):
-            return adv * lr, lr * adv, adv - lr, tf.reduce_sum(adv * lr)
-
-        return types.SimpleNamespace(fn=step)
+    @case
+    def step(adv, lr):
+        return adv * lr, lr * adv, adv - lr, tf.reduce_sum(adv * lr)
 
     rates = [0.1, 0.3, 1 / 3, 0.7, 2.0 / 7.0, 0.05, 0.9, 1e-3]
     calls = [(a, r) for a, r in zip(_arrays(12, len(rates)), rates)]
-    stats = check(make, calls, min_graph_calls=len(calls) - PROFILE_CALLS, **EXACT)
+    stats = check(step, calls, min_graph_calls=len(calls) - PROFILE_CALLS, **EXACT)
     assert stats["conversions"] == 1, stats
 
 
 def test_numpy_arithmetic_inside_tensor_conditionals_and_loops():
     """Lowered operations in a ``tf.cond`` side and a ``tf.while_loop`` body: their run-time
     checks are the construct's, and a subnormal operand in one call aborts that run only."""
-    def make(jit):
-        @jit
-        def step(x, adv):
-            if tf.reduce_sum(x) > 0:
-                y = tf.reduce_sum(tf.where(adv > 0, adv * 2.0, adv / 3.0))
-            else:
-                y = tf.reduce_sum(adv - 1.0)
-            i, acc = tf.constant(0), tf.constant(0.0)
-            while i < 3:
-                acc += tf.reduce_sum(adv * 0.5)
-                i += 1
-            return y + acc
-
-        return types.SimpleNamespace(fn=step)
+    @case
+    def step(x, adv):
+        if tf.reduce_sum(x) > 0:
+            y = tf.reduce_sum(tf.where(adv > 0, adv * 2.0, adv / 3.0))
+        else:
+            y = tf.reduce_sum(adv - 1.0)
+        i, acc = tf.constant(0), tf.constant(0.0)
+        while i < 3:
+            acc += tf.reduce_sum(adv * 0.5)
+            i += 1
+        return y + acc
 
     rng = np.random.default_rng(13)
     calls = [(tf.constant(rng.standard_normal(3).astype(np.float32)), a) for a in _arrays(14, 10, (4,))]
     calls[6][1][0] = 1e-40
-    stats = check(make, calls, min_graph_calls=len(calls) - PROFILE_CALLS - 1, **EXACT)
+    stats = check(step, calls, min_graph_calls=len(calls) - PROFILE_CALLS - 1, **EXACT)
     assert stats["conversions"] == 1 and stats["assertion_failures"] == 1, stats

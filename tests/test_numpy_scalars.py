@@ -10,7 +10,7 @@ import tensorflow as tf
 
 import janus
 from janus.introspect import janus_function_of
-from harness import check
+from harness import case, check
 
 SCALES = [np.float32(v) for v in np.linspace(0.5, 2.0, 14)]
 
@@ -45,78 +45,63 @@ def test_a_numpy_scalar_argument_is_fed():
 
 
 def test_numpy_scalars_of_every_fed_kind():
-    def make(jit):
-        @jit
-        def f(t, i, b, h):
-            return tf.where(b, t * h, t) + tf.cast(i, tf.float16), i
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(t, i, b, h):
+        return tf.where(b, t * h, t) + tf.cast(i, tf.float16), i
 
     t = tf.constant([1.0, 2.0], tf.float16)
     calls = [(t, np.int64(k), np.bool_(k % 2), np.float16(k / 4)) for k in range(12)]
-    stats = check(make, calls, min_graph_calls=8, rtol=0, atol=0)
+    stats = check(f, calls, min_graph_calls=8, rtol=0, atol=0)
     assert stats["conversions"] == 1, stats
 
 
 def test_a_float64_scalar_meeting_float32_is_a_value_as_eager_casts_it():
     # eager casts np.float64 to the tensor's float32; a fed float64 input would not convert
-    def make(jit):
-        @jit
-        def f(t, s):
-            return t * s
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(t, s):
+        return t * s
 
     t = tf.constant([1.0, 3.0])
     calls = [(t, np.float64(v)) for v in (0.1, 0.1, 0.1, 1e300, 1e300, 0.1, 0.1)]
-    check(make, calls, min_graph_calls=3, rtol=0, atol=0)
+    check(f, calls, min_graph_calls=3, rtol=0, atol=0)
 
 
 def test_a_numpy_scalar_read_by_python_is_guarded_by_value():
-    def make(jit):
-        @jit
-        def f(t, s):
-            if s > 1.0:  # Python reads the value: guarded by value
-                return t * 2.0, float(s)
-            return t - 1.0, s * 3
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(t, s):
+        if s > 1.0:  # Python reads the value: guarded by value
+            return t * 2.0, float(s)
+        return t - 1.0, s * 3
 
     t = tf.constant([1.0, 2.0])
     calls = [(t, np.float32(v)) for v in (0.5, 0.5, 0.5, 2.0, 2.0, 0.5, 2.0, 2.0, 2.0, 0.5, 0.5)]
-    stats = check(make, calls, min_graph_calls=4, rtol=0, atol=0)
+    stats = check(f, calls, min_graph_calls=4, rtol=0, atol=0)
     assert 1 <= stats["conversions"] <= 2, stats
-    prog = make(janus.function)
+    prog = f(janus.function)
     for c in calls:
         prog.fn(*c)
     assert "argument s == " in str(janus.explain(prog.fn))
 
 
 def test_nan_and_negative_zero_values_are_told_apart():
-    def make(jit):
-        @jit
-        def f(t, s):
-            return t + float(s), str(s)
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(t, s):
+        return t + float(s), str(s)
 
     t = tf.constant(1.0)
     values = [np.nan, np.nan, np.nan, -0.0, -0.0, 0.0, 0.0, np.nan, -0.0]
-    stats = check(make, [(t, np.float64(v)) for v in values], min_graph_calls=3, rtol=0, atol=0)
+    stats = check(f, [(t, np.float64(v)) for v in values], min_graph_calls=3, rtol=0, atol=0)
     assert 2 <= stats["conversions"] <= 3, stats
 
 
 def test_a_numpy_scalar_isinstance_of_float_as_in_eager():
-    def make(jit):
-        @jit
-        def f(t, s):
-            kinds = (isinstance(s, float), isinstance(s, np.floating), isinstance(s, np.float64))
-            return tf.cast(t, tf.float64) * s, kinds
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(t, s):
+        kinds = (isinstance(s, float), isinstance(s, np.floating), isinstance(s, np.float64))
+        return tf.cast(t, tf.float64) * s, kinds
 
     t = tf.constant([1.0, 2.0])
-    stats = check(make, [(t, np.float64(v)) for v in np.linspace(0, 1, 8)], min_graph_calls=5, rtol=0, atol=0)
+    stats = check(f, [(t, np.float64(v)) for v in np.linspace(0, 1, 8)], min_graph_calls=5, rtol=0, atol=0)
     assert stats["conversions"] == 1, stats
 
 
@@ -183,12 +168,9 @@ def test_numpy_arithmetic_with_a_fed_number_never_leaves_janus_objects():
     and every call returns eager's float32 array."""
     weights = np.linspace(-1.0, 1.0, 1600, dtype=np.float32).reshape(40, 40)
 
-    def make(jit):
-        @jit
-        def step(x, rate):
-            return x * 2.0, weights * rate
-
-        return SimpleNamespace(fn=step)
+    @case
+    def step(x, rate):
+        return x * 2.0, weights * rate
 
     calls = [(tf.constant([1.0, float(i)]), 0.1 * (i + 1)) for i in range(8)]
-    check(make, calls, min_graph_calls=1, rtol=0, atol=0)
+    check(step, calls, min_graph_calls=1, rtol=0, atol=0)

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 import janus
 from janus.introspect import janus_function_of
-from harness import check
+from harness import case, check
 
 
 def _numbers():
@@ -16,18 +16,15 @@ def _numbers():
 
 
 def test_a_generator_inside_is_traced_once_at_most(caplog):
-    def make(jit):
-        @jit
-        def f(x):
-            total = 0.0
-            for v in _numbers():
-                total += v
-            return x * total
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        total = 0.0
+        for v in _numbers():
+            total += v
+        return x * total
 
     with caplog.at_level(logging.WARNING, logger="janus"):
-        total = check(make, [(tf.constant([float(i)]),) for i in range(12)], graph_calls=0)
+        total = check(f, [(tf.constant([float(i)]),) for i in range(12)], graph_calls=0)
     assert total["failed_conversions"] <= 1, total
     # the generator's loop is a graph break: it runs in Python, the rest as a graph segment
     assert total["breaks"] == 1 and total["segment_graph_calls"] >= 5, total
@@ -50,15 +47,12 @@ def test_a_construct_janus_never_converts_stops_profiling():
 def test_graphs_never_reused_make_the_function_give_up(caplog):
     """A Python value that changes at every call (here an object's id-like label) pins
     every graph: after three graphs without a hit, Janus stops converting."""
-    def make(jit):
-        @jit
-        def f(x, label):
-            return x * 2.0 if label.startswith("a") else x
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, label):
+        return x * 2.0 if label.startswith("a") else x
 
     with caplog.at_level(logging.WARNING, logger="janus"):
-        total = check(make, [(tf.constant([float(i)]), f"a{i}") for i in range(20)], min_graph_calls=0)
+        total = check(f, [(tf.constant([float(i)]), f"a{i}") for i in range(20)], min_graph_calls=0)
     assert total["conversions"] <= 4, total
     assert any("never reused" in r.getMessage() for r in caplog.records), [r.getMessage() for r in caplog.records]
 
@@ -68,16 +62,13 @@ def test_budget_exhaustion_warns_once_naming_the_guard(caplog, monkeypatch):
 
     monkeypatch.setattr(config, "MAX_CONVERSIONS", 2)
 
-    def make(jit):
-        @jit
-        def f(x, mode):
-            return x + 1.0 if mode == "p" else x - 1.0
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, mode):
+        return x + 1.0 if mode == "p" else x - 1.0
 
     calls = [(tf.constant([1.0]), m) for m in ["p", "p", "p", "p", "q", "q", "r", "r", "s", "s", "p", "q"]]
     with caplog.at_level(logging.WARNING, logger="janus"):
-        check(make, calls, min_graph_calls=1)
+        check(f, calls, min_graph_calls=1)
     messages = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(messages) == 1 and "conversions" in messages[0] and "mode" in messages[0], messages
 
@@ -131,18 +122,15 @@ def test_a_conversion_that_fails_twice_the_same_way_stops_trying():
 def test_failures_that_differ_keep_trying():
     """A failure that changes between attempts (here the argument that is not a tensor)
     is no reason to stop: the next conversion may well succeed."""
-    def make(jit):
-        @jit
-        def f(x, k):
-            total = lambda: float(x.numpy().sum())  # reads a local: not split at the break
-            if k < 2:
-                return x * total()  # the trace raises, at another value each time
-            return x * 2.0
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, k):
+        total = lambda: float(x.numpy().sum())  # reads a local: not split at the break
+        if k < 2:
+            return x * total()  # the trace raises, at another value each time
+        return x * 2.0
 
     calls = [(tf.constant([1.0, 2.0]), min(i // 4, 2)) for i in range(16)]
-    total = check(make, calls, min_graph_calls=1)
+    total = check(f, calls, min_graph_calls=1)
     assert total["conversions"] >= 1, total
 
 
@@ -286,17 +274,14 @@ def test_a_trace_raising_what_eager_does_not_is_a_break_from_the_next_call():
     """A trace that raises where eager returns (code that asks whether it runs eagerly): the
     statement, not the call's values, is at fault, so it runs in Python from the next call on
     (one failed conversion, not one per call until giving up) and the rest is a graph."""
-    def make(jit):
-        @jit
-        def f(x):
-            if not tf.executing_eagerly():
-                raise RuntimeError("runs eagerly only")
-            return x * 2.0
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        if not tf.executing_eagerly():
+            raise RuntimeError("runs eagerly only")
+        return x * 2.0
 
     made = []
-    total = check(_kept(make, made), [(tf.constant([1.0, float(i)]),) for i in range(12)], graph_calls=0)
+    total = check(_kept(f, made), [(tf.constant([1.0, float(i)]),) for i in range(12)], graph_calls=0)
     assert total["failed_conversions"] == 1 and total["breaks"] == 1, total
     assert total["segment_graph_calls"] >= 5, total
     assert any("tracing it raised RuntimeError where eager does not" in str(janus.explain(p.fn))
@@ -336,13 +321,10 @@ def test_a_miss_on_a_number_of_state_converts_at_once():
 
 def test_a_miss_on_an_argument_runs_eagerly_first():
     """An argument's new value may come back to the one a graph serves: that miss runs eagerly."""
-    def make(jit):
-        @jit
-        def f(x, n):
-            return x * n
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, n):
+        return x * n
 
     calls = [(tf.constant([1.0]), 2)] * 4 + [(tf.constant([1.0]), 3)] + [(tf.constant([1.0]), 2)] * 3
-    total = check(make, calls, min_graph_calls=4)
+    total = check(f, calls, min_graph_calls=4)
     assert total["conversions"] == 1 and total["eager_calls"] == 4, total

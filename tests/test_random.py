@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 import janus
-from harness import check_seeded
+from harness import case, check_seeded
 
 
 def rnd(shape, seed, scale=1.0):
@@ -60,44 +60,38 @@ def test_noise_and_dropout_gan_step_with_two_tapes():
 
 
 def test_random_ops_inside_a_tensor_branch_that_flips():
-    def make(jit):
-        @jit
-        def f(x):
-            if tf.reduce_sum(x) > 0:
-                y = x * tf.random.uniform(tf.shape(x))
-            else:
-                y = x + tf.random.normal(tf.shape(x)) + tf.random.normal([])
-            return y + tf.random.truncated_normal([3], stddev=0.5)
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        if tf.reduce_sum(x) > 0:
+            y = x * tf.random.uniform(tf.shape(x))
+        else:
+            y = x + tf.random.normal(tf.shape(x)) + tf.random.normal([])
+        return y + tf.random.truncated_normal([3], stddev=0.5)
 
     signs = [1, -1, 1, 1, -1, 1, -1, -1, 1, -1, 1, 1, -1]
     calls = [(rnd((3,), i) * 0 + s,) for i, s in enumerate(signs)]
     calls.insert(7, eager_draw)
-    stats = check_seeded(make, calls, seed=3, min_graph_calls=6)
+    stats = check_seeded(f, calls, seed=3, min_graph_calls=6)
     assert stats["conversions"] <= 2, \
         f"x keeps its shape: one graph, and at most one rebuild should an assumption on the flipping branch fail: {stats}"
 
 
 def test_random_ops_in_a_loop_with_a_data_dependent_trip_count():
-    def make(jit):
-        @jit
-        def f(x, n):
-            total = tf.zeros([2])
-            i = tf.constant(0)
-            while i < n:
-                total += tf.random.normal([2], mean=x)
-                if tf.reduce_sum(total) > 1.0:
-                    total -= tf.random.uniform([2], -1, 1)
-                i += 1
-            return total
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, n):
+        total = tf.zeros([2])
+        i = tf.constant(0)
+        while i < n:
+            total += tf.random.normal([2], mean=x)
+            if tf.reduce_sum(total) > 1.0:
+                total -= tf.random.uniform([2], -1, 1)
+            i += 1
+        return total
 
     trips = [3, 0, 5, 2, 9, 1, 4, 40, 7, 3]  # 40 draws twice as many seeds as the first graph reserved
     calls = [(tf.constant(float(i)), tf.constant(n)) for i, n in enumerate(trips)]
     calls.insert(5, eager_draw)
-    stats = check_seeded(make, calls, seed=5, min_graph_calls=6)
+    stats = check_seeded(f, calls, seed=5, min_graph_calls=6)
     assert stats["conversions"] == 1, \
         f"n is a tensor and an overflow of the reserved seeds keeps the graph (it reserves more): one graph: {stats}"
 
@@ -134,26 +128,20 @@ def test_vae_step_reparameterization():
 
 
 def test_dropout_with_noise_shape_and_rate_zero():
-    def make(jit):
-        @jit
-        def f(x):
-            a = tf.nn.dropout(x, 0.5, noise_shape=[tf.shape(x)[0], 1])
-            b = tf.nn.dropout(x, 0.0)  # eager still takes a seed here
-            return a + b + tf.random.uniform([])
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        a = tf.nn.dropout(x, 0.5, noise_shape=[tf.shape(x)[0], 1])
+        b = tf.nn.dropout(x, 0.0)  # eager still takes a seed here
+        return a + b + tf.random.uniform([])
 
     calls = [(rnd((4, 3), i),) for i in range(8)]
-    check_seeded(make, calls, seed=8, min_graph_calls=4)
+    check_seeded(f, calls, seed=8, min_graph_calls=4)
 
 
 def test_guard_misses_interleave_eager_and_graph_calls_in_one_stream():
-    def make(jit):
-        @jit
-        def f(x, scale):
-            return x * scale + tf.random.normal(tf.shape(x))
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, scale):
+        return x * scale + tf.random.normal(tf.shape(x))
 
     calls = []
     for i in range(12):
@@ -161,16 +149,13 @@ def test_guard_misses_interleave_eager_and_graph_calls_in_one_stream():
         calls.append((rnd((3,), i), 3 if i % 4 == 3 else 2.0))
         if i % 5 == 2:
             calls.append(eager_draw)
-    check_seeded(make, calls, seed=13, min_graph_calls=5)
+    check_seeded(f, calls, seed=13, min_graph_calls=5)
 
 
 def test_reseeding_between_calls():
-    def make(jit):
-        @jit
-        def f(x):
-            return x + tf.random.normal([3])
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        return x + tf.random.normal([3])
 
     def reseed(s):
         def call(p):
@@ -179,80 +164,71 @@ def test_reseeding_between_calls():
         return call
 
     calls = [reseed(s) for s in (1, 2, 1, 3, 3, 4, 1, 2)]
-    check_seeded(make, calls, seed=0, min_graph_calls=4)
+    check_seeded(f, calls, seed=0, min_graph_calls=4)
 
 
 def test_image_augmentations_shuffle_gamma_and_integer_draws():
-    def make(jit):
-        @jit
-        def augment(images, labels):
-            images = tf.image.random_flip_left_right(images)
-            images = tf.image.random_flip_up_down(images[0])[None]
-            images = tf.image.random_brightness(images, 0.2)
-            images = tf.image.random_contrast(images, 0.8, 1.2)
-            images = tf.image.random_saturation(images, 0.5, 1.5)
-            images = tf.image.random_hue(images, 0.1)
-            crop = tf.image.random_crop(images, [1, 3, 3, 3])
-            order = tf.random.shuffle(tf.range(4))
-            g = tf.random.gamma([2], 2.0)
-            k = tf.random.uniform([3], 0, 10, dtype=tf.int64)
-            return crop, tf.gather(labels, order), g, k
-
-        return SimpleNamespace(fn=augment)
+    @case
+    def augment(images, labels):
+        images = tf.image.random_flip_left_right(images)
+        images = tf.image.random_flip_up_down(images[0])[None]
+        images = tf.image.random_brightness(images, 0.2)
+        images = tf.image.random_contrast(images, 0.8, 1.2)
+        images = tf.image.random_saturation(images, 0.5, 1.5)
+        images = tf.image.random_hue(images, 0.1)
+        crop = tf.image.random_crop(images, [1, 3, 3, 3])
+        order = tf.random.shuffle(tf.range(4))
+        g = tf.random.gamma([2], 2.0)
+        k = tf.random.uniform([3], 0, 10, dtype=tf.int64)
+        return crop, tf.gather(labels, order), g, k
 
     calls = [(tf.abs(rnd((2, 4, 4, 3), i)) % 1.0, tf.range(4) * i) for i in range(7)]
-    check_seeded(make, calls, seed=17, min_graph_calls=3)
+    check_seeded(augment, calls, seed=17, min_graph_calls=3)
 
 
 def test_categorical_and_poisson_over_dtypes_and_shapes():
     """The v1 stateless kernels, seeded so that their scramble gives eager's key and counter."""
-    def make(jit):
-        @jit
-        def f(x, lam, n):
-            outs = []
-            for dtype in (tf.float16, tf.bfloat16, tf.float32, tf.float64):
-                outs.append(tf.random.categorical(tf.cast(x, dtype), 5))
-            outs.append(tf.random.categorical(x * 3.0, n, dtype=tf.int32))
-            outs.append(tf.random.categorical(tf.math.log([[0.5, 0.5]]), 7))  # constant logits
-            outs.append(tf.random.poisson([4], lam))
-            outs.append(tf.random.poisson([2, 3], lam * 30.0, dtype=tf.int64))  # rates >= 10: rejection sampling
-            outs.append(tf.random.poisson([], [0.5, 12.0]))  # a Python list: float64 rates, as eager converts it
-            outs.append(tf.random.poisson([3], tf.cast(lam * 20.0, tf.int32), dtype=tf.float16))
-            outs.append(tf.random.poisson(tf.shape(x), 4.0, dtype=tf.float64))
-            return outs
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, lam, n):
+        outs = []
+        for dtype in (tf.float16, tf.bfloat16, tf.float32, tf.float64):
+            outs.append(tf.random.categorical(tf.cast(x, dtype), 5))
+        outs.append(tf.random.categorical(x * 3.0, n, dtype=tf.int32))
+        outs.append(tf.random.categorical(tf.math.log([[0.5, 0.5]]), 7))  # constant logits
+        outs.append(tf.random.poisson([4], lam))
+        outs.append(tf.random.poisson([2, 3], lam * 30.0, dtype=tf.int64))  # rates >= 10: rejection sampling
+        outs.append(tf.random.poisson([], [0.5, 12.0]))  # a Python list: float64 rates, as eager converts it
+        outs.append(tf.random.poisson([3], tf.cast(lam * 20.0, tf.int32), dtype=tf.float16))
+        outs.append(tf.random.poisson(tf.shape(x), 4.0, dtype=tf.float64))
+        return outs
 
     calls = [(rnd((1 + i % 3, 6), i), tf.abs(rnd((2,), 50 + i)), tf.constant(4 + i)) for i in range(8)]
     calls.insert(4, eager_draw)
-    stats = check_seeded(make, calls, seed=31, min_graph_calls=4)
+    stats = check_seeded(f, calls, seed=31, min_graph_calls=4)
     assert stats["conversions"] <= 2, \
         f"x's batch of 1-3 rows varies: at most one retrace, with that dimension relaxed: {stats}"
 
 
 def test_categorical_in_a_python_loop_a_tensor_loop_and_a_tensor_cond():
-    def make(jit):
-        @jit
-        def f(logits, n):
-            picks = [tf.random.categorical(logits, 2) for _ in range(3)]
-            total = tf.zeros([], tf.int64)
-            i = tf.constant(0)
-            while i < n:
-                total += tf.reduce_sum(tf.random.categorical(logits + tf.cast(i, tf.float32), 3))
-                i += 1
-            if tf.reduce_sum(logits) > 0:
-                extra = tf.random.categorical(logits * 2.0, 1)
-            else:
-                extra = tf.cast(tf.random.poisson([1, 1], 3.0), tf.int64)
-            return picks, total, extra
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(logits, n):
+        picks = [tf.random.categorical(logits, 2) for _ in range(3)]
+        total = tf.zeros([], tf.int64)
+        i = tf.constant(0)
+        while i < n:
+            total += tf.reduce_sum(tf.random.categorical(logits + tf.cast(i, tf.float32), 3))
+            i += 1
+        if tf.reduce_sum(logits) > 0:
+            extra = tf.random.categorical(logits * 2.0, 1)
+        else:
+            extra = tf.cast(tf.random.poisson([1, 1], 3.0), tf.int64)
+        return picks, total, extra
 
     trips = [2, 0, 5, 1, 40, 3, 2, 6, 1]  # 40 draws overflow the reserved rows once
     calls = [(rnd((2, 4), i) + (1.0 if i % 3 else -1.0), tf.constant(n)) for i, n in enumerate(trips)]
     calls.insert(5, eager_draw)
     calls.insert(3, lambda p: tf.random.categorical([[0.0, 1.0]], 4))  # an eager categorical between calls
-    stats = check_seeded(make, calls, seed=9, min_graph_calls=5)
+    stats = check_seeded(f, calls, seed=9, min_graph_calls=5)
     assert stats["conversions"] <= 2, \
         f"logits keep shape (2, 4), n is a tensor, a seeds overflow keeps the graph: one graph, and at most one rebuild should an assumption fail: {stats}"
 
@@ -349,16 +325,13 @@ def test_an_op_seed_runs_eagerly_and_says_why():
     lambda x: tf.random.set_seed(3),
 ])
 def test_draws_janus_cannot_reproduce_run_eagerly(draw):
-    def make(jit):
-        @jit
-        def f(x):
-            draw(x)
-            return x + tf.random.uniform([3])
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        draw(x)
+        return x + tf.random.uniform([3])
 
     calls = [(rnd((3,), i),) for i in range(6)]
-    check_seeded(make, calls, seed=1, eager_only=True)
+    check_seeded(f, calls, seed=1, eager_only=True)
 
 
 def test_without_a_global_seed_draws_are_fresh_and_leave_tensorflow_alone():

@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 import janus
-from harness import assert_same, check, fresh_module
+from harness import assert_same, case, check, fresh_module
 
 PROFILE = 3  # default profile_calls
 
@@ -115,16 +115,13 @@ def jf_of(p, name="fn"):
 # 1. branch pruning
 # =========================================================================================
 def test_branch_pruned_then_flipped_then_back():
-    def make(jit):
-        @jit
-        def f(x):
-            if tf.reduce_sum(x) > 0:
-                y = x * 2.0 + 1.0
-            else:
-                y = tf.abs(x) - 3.0
-            return y
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        if tf.reduce_sum(x) > 0:
+            y = x * 2.0 + 1.0
+        else:
+            y = tf.abs(x) - 3.0
+        return y
 
     probe = Probe()
     P = [pos((5,), i) for i in range(12)]
@@ -132,7 +129,7 @@ def test_branch_pruned_then_flipped_then_back():
     calls = [(P[0],), (P[1],), (P[2],), (P[3],), (P[4],), (P[5],),     # 3 profiled + 3 graphs
              probe.call(N[0]),                                           # flipped: assertion fails
              (P[6],), (P[7],), (N[1],), (P[8],), (P[9],), (N[2],), probe.call(P[10])]
-    total = check(make, calls, min_graph_calls=(6 - PROFILE) + 5)
+    total = check(f, calls, min_graph_calls=(6 - PROFILE) + 5)
     before, final = probe.explains
     assert_speculative(before, "branch at", "`(tf.reduce_sum(x) > 0)`", "assumed True", "held 3, failed 0")
     assert probe.stats[0]["graph_calls"] == 6 - PROFILE and probe.stats[0]["assertion_failures"] == 0, \
@@ -148,14 +145,11 @@ def test_branch_pruned_then_flipped_then_back():
 
 
 def test_conditional_expression_pruned_then_flipped_then_back():
-    def make(jit):
-        @jit
-        def f(x, w):
-            h = tf.matmul(x, w)
-            scale = 0.5 if tf.reduce_mean(h) < 100.0 else 2.0
-            return h * scale, scale
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, w):
+        h = tf.matmul(x, w)
+        scale = 0.5 if tf.reduce_mean(h) < 100.0 else 2.0
+        return h * scale, scale
 
     probe = Probe()
     w = rnd((3, 2), 0)
@@ -164,7 +158,7 @@ def test_conditional_expression_pruned_then_flipped_then_back():
     wbig = tf.ones((3, 2))
     calls = [(X[0], w), (X[1], w), (X[2], w), (X[3], w), (X[4], w), (X[5], w),
              probe.call(big, wbig), (X[6], w), (X[7], w), (big, wbig), probe.call(X[8], w), (X[9], w)]
-    total = check(make, calls, min_graph_calls=(6 - PROFILE) + 4)
+    total = check(f, calls, min_graph_calls=(6 - PROFILE) + 4)
     before, final = probe.explains
     assert_speculative(before, "branch at", "tf.reduce_mean(h) < 100.0", "assumed True")
     assert total["assertion_failures"] == 1 and total["assumptions_failed"] >= 1, total
@@ -173,26 +167,23 @@ def test_conditional_expression_pruned_then_flipped_then_back():
 
 
 def test_branch_inside_python_loop_pruned_then_flipped_then_back():
-    def make(jit):
-        @jit
-        def f(xs):
-            acc = tf.zeros((3,))
-            for i in range(4):
-                row = xs[i]
-                if tf.reduce_min(row) > 0.0:
-                    acc = acc + tf.sqrt(row)
-                else:
-                    acc = acc - row * row
-            return acc
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(xs):
+        acc = tf.zeros((3,))
+        for i in range(4):
+            row = xs[i]
+            if tf.reduce_min(row) > 0.0:
+                acc = acc + tf.sqrt(row)
+            else:
+                acc = acc - row * row
+        return acc
 
     probe = Probe()
     P = [pos((4, 3), i) for i in range(10)]
     broken = tf.tensor_scatter_nd_update(pos((4, 3), 50), [[2, 1]], [-4.0])   # row 2 flips, late
     calls = [(P[0],), (P[1],), (P[2],), (P[3],), (P[4],), (P[5],),
              probe.call(broken), (P[6],), (P[7],), (broken,), probe.call(P[8],), (P[9],)]
-    total = check(make, calls, min_graph_calls=(6 - PROFILE) + 4)
+    total = check(f, calls, min_graph_calls=(6 - PROFILE) + 4)
     before, final = probe.explains
     assert_speculative(before, "branch at", "tf.reduce_min(row) > 0.0", "assumed True")
     assert total["assertion_failures"] == 1 and total["assumptions_failed"] >= 1, total
@@ -204,16 +195,13 @@ def test_branch_inside_python_loop_pruned_then_flipped_then_back():
 # 2. loop unrolling
 # =========================================================================================
 def test_while_on_tensor_unrolled_then_longer_then_back():
-    def make(jit):
-        @jit
-        def halve(x):
-            n = 0
-            while tf.reduce_max(x) >= 1.0:
-                x = x / 2.0
-                n += 1
-            return x, n
-
-        return SimpleNamespace(fn=halve)
+    @case
+    def halve(x):
+        n = 0
+        while tf.reduce_max(x) >= 1.0:
+            x = x / 2.0
+            n += 1
+        return x, n
 
     probe = Probe()
     same = [pos((4,), i, 4.0, 7.9) for i in range(12)]     # always 3 halvings
@@ -221,7 +209,7 @@ def test_while_on_tensor_unrolled_then_longer_then_back():
     calls = [(same[0],), (same[1],), (same[2],), (same[3],), (same[4],), (same[5],),
              probe.call(longer[0]), (same[6],), (same[7],), (longer[1],), (same[8],),
              (pos((4,), 70, 0.1, 0.5),), probe.call(same[9])]    # zero iterations too
-    total = check(make, calls, min_graph_calls=(6 - PROFILE) + 5)
+    total = check(halve, calls, min_graph_calls=(6 - PROFILE) + 5)
     before, final = probe.explains
     assert_speculative(before, "loop at", "`(tf.reduce_max(x) >= 1.0)`", "assumed 3 iterations")
     assert "assertions in graph: 4" in graph_sections(before)[0], before   # 3 continue + 1 exit
@@ -234,34 +222,28 @@ def test_while_on_tensor_unrolled_then_longer_then_back():
 def test_while_unrolled_then_shorter_loop():
     """Breaking the other way: the loop would stop early (the exit assertion of an earlier
     iteration fails), then the trip count returns to the profiled one."""
-    def make(jit):
-        @jit
-        def halve(x):
-            n = 0
-            while tf.reduce_max(x) >= 1.0:
-                x = x / 2.0
-                n += 1
-            return x, n
-
-        return SimpleNamespace(fn=halve)
+    @case
+    def halve(x):
+        n = 0
+        while tf.reduce_max(x) >= 1.0:
+            x = x / 2.0
+            n += 1
+        return x, n
 
     same = [pos((4,), i, 4.0, 7.9) for i in range(10)]
     calls = [(same[i],) for i in range(6)] + [(pos((4,), 80, 1.0, 1.9),)] + [(same[i],) for i in range(6, 10)]
-    total = check(make, calls, min_graph_calls=(6 - PROFILE) + 4)
+    total = check(halve, calls, min_graph_calls=(6 - PROFILE) + 4)
     assert total["assertion_failures"] == 1 and total["assumptions_failed"] >= 1, total
     assert total["conversions"] == 2, total
 
 
 def test_for_over_tensor_range_unrolled_then_other_count_then_back():
-    def make(jit):
-        @jit
-        def f(x, n):
-            acc = tf.zeros_like(x)
-            for i in range(n):
-                acc = acc * 0.5 + x * tf.cast(i + 1, tf.float32)
-            return acc
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, n):
+        acc = tf.zeros_like(x)
+        for i in range(n):
+            acc = acc * 0.5 + x * tf.cast(i + 1, tf.float32)
+        return acc
 
     probe = Probe()
     four, six, two = tf.constant(4), tf.constant(6), tf.constant(2)
@@ -269,7 +251,7 @@ def test_for_over_tensor_range_unrolled_then_other_count_then_back():
     calls = [(X[0], four), (X[1], four), (X[2], four), (X[3], four), (X[4], four), (X[5], four),
              probe.call(X[6], six), (X[7], four), (X[8], four), (X[9], six), (X[10], two),
              probe.call(X[11], four)]
-    total = check(make, calls, min_graph_calls=(6 - PROFILE) + 4)
+    total = check(f, calls, min_graph_calls=(6 - PROFILE) + 4)
     before, final = probe.explains
     assert_speculative(before, "loop at", "range(n)", "assumed 4 iterations")
     assert total["assertion_failures"] == 1 and total["assumptions_failed"] >= 1, total
@@ -282,22 +264,19 @@ def test_for_over_tensor_of_relaxed_length_unrolled_then_shorter_then_back():
     """The width of ``x`` varies, so the graph is traced with shape (3, None): the rows of
     ``tf.transpose(x)[:2]`` have an unknown static count, but it was 2 in every profiled
     call: unrolled with a length assertion, which fails for a width-1 ``x``."""
-    def make(jit):
-        @jit
-        def g(x):
-            acc = tf.zeros((3,))
-            for row in tf.transpose(x)[:2]:
-                acc = acc * 0.5 + row
-            return acc
-
-        return SimpleNamespace(fn=g)
+    @case
+    def g(x):
+        acc = tf.zeros((3,))
+        for row in tf.transpose(x)[:2]:
+            acc = acc * 0.5 + row
+        return acc
 
     probe = Probe()
     calls = [(rnd((3, 4), 0),), (rnd((3, 4), 1),), (rnd((3, 5), 2),), (rnd((3, 6), 3),),
              (rnd((3, 7), 4),), (rnd((3, 4), 5),),
              probe.call(rnd((3, 1), 6)),                     # only one row: length assertion fails
              (rnd((3, 5), 7),), (rnd((3, 1), 8),), (rnd((3, 9), 9),), probe.call(rnd((3, 2), 10))]
-    total = check(make, calls, min_graph_calls=3 + 3)
+    total = check(g, calls, min_graph_calls=3 + 3)
     before, final = probe.explains
     assert "(relaxed shapes)" in graph_sections(before)[0] and "float32[3, None]" in before, before
     assert_speculative(before, "loop at", "tf.transpose(x)[:2]", "assumed 2 iterations")
@@ -309,20 +288,17 @@ def test_for_over_tensor_of_relaxed_length_unrolled_then_shorter_then_back():
 def test_for_over_tensor_of_relaxed_length_with_varying_count():
     """``for row in x`` with a varying first dimension: after relaxation to (None, 3) the
     count is not fixed (it varied while profiling): a tf.while_loop serves every length."""
-    def make(jit):
-        @jit
-        def h(x):
-            acc = tf.zeros((3,))
-            for row in x:
-                acc = acc * 0.5 + row
-            return acc
-
-        return SimpleNamespace(fn=h)
+    @case
+    def h(x):
+        acc = tf.zeros((3,))
+        for row in x:
+            acc = acc * 0.5 + row
+        return acc
 
     probe = Probe()
     lens = [4, 4, 4, 4, 4, 5, 2, 4, 6, 1, 7, 3]
     calls = [(rnd((n, 3), i),) for i, n in enumerate(lens)] + [probe.call(rnd((8, 3), 99))]
-    total = check(make, calls, min_graph_calls=2 + 6)
+    total = check(h, calls, min_graph_calls=2 + 6)
     final, = probe.explains
     assert "float32[None, 3]" in graph_sections(final)[0], final
     assert total["conversions"] == 2 and total["assertion_failures"] == 0, total
@@ -427,13 +403,10 @@ def f(x):
 # 4. shapes
 # =========================================================================================
 def test_shape_relaxed_once_covers_every_later_shape():
-    def make(jit):
-        @jit
-        def f(x, w):
-            h = tf.tanh(tf.matmul(x, w))
-            return tf.reduce_mean(h, axis=0), tf.cast(tf.shape(x)[0], tf.float32) * tf.reduce_sum(h)
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, w):
+        h = tf.tanh(tf.matmul(x, w))
+        return tf.reduce_mean(h, axis=0), tf.cast(tf.shape(x)[0], tf.float32) * tf.reduce_sum(h)
 
     probe = Probe()
     w = rnd((8, 3), 0)
@@ -441,7 +414,7 @@ def test_shape_relaxed_once_covers_every_later_shape():
     calls = [(rnd((n, 8), i), w) for i, n in enumerate(rows)]
     calls[6] = probe.call(*calls[6])                      # just before the first new shape
     calls.append(probe.call(rnd((7, 8), 99), w))
-    total = check(make, calls, min_graph_calls=(6 - PROFILE) + len(rows) - 7)
+    total = check(f, calls, min_graph_calls=(6 - PROFILE) + len(rows) - 7)
     before, final = probe.explains
     assert "float32[4, 8]" in graph_sections(before)[0], before
     # (3, 8) misses and, a shape being all that changed, converts at once: ONE graph for
@@ -458,16 +431,13 @@ def test_shape_relaxed_once_covers_every_later_shape():
 def test_shape_relaxed_with_a_static_shape_read():
     """The trace reads ``x.shape[0]`` (a Python int): the relaxed graph cannot know it, so
     the trace retries with exact shapes; every result still matches eager."""
-    def make(jit):
-        @jit
-        def f(x):
-            n = x.shape[0]
-            return tf.reduce_sum(x, axis=0) / n, n
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        n = x.shape[0]
+        return tf.reduce_sum(x, axis=0) / n, n
 
     rows = [4, 4, 4, 4, 4, 3, 2, 6, 4, 3, 2, 6, 4]
-    total = check(make, [(rnd((n, 8), i),) for i, n in enumerate(rows)], min_graph_calls=2 + 4)
+    total = check(f, [(rnd((n, 8), i),) for i, n in enumerate(rows)], min_graph_calls=2 + 4)
     assert total["conversions"] <= 5, total
 
 
@@ -475,21 +445,18 @@ def test_shape_relaxed_with_a_static_shape_read():
 # 5. Python values
 # =========================================================================================
 def test_int_argument_specialized_then_new_value_then_back():
-    def make(jit):
-        @jit
-        def f(x, n):
-            for _ in range(n):
-                x = x * 0.5 + 1.0
-            return x, n + 1
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, n):
+        for _ in range(n):
+            x = x * 0.5 + 1.0
+        return x, n + 1
 
     probe = Probe()
     X = [rnd((3,), i) for i in range(12)]
     calls = [(X[0], 3), (X[1], 3), (X[2], 3), (X[3], 3), (X[4], 3), (X[5], 3),
              probe.call(X[6], 5),                      # new value: guard miss, runs eagerly
              probe.call(X[7], 3), (X[8], 3), probe.call(X[9], 3)]
-    total = check(make, calls, min_graph_calls=(6 - PROFILE) + 3)
+    total = check(f, calls, min_graph_calls=(6 - PROFILE) + 3)
     before, at_back, final = probe.explains
     s_before, s_back = probe.stats[0], probe.stats[1]
     assert "argument n == 3" in graph_sections(before)[0], before
@@ -500,24 +467,21 @@ def test_int_argument_specialized_then_new_value_then_back():
 
 
 def test_int_argument_changing_every_call_is_fed():
-    def make(jit):
-        @jit
-        def f(x, step):
-            lr = 0.1 / (step + 1)
-            y = x * lr
-            if step % 2 == 0:          # a tensor branch once step is fed: both sides seen
-                y = y + 1.0
-            for _ in range(step % 3):   # a tensor range once step is fed: varying count
-                y = y * 0.9
-            return y, step * 2, lr
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, step):
+        lr = 0.1 / (step + 1)
+        y = x * lr
+        if step % 2 == 0:          # a tensor branch once step is fed: both sides seen
+            y = y + 1.0
+        for _ in range(step % 3):   # a tensor range once step is fed: varying count
+            y = y * 0.9
+        return y, step * 2, lr
 
     probe = Probe()
     x = rnd((4,), 0)
     calls = [(x, s) for s in range(14)] + [probe.call(x, 2)]
     # the profile saw three values: the first graph already feeds step, and serves every call
-    total = check(make, calls, min_graph_calls=len(calls) - PROFILE)
+    total = check(f, calls, min_graph_calls=len(calls) - PROFILE)
     final, = probe.explains
     assert total["conversions"] <= 2, total
     assert re.search(r"argument step is an? int \(fed to the graph\)", graph_sections(final)[0]), final
@@ -556,20 +520,17 @@ def test_float_attribute_changing_every_call_is_fed():
 
 
 def test_bool_flag_flipping_is_specialized_per_value():
-    def make(jit):
-        @jit
-        def f(x, training):
-            h = x * 2.0
-            if training:
-                h = h * 0.5 + tf.reduce_mean(h)
-            return h, not training
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, training):
+        h = x * 2.0
+        if training:
+            h = h * 0.5 + tf.reduce_mean(h)
+        return h, not training
 
     probe = Probe()
     X = [rnd((3,), i) for i in range(14)]
     calls = [(X[i], i % 2 == 0) for i in range(13)] + [probe.call(X[13], False)]
-    total = check(make, calls, min_graph_calls=len(calls) - PROFILE - 2)
+    total = check(f, calls, min_graph_calls=len(calls) - PROFILE - 2)
     final, = probe.explains
     assert total["conversions"] == 2 and total["cache_entries"] == 2, total
     sections = graph_sections(final)
@@ -723,16 +684,13 @@ def test_late_assumption_failure_applies_the_call_exactly_once():
 # 7. repeated failure: a site that failed once stays dynamic
 # =========================================================================================
 def test_branch_flipping_every_other_call_after_first_failure_stays_dynamic():
-    def make(jit):
-        @jit
-        def f(x):
-            if tf.reduce_mean(x) > 0.0:
-                y = tf.exp(-x)
-            else:
-                y = x * x
-            return y
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        if tf.reduce_mean(x) > 0.0:
+            y = tf.exp(-x)
+        else:
+            y = x * x
+        return y
 
     probe = Probe()
     P = [pos((4,), i) for i in range(20)]
@@ -741,7 +699,7 @@ def test_branch_flipping_every_other_call_after_first_failure_stays_dynamic():
     for i in range(8):                                         # then it flips every other call
         calls += [(N[i],), (P[6 + i],)]
     calls.append(probe.call(N[9]))
-    total = check(make, calls, min_graph_calls=len(calls) - PROFILE - 1)
+    total = check(f, calls, min_graph_calls=len(calls) - PROFILE - 1)
     final, = probe.explains
     assert total["assertion_failures"] == 1 and total["assumptions_failed"] == 1, total
     assert total["conversions"] <= 3, total
@@ -751,16 +709,13 @@ def test_branch_flipping_every_other_call_after_first_failure_stays_dynamic():
 
 
 def test_loop_count_alternating_after_first_failure_stays_dynamic():
-    def make(jit):
-        @jit
-        def f(x):
-            n = tf.constant(0)
-            while tf.reduce_max(x) > 1.0:
-                x = x * 0.5
-                n = n + 1
-            return x, n
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        n = tf.constant(0)
+        while tf.reduce_max(x) > 1.0:
+            x = x * 0.5
+            n = n + 1
+        return x, n
 
     probe = Probe()
     S = [pos((3,), i, 2.1, 3.9) for i in range(20)]            # 2 halvings
@@ -769,7 +724,7 @@ def test_loop_count_alternating_after_first_failure_stays_dynamic():
     for i in range(6):
         calls += [(L[i],), (S[6 + i],)]
     calls.append(probe.call(L[9]))
-    total = check(make, calls, min_graph_calls=len(calls) - PROFILE - 1)
+    total = check(f, calls, min_graph_calls=len(calls) - PROFILE - 1)
     final, = probe.explains
     assert total["assertion_failures"] == 1 and total["assumptions_failed"] == 1, total
     assert total["conversions"] <= 3, total
@@ -780,19 +735,16 @@ def test_failed_assumption_is_dropped_from_every_cached_graph():
     """Two graphs (one per value of a Python flag) share the speculation on a tensor branch.
     When it fails in one of them, the site is banned for the function: the other graph must
     not run (and fail) on the same assumption again, and explain lists it as given up."""
-    def make(jit):
-        @jit
-        def f(x, training):
-            h = x * 2.0
-            if training:
-                h = h * 0.5
-            if tf.reduce_sum(x) > 0:
-                h = h + 1.0
-            else:
-                h = h - 1.0
-            return h
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, training):
+        h = x * 2.0
+        if training:
+            h = h * 0.5
+        if tf.reduce_sum(x) > 0:
+            h = h + 1.0
+        else:
+            h = h - 1.0
+        return h
 
     probe = Probe()
     P = [pos((3,), i) for i in range(12)]
@@ -800,7 +752,7 @@ def test_failed_assumption_is_dropped_from_every_cached_graph():
     calls = [(P[i], i % 2 == 0) for i in range(8)]           # both flag graphs, branch assumed True
     calls += [(N[0], True), (N[1], False), (N[2], True), (N[3], False), (P[8], True), (P[9], False),
               probe.call(P[10], True)]
-    total = check(make, calls, min_graph_calls=4)
+    total = check(f, calls, min_graph_calls=4)
     final, = probe.explains
     assert total["assumptions_failed"] == 1 and total["assertion_failures"] == 1, total
     assert_given_up(final, "`(tf.reduce_sum(x) > 0)`", "assumed True")
@@ -845,23 +797,20 @@ def test_speculate_false_converts_without_assumptions():
 def test_speculate_false_versus_true_same_program():
     """The same program and calls, speculative: the first graph has assumptions (and one
     fails on the flipped call); both versions match eager at every call."""
-    def make(jit):
-        @jit
-        def f(x, n):
-            s = tf.constant(0.0)
-            for i in range(n):
-                s = s + tf.reduce_sum(x) * tf.cast(i, tf.float32)
-            y = x * 2.0 if tf.reduce_sum(x) > 0 else -x
-            return y, s
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, n):
+        s = tf.constant(0.0)
+        for i in range(n):
+            s = s + tf.reduce_sum(x) * tf.cast(i, tf.float32)
+        y = x * 2.0 if tf.reduce_sum(x) > 0 else -x
+        return y, s
 
     probe = Probe()
     four = tf.constant(4)
     P = [pos((3,), i) for i in range(10)]
     calls = [(P[i], four) for i in range(6)] + [probe.call(P[6], four)] \
         + [(-P[7], four), (P[8], four), (P[9], four)]
-    total = check(make, calls, min_graph_calls=(7 - PROFILE) + 2)
+    total = check(f, calls, min_graph_calls=(7 - PROFILE) + 2)
     before, = probe.explains
     assert_speculative(before, "loop at", "range(n)", "assumed 4 iterations")
     assert_speculative(before, "branch at", "tf.reduce_sum(x) > 0", "assumed True")
@@ -965,48 +914,42 @@ def test_flip_to_a_side_that_raises():
 
 
 def test_return_inside_speculated_branch():
-    def make(jit):
-        @jit
-        def f(x):
-            m = tf.reduce_max(x)
-            if m > 10.0:
-                return x / m, tf.constant(1)
-            y = x * 2.0
-            if tf.reduce_min(y) < -100.0:
-                return -y, tf.constant(2)
-            return y + 1.0, tf.constant(3)
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        m = tf.reduce_max(x)
+        if m > 10.0:
+            return x / m, tf.constant(1)
+        y = x * 2.0
+        if tf.reduce_min(y) < -100.0:
+            return -y, tf.constant(2)
+        return y + 1.0, tf.constant(3)
 
     X = [rnd((4,), i) for i in range(12)]
     calls = [(X[i],) for i in range(6)] + [(tf.constant([20.0, 1.0, 2.0, 3.0]),), (X[6],),
                                            (tf.constant([-80.0, 1.0, 2.0, 3.0]),), (X[7],), (X[8],),
                                            (tf.constant([20.0, 1.0, 2.0, -300.0]),), (X[9],)]
-    total = check(make, calls, min_graph_calls=(6 - PROFILE) + 4)
+    total = check(f, calls, min_graph_calls=(6 - PROFILE) + 4)
     assert total["assertion_failures"] >= 1, total
     assert total["conversions"] <= 4, total
 
 
 def test_branch_nested_in_speculated_while_loop():
-    def make(jit):
-        @jit
-        def f(x):
-            steps = 0
-            while tf.reduce_max(tf.abs(x)) > 1.0:
-                if tf.reduce_sum(x) > 0:
-                    x = x * 0.5
-                else:
-                    x = x * 0.25
-                steps += 1
-            return x, steps
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        steps = 0
+        while tf.reduce_max(tf.abs(x)) > 1.0:
+            if tf.reduce_sum(x) > 0:
+                x = x * 0.5
+            else:
+                x = x * 0.25
+            steps += 1
+        return x, steps
 
     probe = Probe()
     S = [pos((3,), i, 4.1, 7.9) for i in range(12)]          # 3 iterations, always the first side
     calls = [(S[i],) for i in range(6)] + [probe.call(-S[6])] + [(S[i],) for i in range(7, 10)] \
         + [(-S[10],), (S[11] * 10.0,), probe.call(S[0])]
-    total = check(make, calls, min_graph_calls=(6 - PROFILE) + 4)
+    total = check(f, calls, min_graph_calls=(6 - PROFILE) + 4)
     before, final = probe.explains
     assert_speculative(before, "loop at", "assumed 3 iterations")
     assert_speculative(before, "branch at", "tf.reduce_sum(x) > 0", "assumed True")
@@ -1015,25 +958,22 @@ def test_branch_nested_in_speculated_while_loop():
 
 
 def test_unrolled_for_with_break_then_count_changes():
-    def make(jit):
-        @jit
-        def f(xs, limit):
-            total = tf.zeros((2,))
-            k = 0
-            for row in xs:
-                if tf.reduce_sum(total) > limit:
-                    break
-                total = total + row
-                k += 1
-            return total, k
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(xs, limit):
+        total = tf.zeros((2,))
+        k = 0
+        for row in xs:
+            if tf.reduce_sum(total) > limit:
+                break
+            total = total + row
+            k += 1
+        return total, k
 
     X = [pos((5, 2), i) for i in range(12)]
     lim = tf.constant(100.0)
     calls = [(X[i], lim) for i in range(6)] + [(X[6], tf.constant(1.0)), (X[7], lim), (X[8], lim),
                                                 (X[9], tf.constant(2.0)), (X[10], lim)]
-    check(make, calls, min_graph_calls=(6 - PROFILE) + 3)
+    check(f, calls, min_graph_calls=(6 - PROFILE) + 3)
 
 
 def test_late_loop_assumption_failure_after_state_writes():

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import numpy as np
 import tensorflow as tf
 
-from harness import check
+from harness import case, check
 
 
 def batch(n, width=4, seed=0):
@@ -33,66 +33,54 @@ def test_zeros_shaped_by_a_varying_batch_size():
 
 
 def test_python_range_over_a_varying_length():
-    def make(jit):
-        @jit
-        def f(x):
-            acc = tf.zeros([x.shape[1]])
-            steps = 0
-            for i in range(x.shape[0]):
-                acc = acc * 0.5 + x[i]
-                steps += 1
-            return acc, steps
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        acc = tf.zeros([x.shape[1]])
+        steps = 0
+        for i in range(x.shape[0]):
+            acc = acc * 0.5 + x[i]
+            steps += 1
+        return acc, steps
 
     lengths = [3, 5, 4, 9, 2, 7, 6, 11, 1, 8, 10, 13, 3, 15, 12, 14, 5]
-    total = check(make, [(batch(n),) for n in lengths], min_graph_calls=len(lengths) - 5)
+    total = check(f, [(batch(n),) for n in lengths], min_graph_calls=len(lengths) - 5)
     assert total["conversions"] <= 3, total
 
 
 def test_reshape_from_products_of_symbolic_dims():
-    def make(jit):
-        @jit
-        def f(x):
-            n, t, d = x.shape
-            flat = tf.reshape(x, [n * t, d])
-            back = tf.reshape(flat * 2.0, [n, t * d])
-            parts = tf.split(back, [t * d // 2, t * d - t * d // 2], axis=1)
-            return back, parts[0], x.shape.as_list(), n * t
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x):
+        n, t, d = x.shape
+        flat = tf.reshape(x, [n * t, d])
+        back = tf.reshape(flat * 2.0, [n, t * d])
+        parts = tf.split(back, [t * d // 2, t * d - t * d // 2], axis=1)
+        return back, parts[0], x.shape.as_list(), n * t
 
     shapes = [(2, 3, 4), (3, 3, 4), (2, 5, 4), (4, 2, 4), (1, 6, 4), (5, 5, 4), (2, 7, 4), (3, 4, 4), (6, 1, 4)]
     calls = [(tf.constant(np.arange(np.prod(s), dtype=np.float32).reshape(s)),) for s in shapes]
-    total = check(make, calls, min_graph_calls=len(shapes) - 5)
+    total = check(f, calls, min_graph_calls=len(shapes) - 5)
     assert total["conversions"] <= 3, total
 
 
 def test_a_dimension_that_never_varied_stays_a_python_int():
     """Only the varying dimension is symbolic; the constant one keeps specializing code."""
-    def make(jit):
-        @jit
-        def f(x):
-            out = x
-            for _ in range(x.shape[1]):  # 4 every call: unrolled in Python
-                out = tf.roll(out, 1, axis=1)
-            return out, x.shape[1] * 2
+    @case
+    def f(x):
+        out = x
+        for _ in range(x.shape[1]):  # 4 every call: unrolled in Python
+            out = tf.roll(out, 1, axis=1)
+        return out, x.shape[1] * 2
 
-        return SimpleNamespace(fn=f)
-
-    total = check(make, [(batch(n),) for n in [2, 3, 4, 5, 6, 7, 8, 9]], min_graph_calls=4)
+    total = check(f, [(batch(n),) for n in [2, 3, 4, 5, 6, 7, 8, 9]], min_graph_calls=4)
     assert total["conversions"] <= 2, total
 
 
 def test_a_whole_symbolic_shape_passed_to_tensorflow():
-    def make(jit):
-        @jit
-        def f(x, y):
-            z = tf.zeros(x.shape) + tf.reduce_mean(x)
-            return tf.reshape(y, x.shape) + z
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, y):
+        z = tf.zeros(x.shape) + tf.reduce_mean(x)
+        return tf.reshape(y, x.shape) + z
 
     calls = [(batch(n), tf.range(4 * n, dtype=tf.float32)) for n in [2, 3, 5, 2, 7, 4, 6, 8]]
-    total = check(make, calls, min_graph_calls=4)
+    total = check(f, calls, min_graph_calls=4)
     assert total["conversions"] <= 3, total

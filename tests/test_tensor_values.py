@@ -10,7 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 import janus
-from harness import check
+from harness import case, check
 
 SHIFT, REDUCE = 0, 1
 
@@ -116,21 +116,18 @@ def test_a_loop_bound_read_from_a_tensor_and_a_list_it_fills():
 
 
 def test_a_dataset_argument_beside_a_tensor_whose_value_python_needs():
-    def make(jit):
-        @jit
-        def f(ds, t):
-            total = tf.zeros([])
-            for v in ds:
-                total = total + v
-            parts = []
-            for _ in range(int(t[0])):
-                parts.append(total)
-            return tf.add_n(parts) if parts else tf.zeros([]), len(parts)
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(ds, t):
+        total = tf.zeros([])
+        for v in ds:
+            total = total + v
+        parts = []
+        for _ in range(int(t[0])):
+            parts.append(total)
+        return tf.add_n(parts) if parts else tf.zeros([]), len(parts)
 
     calls = [(tf.data.Dataset.from_tensor_slices(tf.range(2.0) + k), tf.constant([1 + k % 2, 0])) for k in range(10)]
-    stats = check(make, calls, min_graph_calls=5)
+    stats = check(f, calls, min_graph_calls=5)
     assert stats["breaks"] == 0, stats
 
 
@@ -152,19 +149,16 @@ def test_a_number_a_guarded_shape_fixes_is_the_python_number():
 
 
 def test_an_index_past_the_end_raises_as_eager_does():
-    def make(jit):
-        @jit
-        def f(t):
-            out = []
-            for k in range(int(t[int(t[-1])])):
-                out.append(k)
-            return tf.constant(out, tf.int32) + 1 if out else tf.zeros([0], tf.int32)
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(t):
+        out = []
+        for k in range(int(t[int(t[-1])])):
+            out.append(k)
+        return tf.constant(out, tf.int32) + 1 if out else tf.zeros([0], tf.int32)
 
     fine, past = tf.constant([2, 3, 1]), tf.constant([2, 3, 5])
     calls = [(fine,), (fine,), (fine,), (past,), (fine,), (past,), (fine,), (fine,)]
-    stats = check(make, calls, min_graph_calls=3)
+    stats = check(f, calls, min_graph_calls=3)
     assert stats["conversions"] == 1, stats
 
 

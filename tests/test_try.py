@@ -4,7 +4,7 @@ from types import SimpleNamespace
 import numpy as np
 import tensorflow as tf
 
-from harness import check
+from harness import case, check
 
 
 def rnd(shape, seed):
@@ -68,24 +68,21 @@ def test_except_catches_python_errors_of_the_trace():
 
 
 def test_break_inside_try_inside_a_loop_with_finally():
-    def make(jit):
-        @jit
-        def f(xs, stop):
-            total = tf.zeros([2])
-            seen = 0
-            for i, x in enumerate(xs):
-                try:
-                    if i == stop:
-                        break
-                    total += x
-                finally:
-                    seen += 1
-            return total, seen
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(xs, stop):
+        total = tf.zeros([2])
+        seen = 0
+        for i, x in enumerate(xs):
+            try:
+                if i == stop:
+                    break
+                total += x
+            finally:
+                seen += 1
+        return total, seen
 
     calls = [([rnd((2,), i + k) for k in range(4)], i % 5) for i in range(10)]
-    check(make, calls, min_graph_calls=3)
+    check(f, calls, min_graph_calls=3)
 
 
 def test_errors_of_graph_construction_and_of_graph_runs_are_eager_errors():

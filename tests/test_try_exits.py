@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import numpy as np
 import tensorflow as tf
 
-from harness import check
+from harness import case, check
 
 
 def rnd(shape, seed):
@@ -18,20 +18,17 @@ def runs_of(cases, repeat=3):
 
 
 def test_a_return_in_finally_wins_over_the_return_of_the_try():
-    def make(jit):
-        @jit
-        def f(x, keep):
-            try:
-                return x * 2.0
-            finally:
-                if keep:
-                    return x
-                return x * 0.0
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(x, keep):
+        try:
+            return x * 2.0
+        finally:
+            if keep:
+                return x
+            return x * 0.0
 
     calls = [(rnd((2,), i), i % 3 == 0) for i in range(12)]
-    check(make, calls, min_graph_calls=6)
+    check(f, calls, min_graph_calls=6)
 
 
 def test_finally_runs_in_full_after_a_return_of_the_try_its_handler_or_its_else():
@@ -92,34 +89,31 @@ def test_nested_finally_blocks_each_run_in_full():
 
 
 def test_break_and_continue_in_finally_override_a_pending_return_break_or_continue():
-    def make(jit):
-        @jit
-        def f(xs, stop, mode):
-            total = tf.zeros([2])
-            seen = 0
-            for i, x in enumerate(xs):
-                try:
-                    if i == stop:
-                        return total, -1
-                    if i == stop + 1:
-                        break
-                    if i == stop + 2:
-                        continue
-                    total += x
-                finally:
-                    seen += 1
-                    if mode == 1 and i >= stop:
-                        continue
-                    if mode == 2 and i >= stop:
-                        break
-                total = total * 2.0
-            return total, seen
-
-        return SimpleNamespace(fn=f)
+    @case
+    def f(xs, stop, mode):
+        total = tf.zeros([2])
+        seen = 0
+        for i, x in enumerate(xs):
+            try:
+                if i == stop:
+                    return total, -1
+                if i == stop + 1:
+                    break
+                if i == stop + 2:
+                    continue
+                total += x
+            finally:
+                seen += 1
+                if mode == 1 and i >= stop:
+                    continue
+                if mode == 2 and i >= stop:
+                    break
+            total = total * 2.0
+        return total, seen
 
     cases = [(stop, mode) for mode in range(3) for stop in range(4)]
     calls = [([rnd((2,), 10 * i + r + k) for k in range(5)], *case) for i, case in enumerate(cases) for r in range(4)]
-    check(make, calls, min_graph_calls=12)
+    check(f, calls, min_graph_calls=12)
 
 
 def test_a_return_in_finally_swallows_the_exception_of_the_try():

@@ -20,7 +20,7 @@ import pytest
 import tensorflow as tf
 
 import janus
-from harness import check, fresh_module
+from harness import case, check, fresh_module
 from janus.trace import kinds
 from janus.trace.kinds import Kind
 
@@ -345,15 +345,12 @@ def test_len_of_a_batch_object_normalizes_the_loss_after_the_batch_is_relaxed():
         def __len__(self):
             return self.x.shape[0]
 
-    def make(jit):
-        @jit
-        def step(batch):
-            return tf.reduce_sum(batch.x) / len(batch)
-
-        return SimpleNamespace(fn=step)
+    @case
+    def step(batch):
+        return tf.reduce_sum(batch.x) / len(batch)
 
     calls = [(Batch(tf.ones([n, 2]) * n),) for n in (4, 4, 4, 3, 5, 2, 4)]
-    check(make, calls, min_graph_calls=3)
+    check(step, calls, min_graph_calls=3)
 
 
 class Counted:
