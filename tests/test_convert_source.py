@@ -267,3 +267,38 @@ def test_concurrent_conversions_raise_nothing(tmp_path):
         _Litter.__del__ = lambda self: None
         gc.collect()
     assert not errors, errors[:3]
+
+
+def test_the_support_check_returns_a_record_of_what_it_refuses():
+    """``support.unsupported`` says what it refuses as a record (issue #41): the construct's
+    node type, its line, whether a graph break can leave it to Python, and the coded reason;
+    no caller finds the construct again from the reason's words."""
+    import gast
+
+    from janus.reporting.codes import Code
+
+    def with_class(x):
+        y = x * 2.0
+        class Box:  # noqa: B903
+            pass
+        return y
+
+    def generator(x):
+        yield x
+
+    def opens(path):
+        return open(path)  # noqa: SIM115
+
+    def plain(x):
+        return x + 1
+
+    first = with_class.__code__.co_firstlineno
+    found = support.unsupported(with_class)
+    assert (found.node_type, found.line, found.statement) == (gast.ClassDef, first + 2, True), found
+    assert found.reason.code is Code.STATEMENT, found
+    found = support.unsupported(generator)
+    assert (found.node_type, found.line, found.statement) == (gast.Yield, None, False), found
+    found = support.unsupported(opens)
+    assert (found.node_type, found.line, found.statement) == (gast.Call, opens.__code__.co_firstlineno + 1, True)
+    assert found.reason.code is Code.BUILTIN and "open()" in found.reason, found
+    assert support.unsupported(plain) is None

@@ -48,12 +48,15 @@ _WHOLE_FUNCTION = (gast.Yield, gast.YieldFrom, gast.Await, gast.AsyncFunctionDef
 @dataclass(frozen=True)
 class Unsupported:
     """A construct the converter refuses: why (a coded reason), the function's line it is at
-    (None: the whole function, or not one line), and whether it is one statement's, which a
-    graph break can leave to Python (``yield`` or ``async`` make the whole function)."""
+    (None: the whole function, or not one line), whether it is one statement's, which a
+    graph break can leave to Python (``yield`` or ``async`` make the whole function), and
+    the gast node type of the construct (None: a property of the whole function, such as
+    having no source)."""
 
     reason: Reason
     line: int | None = None
     statement: bool = False
+    node_type: type | None = None
 
 
 def unsupported_in(node: gast.FunctionDef) -> Reason | None:
@@ -71,7 +74,7 @@ def _unsupported_in(node: gast.FunctionDef) -> Unsupported | None:
     for child in gast.walk(node):
         kind = type(child)
         if child is not node and kind in _REASONS:
-            return Unsupported(_REASONS[kind], getattr(child, "lineno", None), kind not in _WHOLE_FUNCTION)
+            return Unsupported(_REASONS[kind], getattr(child, "lineno", None), kind not in _WHOLE_FUNCTION, kind)
     return None
 
 
@@ -116,9 +119,9 @@ def unsupported(fn: types.FunctionType) -> Unsupported | None:
     if not isinstance(fn, types.FunctionType):
         return Unsupported(_reason(Code.NO_SOURCE, f"not a Python function ({type(fn).__name__})"))
     if fn.__code__.co_flags & 0x20:
-        return Unsupported(_REASONS[gast.Yield])
+        return Unsupported(_REASONS[gast.Yield], node_type=gast.Yield)
     if fn.__code__.co_flags & 0x80 or fn.__code__.co_flags & 0x200:
-        return Unsupported(_REASONS[gast.AsyncFunctionDef])
+        return Unsupported(_REASONS[gast.AsyncFunctionDef], node_type=gast.AsyncFunctionDef)
     try:
         node, *_ = function_ast(fn)
     except ConversionError as e:
@@ -142,5 +145,6 @@ def _builtin_calls(node: gast.FunctionDef, module_globals: dict) -> Unsupported 
             continue
         if value in ALLOWED_BUILTINS or isinstance(value, type) and issubclass(value, BaseException):
             continue
-        return Unsupported(_reason(Code.BUILTIN, f"calls {name}(){_BUILTIN_REASON}"), child.lineno, statement=True)
+        return Unsupported(_reason(Code.BUILTIN, f"calls {name}(){_BUILTIN_REASON}"), child.lineno, statement=True,
+                           node_type=gast.Call)
     return None
