@@ -5,13 +5,14 @@ Two programs, the same small MLP training step (two 128-unit layers, a batch of 
 is given a string tag that changes every 4 calls (each new tag is a guard miss and a new
 graph, reused 3 times: conversions that never pay back), the other a fixed tag (one
 conversion, then graphs). Each runs eagerly, through Janus as it is ("rule"), and through
-Janus with ``config.WHOLE_RUN_SLACK = None`` ("no rule": conversions go on until the budget
+Janus with ``whole_run_slack=None`` in ``config.LIMITS`` ("no rule": conversions go on until the budget
 of 12), in interleaved rounds (the machine is shared and noisy); the table gives the median
 over rounds of the cumulative seconds after 25, 50 and 200 calls, and their ratio to eager.
 
     python benchmarks/whole_run.py [--rounds 3] [--steps 200]
 """
 import argparse
+import dataclasses
 import os
 import statistics
 import time
@@ -50,8 +51,9 @@ def run(mode: str, steps: int, every: int | None) -> tuple[list[float], dict]:
     if mode != "eager":
         step = janus.function(step)
     x, y = tf.random.stateless_normal((64, 32), (1, 2)), tf.random.stateless_normal((64, 1), (3, 4))
-    slack = config.WHOLE_RUN_SLACK
-    config.WHOLE_RUN_SLACK = None if mode == "no rule" else slack
+    limits = config.LIMITS
+    if mode == "no rule":
+        config.LIMITS = dataclasses.replace(limits, whole_run_slack=None)
     try:
         total, cumulative = 0.0, []
         for i in range(steps):
@@ -61,7 +63,7 @@ def run(mode: str, steps: int, every: int | None) -> tuple[list[float], dict]:
             total += time.perf_counter() - start
             cumulative.append(total)
     finally:
-        config.WHOLE_RUN_SLACK = slack
+        config.LIMITS = limits
     if mode == "eager":
         return cumulative, {}
     why = step.__janus_function__.permanent_reason

@@ -60,7 +60,7 @@ USAGE = f"""usage: python -m janus [--report] [--tapes-only] script.py [args ...
 Run an unmodified eager TensorFlow 2 script with Janus: every function or method
 that records a tf.GradientTape (and every module-level training loop whose body
 records one), and every other function using TensorFlow once it has been called
-{config.HOT_CALLS} times (a hot loop's sample_action or update_target), runs as specialized
+{config.LIMITS.hot_calls} times (a hot loop's sample_action or update_target), runs as specialized
 TensorFlow graphs whenever that is safe, and eagerly otherwise. Results, printed
 output and exceptions are eager's.
 

@@ -9,19 +9,149 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 
 from janus.errors import UserFacingError
 
-DEFAULT_PROFILE_CALLS = 3
-MAX_CACHE_ENTRIES = 8
-MAX_CONVERSIONS = 12
-DEFAULT_TAKEOVER_SAMPLE_MS = 10.0
-# What one trace may build (janus.trace.bounds): user functions inlined inside one another
-# (a deeper recursion runs eagerly), and ops in all its graphs, branch and loop bodies
-# included (JANUS_MAX_TRACE_OPS), checked where a user function is inlined and at every loop
-# trip traced in Python; past either the trace is abandoned and the call runs eagerly.
-MAX_INLINE_DEPTH = 64
-DEFAULT_MAX_TRACE_OPS = 200_000
+
+@dataclass(frozen=True)
+class Limits:
+    """Every bound Janus keeps, in one place: how many, how long, how large.
+
+    One field per limit, with what it bounds and why that value.  Modules read
+    ``config.LIMITS.<field>`` when they use it (never a copy taken at import), so a test
+    swaps the record: ``monkeypatch.setattr(config, "LIMITS", dataclasses.replace(
+    config.LIMITS, max_unroll=3))``.  The ``JANUS_*`` settings that override a limit
+    (:func:`profile_calls`, :func:`max_trace_ops`, :func:`takeover_sample_seconds`) take
+    their defaults from here."""
+
+    # -- profiling and conversion (janus.driver) --
+    # Eager (profiled) calls before the first conversion (JANUS_PROFILE_CALLS): enough to
+    # see which values change between calls, few enough to convert early.
+    profile_calls: int = 3
+    # Specialized graphs one function keeps (janus.driver.cache), newest first: past that,
+    # the oldest goes; a function needing more specializes on what keeps changing.
+    max_cache_entries: int = 8
+    # Conversions one function may make before it gives up and runs eagerly (the budget).
+    max_conversions: int = 12
+    # Traces one conversion may make (each restart revises the plan) before it fails.
+    max_traces: int = 16
+    # Kinds of call one function remembers to raise the user's exception while tracing.
+    max_raising: int = 4
+    # Graphs in a row that were never reused before the next miss: a sign the guards that
+    # keep failing pin values that change on every call (janus.driver.policy).
+    unused_graphs_before_giving_up: int = 3
+    # Conversion attempts a function always gets before the whole-run rule may stop it (as
+    # many as unused graphs it may build: a function whose graphs go unused gives that reason
+    # first).
+    min_attempts_before_stopping: int = 3
+    # Never slower than eager over a whole run (ConversionPolicy.whole_run): a function stops
+    # converting once its conversions cannot bring the run back within this share of eager's
+    # total.  None turns the rule off (tests do, but for tests/test_whole_run.py: the rule
+    # weighs measured time).
+    whole_run_slack: float | None = 0.10
+    # Runs of a graph that never succeeded, each failing in an op (not an assumption), after
+    # which the function gives up: the graph, not the input, is what fails (driver.aborted).
+    retire_after_failed_runs: int = 3
+    # The latest eager call times kept for the per-call estimate (janus.driver.ledger): a
+    # window long enough that one slow call does not move it, short enough to follow drift.
+    eager_samples: int = 64
+
+    # -- what one trace may build (janus.trace) --
+    # User functions inlined inside one another (janus.trace.bounds); a deeper recursion
+    # runs eagerly.
+    max_inline_depth: int = 64
+    # Ops in all of one trace's graphs, branch and loop bodies included (JANUS_MAX_TRACE_OPS):
+    # well above a large model's training step; it keeps a runaway trace from taking the
+    # machine's memory.  Past it the trace is abandoned and the call runs eagerly.
+    max_trace_ops: int = 200_000
+    # Iterations a loop may run in Python while tracing (janus.lowering.loops): past them the
+    # conversion fails rather than unroll without end a loop that eager leaves by an exception
+    # the trace assumes away, or build a graph that large.
+    max_traced_iterations: int = 1_000
+    # Trip count up to which a loop seen always running the same number of times is unrolled
+    # under an assumption on the count (janus.trace.speculation); a longer one stays a loop.
+    max_unroll: int = 64
+    # A `for` over a Python range whose `break` a tensor decides: up to this many items after
+    # the break became the graph's, each is a conditional of its own; a longer rest is one
+    # tf.while_loop (janus.lowering.loops.for_stmt), whose graph does not grow with the range.
+    unrolled_break_items: int = 32
+    # Elements of a tensor input that may be specialized by value (janus.trace.known_values).
+    max_known_elements: int = 1024
+    # Ops a constant fold or a search for its inputs visits before giving up (known_values).
+    max_fold_ops: int = 256
+    # Elements of a tensor computed while tracing to fold it (known_values): a larger one is
+    # left to the graph.
+    max_folded_elements: int = 1 << 16
+    # Items of a Python list, tuple or dict the trace specializes on (janus.trace.heap);
+    # a longer one is not specialized (the guard would compare every item on every call).
+    max_specialized_items: int = 256
+    # How deep and how wide a call's arguments are searched for tensors fed to the graph
+    # (janus.build.entry): nested containers past these are not looked into.
+    input_walk_depth: int = 4
+    input_walk_items: int = 256
+    # Output routers taken away from sys.stdout kept alive (janus.trace.output): a thread
+    # may still write through one it read before.
+    retired_kept: int = 256
+
+    # -- recursion over trees (janus.lowering.trees) --
+    # Tree heights a batched recursion handles (a graph unrolls one block per height);
+    # higher trees run eagerly.
+    max_tree_levels: int = 64
+    # Kinds of node one recursion tells apart before it is not batched.
+    max_tree_cases: int = 16
+
+    # -- graph breaks (janus.driver.segments) --
+    # Splits of a function and its segments, after which it runs eagerly as a whole.
+    max_breaks: int = 8
+    # Graph runs of a segment, then as many runs as written, to see which is faster (and the
+    # whole calls each way of the confirmation under a tape).
+    segment_trial_runs: int = 5
+    # A segment's graph is kept only when it beats the code as written by this share of the
+    # time.  Five runs each way cannot tell a tie from a gain, and a tie lost costs more than
+    # it shows (the graph's backward function under a tape, which a segment's own time does
+    # not see).  Tests set it to force a verdict.
+    segment_min_gain: float = 0.05
+
+    # -- XLA by measured cost (janus.driver.xla_choice, janus.trace.xla) --
+    # Timed runs of the plain graph before deciding whether XLA is worth trying.
+    xla_plain_runs: int = 3
+    # The shortest plain run (median, ms) worth trying XLA on: under it, a launch costs more
+    # than fusion gains.
+    xla_min_run_ms: float = 0.3
+    # Timed calls that run both graphs (after the compiling one) before the verdict.
+    xla_trial_runs: int = 5
+    # The share of the plain graph's time XLA must save to be kept.
+    xla_min_gain: float = 0.05
+    # The fewest ops that compute in a group of marked ops for it to be marked: TensorFlow's
+    # own auto-clustering drops clusters under 4 ops (``tf_xla_min_cluster_size``) but applies
+    # no minimum to ops marked explicitly, as Janus marks them.
+    min_cluster_work: int = 4
+
+    # -- taking over unmodified programs (janus.takeover) --
+    # How often (ms) the hook looks for running training steps on Python 3.11
+    # (JANUS_TAKEOVER_SAMPLE_MS): shorter finds short steps sooner and costs more.
+    takeover_sample_ms: float = 10.0
+    # A traced main thread is asked again only after this long (s) (janus.takeover.redirect).
+    parked_seconds: float = 0.5
+    # A TensorFlow function without a tape is taken over at its hot_calls-th call
+    # (janus.takeover.hot).  Counted, not timed, so that the same program is taken over at
+    # the same call on every machine.  20: functions called once or once per epoch (building
+    # the model, ``main``, an evaluation over a few epochs) stay as written, their profiled
+    # calls and conversion would never pay back; a function of a per-step loop
+    # (``sample_action`` at every environment step, thousands of calls) loses 20 calls of its
+    # run.  Tests set it lower.
+    hot_calls: int = 20
+
+    # -- the per-call log behind the report page and the timeline (janus.reporting.events) --
+    # Every call of the first trace_full_calls, then one in trace_sample_every; at most
+    # trace_max_events kept.
+    trace_full_calls: int = 2_000
+    trace_sample_every: int = 50
+    trace_max_events: int = 50_000
+
+
+LIMITS = Limits()
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -61,7 +191,7 @@ def profile_calls() -> int:
     """Eager (profiled) calls before the first conversion: ``JANUS_PROFILE_CALLS``."""
     value = _raw("JANUS_PROFILE_CALLS")
     if value is None:
-        return DEFAULT_PROFILE_CALLS
+        return LIMITS.profile_calls
     try:
         calls = int(value)
     except ValueError:
@@ -77,7 +207,7 @@ def max_trace_ops() -> int:
     model's training step; it keeps a runaway trace from taking the machine's memory)."""
     value = _raw("JANUS_MAX_TRACE_OPS")
     if value is None:
-        return DEFAULT_MAX_TRACE_OPS
+        return LIMITS.max_trace_ops
     try:
         ops = int(value)
     except ValueError:
@@ -107,20 +237,13 @@ def trace_path() -> str | None:
     return _raw("JANUS_TRACE")
 
 
-# The per-call log behind the report page and the timeline (janus.reporting.events): every call
-# of the first TRACE_FULL_CALLS, then one in TRACE_SAMPLE_EVERY; at most TRACE_MAX_EVENTS kept.
-TRACE_FULL_CALLS = 2_000
-TRACE_SAMPLE_EVERY = 50
-TRACE_MAX_EVENTS = 50_000
-
-
 def takeover_sample_seconds() -> float:
     """How often the hook looks for running training steps on Python 3.11:
     ``JANUS_TAKEOVER_SAMPLE_MS`` (milliseconds, default 10; shorter finds short steps
     sooner and costs more)."""
     value = _raw("JANUS_TAKEOVER_SAMPLE_MS")
     if value is None:
-        return DEFAULT_TAKEOVER_SAMPLE_MS / 1000
+        return LIMITS.takeover_sample_ms / 1000
     try:
         ms = float(value)
     except ValueError:
@@ -129,15 +252,6 @@ def takeover_sample_seconds() -> float:
         raise ConfigError(f"JANUS_TAKEOVER_SAMPLE_MS must be a positive number of milliseconds, "
                           f"got {os.environ['JANUS_TAKEOVER_SAMPLE_MS']!r}")
     return ms / 1000
-
-
-# The hook beyond tapes (janus.takeover.hot): a TensorFlow function without a tape is taken
-# over at its HOT_CALLS-th call.  Counted, not timed, so that the same program is taken over
-# at the same call on every machine.  20: functions called once or once per epoch (building
-# the model, ``main``, an evaluation over a few epochs) stay as written, their profiled calls
-# and conversion would never pay back; a function of a per-step loop (``sample_action`` at
-# every environment step, thousands of calls) loses 20 calls of its run.  Tests set it lower.
-HOT_CALLS = 20
 
 
 def hot_functions() -> bool:
@@ -212,29 +326,3 @@ def check() -> None:
     """Read every ``JANUS_*`` setting once: raise the first bad value's ``ConfigError``."""
     for read in SETTINGS.values():
         read()
-
-
-# XLA by measured cost (janus.driver.xla_choice): the timed calls that run both graphs,
-# the shortest plain run worth trying XLA on, and the gain XLA must show.
-XLA_TRIAL_RUNS = 5
-XLA_MIN_RUN_MS = 0.3
-XLA_MIN_GAIN = 0.05
-
-# A graph segment's trial (janus.driver.segments): its graph is kept only when it beats the
-# code as written by this share of the time.  Five runs each way cannot tell a tie from a
-# gain, and a tie lost costs more than it shows (the graph's backward function under a tape,
-# which a segment's own time does not see).  Tests set it to force a verdict.
-SEGMENT_MIN_GAIN = 0.05
-
-# A `for` over a Python range whose `break` a tensor decides (an episode ending on the
-# environment's `done`): up to this many items after the break became the graph's, each is a
-# conditional of its own; a longer rest is one tf.while_loop (janus.lowering.loops.for_stmt),
-# whose graph does not grow with the range.
-UNROLLED_BREAK_ITEMS = 32
-
-# Never slower than eager over a whole run (janus.driver.policy.ConversionPolicy.whole_run): a
-# function stops converting once its conversions cannot bring the run back within this share
-# of eager's total.  None turns the rule off (tests do, but for tests/test_whole_run.py: the rule
-# weighs measured time).
-DEFAULT_WHOLE_RUN_SLACK = 0.10
-WHOLE_RUN_SLACK: float | None = DEFAULT_WHOLE_RUN_SLACK

@@ -6,6 +6,7 @@ between calls, compares results, exceptions, stdout and state after each call, a
 asserts from ``janus.stats`` that the function was split (``breaks``) and that its
 segments ran as graphs (``segment_graph_calls``), with how many conversions.
 """
+import dataclasses
 import threading
 import types
 
@@ -758,7 +759,8 @@ def test_segments_kept_as_graphs_under_a_tape_are_confirmed_on_whole_calls(monke
     from janus import config
     from janus.driver import segments
 
-    monkeypatch.setattr(config, "SEGMENT_MIN_GAIN", -float("inf"))  # every trial keeps its graph
+    # every trial keeps its graph
+    monkeypatch.setattr(config, "LIMITS", dataclasses.replace(config.LIMITS, segment_min_gain=-float("inf")))
     monkeypatch.setattr(segments, "whole_calls_faster_with_graphs", lambda graphs, written: whole_calls_faster)
     calls = [(tf.constant(np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4) * (i % 5 + 1)),) for i in range(30)]
     total = check(_numpy_statistic_under_a_tape, calls, graph_calls=0)
@@ -783,7 +785,8 @@ def test_segments_kept_as_graphs_no_tape_records_stay_on_their_trial(monkeypatch
     from janus import config
     from janus.driver import segments
 
-    monkeypatch.setattr(config, "SEGMENT_MIN_GAIN", -float("inf"))  # every trial keeps its graph
+    # every trial keeps its graph
+    monkeypatch.setattr(config, "LIMITS", dataclasses.replace(config.LIMITS, segment_min_gain=-float("inf")))
     monkeypatch.setattr(segments, "whole_calls_faster_with_graphs", lambda graphs, written: False)
     calls = [(tf.constant(np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4) * (i % 5 + 1)),) for i in range(30)]
     check(_numpy_statistic, calls, graph_calls=0)
@@ -802,7 +805,8 @@ def test_a_segment_split_in_turn_whose_segments_run_as_written_is_put_back_whole
     Python's); once its own segment runs as written, the parent runs its statements too."""
     from janus import config
 
-    monkeypatch.setattr(config, "SEGMENT_MIN_GAIN", float("inf"))  # every trial: as written
+    # every trial: as written
+    monkeypatch.setattr(config, "LIMITS", dataclasses.replace(config.LIMITS, segment_min_gain=float("inf")))
     calls = [(n,) for n in (3, 3, 4, 3, 5, 3, 3, 4) * 3]
     total = check(_actor, calls, graph_calls=0, rtol=1e-6, atol=1e-6)
     assert total["breaks"] >= 2 and total["segment_graph_calls"] >= 10, total

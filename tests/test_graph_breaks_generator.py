@@ -25,6 +25,7 @@ handling of unbound inputs and of what it raises, a ``tf.GradientTape`` returned
 segment, locals a later binding inside a ``try`` left stale, and ``np.round`` of a
 number the trace computes making the whole function eager (tests/test_graph_breaks.py).
 """
+import dataclasses
 import random
 import types
 from unittest import mock
@@ -34,6 +35,7 @@ import pytest
 import tensorflow as tf
 
 import janus
+from janus import config
 from janus.driver import segments
 from harness import check, fresh_module, inline_segments
 
@@ -247,8 +249,10 @@ def _run(seed: int, mod) -> dict:
         return check(make, _calls(seed), min_graph_calls=0)
     # a quarter of the programs go through the segments' trials and the confirmation on whole
     # calls within their 8 calls (one run each way), kept as graphs or dropped
-    with mock.patch.multiple(segments, TRIAL=1, graphs_faster=lambda g, w: True,
-                             whole_calls_faster_with_graphs=lambda g, w: seed % 8 == 2):
+    one_run = dataclasses.replace(config.LIMITS, segment_trial_runs=1)
+    with mock.patch.object(config, "LIMITS", one_run), \
+            mock.patch.multiple(segments, graphs_faster=lambda g, w: True,
+                                whole_calls_faster_with_graphs=lambda g, w: seed % 8 == 2):
         return check(make, _calls(seed), min_graph_calls=0)
 
 

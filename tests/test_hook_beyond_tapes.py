@@ -1,12 +1,13 @@
 """The hook beyond tapes (issue #40 item 7): ``janus.enable()`` and ``python -m janus`` take over
 a user function that uses TensorFlow without a tape once it has been called
-``janus.config.HOT_CALLS`` times (``janus/takeover/hot.py``), with eager's results, random
+``janus.config.LIMITS.hot_calls`` times (``janus/takeover/hot.py``), with eager's results, random
 numbers, variables and printed output; functions that are not TensorFlow-heavy are left alone.
 
 Each program runs twice from the same source, as two modules of a directory that is the
 current directory (user code to the hook): eagerly with the hook off, then with the hook
 on; the observations are compared call by call."""
 import contextlib
+import dataclasses
 import importlib
 import io
 import os
@@ -27,7 +28,7 @@ from harness import assert_same
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-HOT = 5          # the tests' HOT_CALLS: the 5th call takes a function over
+HOT = 5          # the tests' hot_calls: the 5th call takes a function over
 CALLS = 16
 
 AGENT = """
@@ -110,10 +111,10 @@ block = Block()
 @pytest.fixture
 def user_dir(tmp_path, monkeypatch):
     """Modules written in a directory that is the current directory (user code to the hook),
-    HOT_CALLS lowered to ``HOT``."""
+    ``config.LIMITS.hot_calls`` lowered to ``HOT``."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(config, "HOT_CALLS", HOT)
+    monkeypatch.setattr(config, "LIMITS", dataclasses.replace(config.LIMITS, hot_calls=HOT))
     monkeypatch.delenv("JANUS_HOT_FUNCTIONS", raising=False)
     names = []
 
@@ -355,9 +356,9 @@ def test_cli_takes_over_hot_functions_of_a_script_with_eagers_output(tmp_path):
     assert "Net.call stays as written after 20 calls: a method of a Keras class" in hooked.stderr
     rep = _report(hooked.stderr)
     assert set(rep) == {"sample_action", "update_target"}, hooked.stderr[-3000:]
-    for name in rep:   # the 20th call (HOT_CALLS) is the last as written; then 3 profiled calls and graphs
-        assert rep[name]["calls"] == 40 - config.HOT_CALLS and rep[name]["conversions"] == 1, rep
-        assert rep[name]["graph_calls"] == 40 - config.HOT_CALLS - 3, rep
+    for name in rep:   # the 20th call (hot_calls) is the last as written; then 3 profiled calls and graphs
+        assert rep[name]["calls"] == 40 - config.LIMITS.hot_calls and rep[name]["conversions"] == 1, rep
+        assert rep[name]["graph_calls"] == 40 - config.LIMITS.hot_calls - 3, rep
 
     tapes_only = _run(["-m", "janus", "--report", "--tapes-only", str(script)])
     assert tapes_only.returncode == 0 and tapes_only.stdout == eager.stdout
@@ -429,9 +430,9 @@ def test_cli_keras_io_ppo_samples_actions_as_graphs_with_eagers_trajectory():
     steps = 3 * 80
     # taken over at its 20th step; 3 profiled calls, then one graph: the observation is always a
     # (1, 4) float32 NumPy array, fed
-    assert rep["sample_action"]["calls"] == steps - config.HOT_CALLS, rep
+    assert rep["sample_action"]["calls"] == steps - config.LIMITS.hot_calls, rep
     assert rep["sample_action"]["conversions"] == 1
-    assert rep["sample_action"]["graph_calls"] == steps - config.HOT_CALLS - 3
+    assert rep["sample_action"]["graph_calls"] == steps - config.LIMITS.hot_calls - 3
     # two signatures: a step's (1, 2) logits and the buffers train_policy's profiled (eager) calls pass
     assert rep["logprobabilities"]["conversions"] <= 2 and rep["logprobabilities"]["graph_calls"] >= steps - 30, rep
     assert rep["train_policy"]["graph_calls"] >= 1 and rep["train_value_function"]["graph_calls"] >= 1, rep
@@ -484,8 +485,8 @@ def test_cli_keras_io_ddpg_updates_targets_as_graphs_with_eagers_weights():
     assert hooked.stdout == eager.stdout and eager.stdout.count("Episode") == 3
     rep = _report(hooked.stderr)
     calls = 2 * 3 * 60   # the target actor's and the target critic's, every step
-    assert rep["update_target"]["calls"] == calls - config.HOT_CALLS, rep
+    assert rep["update_target"]["calls"] == calls - config.LIMITS.hot_calls, rep
     # two signatures: the actor's 4 variables and the critic's 10, each list guarded on its objects
     assert rep["update_target"]["conversions"] == 2, rep
-    assert rep["update_target"]["graph_calls"] >= calls - config.HOT_CALLS - 6, rep
+    assert rep["update_target"]["graph_calls"] >= calls - config.LIMITS.hot_calls - 6, rep
     assert rep["Buffer.update"]["graph_calls"] >= 1, rep

@@ -1,12 +1,12 @@
 """The conversion loop as returned values: each restart revises a frozen TracePlan, every
-trace counts towards MAX_TRACES, the policy learns from the last plan, and a conversion
+trace counts towards ``config.LIMITS.max_traces``, the policy learns from the last plan, and a conversion
 ends in one Outcome record.  Each program is also compared with eager."""
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import janus
-from janus import errors
+from janus import config, errors
 from janus.driver import conversion
 from janus.driver.function import JanusFunction
 from janus.driver.outcome import Failed
@@ -57,8 +57,8 @@ def test_a_failed_trace_with_fed_arrays_tries_static_shapes_then_values():
 
 
 def test_every_trace_counts_and_a_conversion_restarted_without_end_fails(monkeypatch):
-    """A trace that always asks for a restart ends the conversion after MAX_TRACES traces
-    (not MAX_TRACES conversions of several traces each), as a Failed outcome; the call runs
+    """A trace that always asks for a restart ends the conversion after ``max_traces`` traces
+    (not ``max_traces`` conversions of several traces each), as a Failed outcome; the call runs
     eagerly with eager's result."""
     traces = []
 
@@ -82,9 +82,9 @@ def test_every_trace_counts_and_a_conversion_restarted_without_end_fails(monkeyp
     monkeypatch.setattr(jf.conversion, "run", recorded)
     for i in range(4):
         np.testing.assert_array_equal(jf(tf.constant([float(i)])).numpy(), f(tf.constant([float(i)])).numpy())
-    assert len(traces) == conversion.MAX_TRACES, "one conversion: every trace counted"
-    assert [len(p.numpy_values) for p in traces] == list(range(conversion.MAX_TRACES)), "each trace's plan revised"
+    assert len(traces) == config.LIMITS.max_traces, "one conversion: every trace counted"
+    assert [len(p.numpy_values) for p in traces] == list(range(config.LIMITS.max_traces)), "each trace's plan revised"
     failed = [o for o in outcomes if isinstance(o, Failed)]
     assert len(failed) == 1 and failed[0].why.reason.code is Code.RESTARTS, outcomes
-    assert len(jf.policy.numpy_values) == conversion.MAX_TRACES, "the policy learned from the last plan"
+    assert len(jf.policy.numpy_values) == config.LIMITS.max_traces, "the policy learned from the last plan"
     assert janus.stats(jf)["graph_calls"] == 0 and janus.stats(jf)["eager_calls"] == 4, janus.stats(jf)

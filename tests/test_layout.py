@@ -282,3 +282,42 @@ def test_no_module_is_hidden_by_gitignore():
                          timeout=60)
     assert out.returncode in (0, 1), out.stderr  # 1: nothing ignored
     assert not out.stdout.strip(), f"ignored by .gitignore: {out.stdout.split()}"
+
+
+_LIMIT_PREFIXES = ("MAX_", "MIN_", "DEFAULT_")
+_LIMIT_SUFFIXES = ("_RUNS", "_CALLS", "_KEPT", "_SAMPLES")
+
+
+def _is_number(node: ast.expr) -> bool:
+    """A number written in the source: a literal int or float (not a bool), or arithmetic
+    on such (``1 << 16``, ``-1``, ``2 ** 31 - 1``)."""
+    if isinstance(node, ast.Constant):
+        return type(node.value) in (int, float)
+    if isinstance(node, ast.UnaryOp):
+        return _is_number(node.operand)
+    if isinstance(node, ast.BinOp):
+        return _is_number(node.left) and _is_number(node.right)
+    return False
+
+
+def test_every_limit_is_a_field_of_config_limits():
+    """Limits live in one frozen record, ``janus.config.LIMITS`` (read at use, so a test swaps
+    it with ``dataclasses.replace``): no other module of ``janus`` defines a module-level
+    number named like a limit (``MAX_``, ``MIN_``, ``DEFAULT_`` ..., ``_RUNS``, ``_CALLS``,
+    ``_KEPT``, ``_SAMPLES``; a leading underscore does not hide one)."""
+    found = []
+    for module, path in _modules().items():
+        if not module.startswith("janus.") or module == "janus.config":
+            continue
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read(), path)
+        for node in tree.body:
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None else []
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            for name in names:
+                bare = name.lstrip("_")
+                if bare.isupper() and _is_number(node.value) and \
+                        (bare.startswith(_LIMIT_PREFIXES) or bare.endswith(_LIMIT_SUFFIXES)):
+                    found.append(f"{module}.{name}")
+    assert not found, f"limits outside janus.config.Limits: {found}"

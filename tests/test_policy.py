@@ -1,5 +1,6 @@
 """The conversion policy: permanent reasons stop conversion at once, a visible warning
 says why once, and a function whose graphs are never reused gives up (eager is the oracle)."""
+import dataclasses
 import logging
 from types import SimpleNamespace
 
@@ -60,7 +61,7 @@ def test_graphs_never_reused_make_the_function_give_up(caplog):
 def test_budget_exhaustion_warns_once_naming_the_guard(caplog, monkeypatch):
     from janus import config
 
-    monkeypatch.setattr(config, "MAX_CONVERSIONS", 2)
+    monkeypatch.setattr(config, "LIMITS", dataclasses.replace(config.LIMITS, max_conversions=2))
 
     @case
     def f(x, mode):

@@ -6,7 +6,7 @@ ends where eager's does while the trace sees ``k`` as a number.  Once ``k`` chan
 policy feeds it as a tensor, and the base case ``k == 0`` became a tensor conditional
 whose recursive side inlined the helper again without end (23 GB in seconds).  Now a
 number that decides where a recursion ends stays a value: one graph per depth.  Inlining
-is bounded in depth (``janus.config.MAX_INLINE_DEPTH``) and a trace in ops
+is bounded in depth (``janus.config.LIMITS.max_inline_depth``) and a trace in ops
 (``JANUS_MAX_TRACE_OPS``); past either the call runs eagerly and ``janus.explain`` says
 why.  Each test compares eager and Janus after every call (``tests/harness.py``); where a
 regression would trace without end, the op bound is set low so it fails fast.
@@ -142,7 +142,7 @@ def test_loop_count_that_drives_a_recursion_is_one_graph_per_count(small_traces)
 
 
 def test_recursion_deeper_than_the_inline_bound_runs_eagerly_and_says_why():
-    deep = config.MAX_INLINE_DEPTH + 16
+    deep = config.LIMITS.max_inline_depth + 16
     p_stats = check(_unroll, [(_x(i), deep) for i in range(7)], eager_only=True)
     # the profiled calls, then conversions that fail at the bound until the policy gives up
     # (a second failure just like the first)
@@ -152,13 +152,14 @@ def test_recursion_deeper_than_the_inline_bound_runs_eagerly_and_says_why():
 def test_inline_bound_reason_in_explain():
     janus.reset()
     p = _unroll(janus.function)
-    deep = config.MAX_INLINE_DEPTH + 16
+    deep = config.LIMITS.max_inline_depth + 16
     for i in range(5):
         np.testing.assert_allclose(p.fn(_x(i), deep).numpy(), p.unroll(_x(i), deep).numpy(), rtol=1e-6)
     text = str(janus.explain(p.fn))
-    assert f"nested more than {config.MAX_INLINE_DEPTH} deep" in text, text
+    assert f"nested more than {config.LIMITS.max_inline_depth} deep" in text, text
     assert janus.stats(p.fn)["graph_calls"] == 0, \
-        f"nested more than MAX_INLINE_DEPTH deep, the recursion cannot be inlined: every call runs eagerly: {janus.stats(p.fn)}"
+        f"nested more than max_inline_depth deep, the recursion cannot be inlined: every call runs eagerly: " \
+        f"{janus.stats(p.fn)}"
 
 
 def _long_loop(jit):

@@ -6,6 +6,7 @@
 * Ctrl-C while a graph's effects are committed: the call has all of its effects or none;
 * a failure of Janus's own machinery runs the call eagerly instead of reaching the user.
 """
+import dataclasses
 import io
 import signal
 import sys
@@ -155,7 +156,8 @@ def test_the_xla_trial_loses_no_concurrent_update(monkeypatch):
     thread's update made meanwhile must not be undone (eager never loses one)."""
     from janus.trace import xla as xla_marks
     monkeypatch.setattr(xla_marks, "rounds_differently", lambda *_: [])  # let the trial start despite tanh
-    monkeypatch.setattr(config, "XLA_MIN_RUN_MS", 0.0)  # and however fast this machine runs the graph
+    # and however fast this machine runs the graph
+    monkeypatch.setattr(config, "LIMITS", dataclasses.replace(config.LIMITS, xla_min_run_ms=0.0))
     class Heavy:
         def __init__(self):
             self.count = tf.Variable(0.0)

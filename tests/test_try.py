@@ -203,11 +203,13 @@ def test_what_a_block_bound_before_raising_reaches_the_handler():
 def test_a_loop_eager_leaves_by_a_raise_the_trace_assumes_away_is_not_unrolled_forever(monkeypatch):
     """``while check(i, limit)`` ends when ``check`` raises under a tensor condition (the
     limit is a tensor): the trace assumes it does not raise, so the loop never ends while
-    tracing.  Past ``MAX_TRACED_ITERATIONS`` the conversion fails and the call runs eagerly
-    (it hung)."""
-    from janus.lowering import loops
+    tracing.  Past ``config.LIMITS.max_traced_iterations`` the conversion fails and the call
+    runs eagerly (it hung)."""
+    import dataclasses
 
-    monkeypatch.setattr(loops, "MAX_TRACED_ITERATIONS", 40)
+    from janus import config
+
+    monkeypatch.setattr(config, "LIMITS", dataclasses.replace(config.LIMITS, max_traced_iterations=40))
 
     def make(jit):
         class Prog:

@@ -9,6 +9,7 @@ policy's decision is forced by those numbers.  (Every other test runs with the r
 ``conftest.py``: there it would weigh real time.)  Programs run with ``jit_compile=False``: the
 XLA trial times with the real clock and would add a trace on a slow machine.
 """
+import dataclasses
 import types
 
 import numpy as np
@@ -20,7 +21,7 @@ from harness import check
 from janus import config
 from janus.driver import conversion, segments
 from janus.driver.ledger import Ledger
-from janus.driver.policy import MIN_ATTEMPTS_BEFORE_STOPPING, ConversionPolicy
+from janus.driver.policy import ConversionPolicy
 from janus.reporting.codes import Code
 from janus.trace.sources import Arg
 
@@ -31,7 +32,8 @@ STOPPED = "its conversions cost more than they saved"
 def _whole_run_rule_on(monkeypatch):
     """The rule is off in every other test (``conftest.py``: it weighs measured time); here it
     is on, with its default slack, and ``fake_times`` fixes what it weighs."""
-    monkeypatch.setattr(config, "WHOLE_RUN_SLACK", config.DEFAULT_WHOLE_RUN_SLACK)
+    default = config.Limits.whole_run_slack
+    monkeypatch.setattr(config, "LIMITS", dataclasses.replace(config.LIMITS, whole_run_slack=default))
 
 
 @pytest.fixture
@@ -103,7 +105,7 @@ def _policy(conversions: int, failed: int = 0) -> ConversionPolicy:
 def test_the_first_conversions_always_get_their_chance():
     # two conversions at 2 s each, nothing saved yet: far behind eager, but not stopped
     led = _ledger(calls=8, eager=0.06, eager_runs=4, graph=0.01, graph_calls=2, converting=4.0)
-    assert MIN_ATTEMPTS_BEFORE_STOPPING == 3
+    assert config.LIMITS.min_attempts_before_stopping == 3
     assert not _policy(conversions=2).whole_run(led).stop
     assert _policy(conversions=3).whole_run(led).stop  # the same account after a third conversion
 
@@ -161,7 +163,7 @@ def test_graphs_dropped_for_a_banned_assumption_are_rebuilt_before_the_rule_weig
 
 
 def test_the_rule_is_off_without_a_slack(monkeypatch):
-    monkeypatch.setattr(config, "WHOLE_RUN_SLACK", None)
+    monkeypatch.setattr(config, "LIMITS", dataclasses.replace(config.LIMITS, whole_run_slack=None))
     led = _ledger(calls=12, eager=0.001, eager_runs=12, graph=0.0, graph_calls=0, converting=3.0)
     assert not _policy(conversions=3).whole_run(led).stop
 
@@ -174,7 +176,7 @@ def test_conversions_that_do_not_pay_stop_early(fake_times, monkeypatch):
     made: list = []
     check(lambda jit: _keyed(jit, made), _calls(40, 4), min_graph_calls=3)
     stats, step = janus.stats(made[-1]), made[-1].__janus_function__
-    assert stats["conversions"] == MIN_ATTEMPTS_BEFORE_STOPPING, janus.explain(made[-1])
+    assert stats["conversions"] == config.LIMITS.min_attempts_before_stopping, janus.explain(made[-1])
     assert step.permanent_reason.code is Code.NO_PAYBACK
     # three traces of 1 s, each new graph's first run (0.5 ms) counted as converting
     assert stats["conversion_seconds"] == pytest.approx(3 * 1.0 + 3 * 0.0005)
@@ -186,7 +188,8 @@ def test_conversions_that_do_not_pay_stop_early(fake_times, monkeypatch):
     assert STOPPED in text and "[JB059]" in text and "converting: 3.002 s, 3 conversions (0 failed)" in text
     assert stats["eager_calls"] > 40 - 12, stats  # after the stop: every new key eagerly
 
-    monkeypatch.setattr(config, "WHOLE_RUN_SLACK", None)  # before this rule: a conversion for every new key
+    # before this rule: a conversion for every new key
+    monkeypatch.setattr(config, "LIMITS", dataclasses.replace(config.LIMITS, whole_run_slack=None))
     made.clear()
     check(lambda jit: _keyed(jit, made), _calls(40, 4), min_graph_calls=3)
     assert janus.stats(made[-1])["conversions"] >= 8, janus.stats(made[-1])
@@ -233,7 +236,7 @@ def test_the_issues_example_with_a_miss_every_20_calls_is_stopped(fake_times):
     check(lambda jit: _keyed(jit, made), _calls(100, 20), min_graph_calls=40)
     stats = janus.stats(made[-1])
     assert made[-1].__janus_function__.permanent_reason.code is Code.NO_PAYBACK, janus.explain(made[-1])
-    assert stats["conversions"] == MIN_ATTEMPTS_BEFORE_STOPPING, stats
+    assert stats["conversions"] == config.LIMITS.min_attempts_before_stopping, stats
 
 
 def test_stats_and_explain_show_where_the_time_went(fake_times):
@@ -282,6 +285,6 @@ def test_a_segment_whose_conversions_do_not_pay_runs_as_written(fake_times, monk
     assert root.split is not None, janus.explain(made[-1])
     stopped = [s for s in root.split.segments if s.permanent_reason is not None]
     assert [s.permanent_reason.code for s in stopped] == [Code.NO_PAYBACK], janus.explain(made[-1])
-    assert janus.stats(stopped[0])["conversions"] == MIN_ATTEMPTS_BEFORE_STOPPING
+    assert janus.stats(stopped[0])["conversions"] == config.LIMITS.min_attempts_before_stopping
     text = str(janus.explain(made[-1]))
     assert "[JB059]" in text and "converting:" in text

@@ -7,6 +7,8 @@ so results are compared at rtol 1e-4 with XLA on — a state write that happened
 aborted run would be off by a whole update.  Chosen by measurement, XLA must give the
 plain graph's bits: those tests compare with tolerance 0.
 """
+import dataclasses
+
 import pytest
 import numpy as np
 import tensorflow as tf
@@ -98,7 +100,7 @@ def test_xla_on_keeps_a_failed_speculation_all_or_nothing():
 
 
 def test_xla_not_tried_where_it_would_round_differently(monkeypatch):
-    monkeypatch.setattr(config, "XLA_MIN_RUN_MS", 0.0)
+    monkeypatch.setattr(config, "LIMITS", dataclasses.replace(config.LIMITS, xla_min_run_ms=0.0))
     seen = []
 
     def probe(p):
@@ -115,7 +117,8 @@ def test_xla_measured_keeps_eager_bits_with_a_failed_speculation(monkeypatch):
     """By measurement, XLA must give the plain graph's bits: with the prediction of
     rounding turned off, the tanh network is tried, its bits differ, the plain graph stays,
     and every result and state is eager's exactly."""
-    monkeypatch.setattr(config, "XLA_MIN_RUN_MS", 0.0)  # try it however fast this machine is
+    # try it however fast this machine is
+    monkeypatch.setattr(config, "LIMITS", dataclasses.replace(config.LIMITS, xla_min_run_ms=0.0))
     monkeypatch.setattr(xla_marks, "rounds_differently", lambda *_: [])
     seen = []
 
@@ -161,8 +164,8 @@ def exact_factory(jit_compile):
 
 
 def test_xla_measured_chosen_when_bits_agree_then_speculation_fails(monkeypatch):
-    monkeypatch.setattr(config, "XLA_MIN_RUN_MS", 0.0)
-    monkeypatch.setattr(config, "XLA_MIN_GAIN", -1e9)  # keep XLA whenever its bits agree: the path under test
+    # keep XLA whenever its bits agree: the path under test
+    monkeypatch.setattr(config, "LIMITS", dataclasses.replace(config.LIMITS, xla_min_run_ms=0.0, xla_min_gain=-1e9))
     seen = []
 
     def probe(p):
@@ -180,8 +183,7 @@ def test_xla_measured_chosen_when_bits_agree_then_speculation_fails(monkeypatch)
 
 
 def test_speculation_failing_while_xla_is_measured(monkeypatch):
-    monkeypatch.setattr(config, "XLA_MIN_RUN_MS", 0.0)
-    monkeypatch.setattr(config, "XLA_MIN_GAIN", -1e9)
+    monkeypatch.setattr(config, "LIMITS", dataclasses.replace(config.LIMITS, xla_min_run_ms=0.0, xla_min_gain=-1e9))
     # Conversions at calls 3 and 5 (self.calls becomes fed), timed plain runs 6-8, then
     # every call runs both graphs; the speculation fails on call 10 (the plain run aborts
     # first: nothing written, eager re-runs) and the rebuilt graph's trial starts again.

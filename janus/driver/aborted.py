@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from janus import config
 from janus.commit import undo as undoing
 from janus.convert.libraries import is_user_code_file
 from janus.graphs.entry import CacheEntry
@@ -16,9 +17,6 @@ from janus.trace import aborts
 if TYPE_CHECKING:
     from janus.trace.speculation import Assumption
 
-# Runs of a graph that never succeeded, each failing in an op (not an assumption), after
-# which the function gives up: the graph, not the input, is what fails.
-RETIRE_AFTER_FAILED_RUNS = 3
 
 @dataclass(frozen=True)
 class Learned:
@@ -49,7 +47,7 @@ def learn_from_abort(entry: CacheEntry, error: BaseException) -> Learned:
         case aborts.OpFailed() as failed:
             note = reason(Code.RUN_ABORTED, f"graph run aborted{failed.location(is_user_code_file)}, re-ran eagerly: "
                                             f"{failed.summary}")
-            if entry.counters.hits == 0 and entry.counters.failures >= RETIRE_AFTER_FAILED_RUNS:
+            if entry.counters.hits == 0 and entry.counters.failures >= config.LIMITS.retire_after_failed_runs:
                 # never ran through: a graph TensorFlow cannot run, not an input eager also fails on
                 return Learned(note, retired=reason(Code.ALWAYS_ABORTS, f"its graph failed on each of its "
                                                     f"{entry.counters.failures} runs ({failed.summary})"))

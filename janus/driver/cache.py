@@ -15,7 +15,7 @@ from janus.graphs.entry import CacheEntry
 
 
 class GraphCache:
-    """At most ``config.MAX_CACHE_ENTRIES`` entries, newest first."""
+    """At most ``config.LIMITS.max_cache_entries`` entries, newest first."""
 
     def __init__(self) -> None:
         self._entries: list[CacheEntry] = []
@@ -31,7 +31,7 @@ class GraphCache:
     def insert(self, entry: CacheEntry) -> None:
         """A new graph: checked first among its group; the oldest beyond the limit goes."""
         self._entries.insert(0, entry)
-        del self._entries[config.MAX_CACHE_ENTRIES:]
+        del self._entries[config.LIMITS.max_cache_entries:]
         self._reorder()
 
     def replace(self, old: CacheEntry, new: CacheEntry) -> None:

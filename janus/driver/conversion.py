@@ -8,7 +8,7 @@ arguments (:func:`janus.graphs.tracing.build_entry`, one trace) under a frozen
 recursions on trees regrouped); one that fed NumPy arrays and failed otherwise tries them
 with this call's shapes, then as values; one that fails with relaxed shapes or fed numbers
 is tried once more specialized on this call's values.  All of it happens in
-:meth:`Conversion.run`'s single loop, at most ``MAX_TRACES`` traces; the policy learns
+:meth:`Conversion.run`'s single loop, at most ``config.LIMITS.max_traces`` traces; the policy learns
 from the last plan, and what came of it is returned as one
 :data:`janus.driver.outcome.Outcome`.
 """
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import tensorflow as tf
 
+from janus import config
 from janus.convert import registry, support
 from janus.convert.parse import function_ast
 from janus.convert.pipeline import convert_source, own_codes
@@ -51,8 +52,6 @@ log = logging.getLogger("janus")
 
 # traces of one conversion, every retry counted: restarts (a few each: bans, trees
 # regrouped twice, values kept), fed arrays tried three ways, the specialized retry
-MAX_TRACES = 16
-MAX_RAISING = 4  # kinds of call remembered to raise the user's exception while tracing
 
 
 class Conversion:
@@ -132,8 +131,8 @@ class Conversion:
     def _traced(self, converted: Callable, args: tuple, kwargs: dict, plan: TracePlan, profile: Any,
                 on_collective: Callable[[tf.distribute.Strategy], None]) -> tuple[Outcome, TracePlan]:
         """The one loop: trace under ``plan``, revised after each failed trace, at most
-        ``MAX_TRACES`` traces; what came of it, and the last plan (what the policy learns)."""
-        for _ in range(MAX_TRACES):
+        ``config.LIMITS.max_traces`` traces; what came of it, and the last plan (what the policy learns)."""
+        for _ in range(config.LIMITS.max_traces):
             try:
                 entry = build_entry(self.fn, converted, args, kwargs, plan, self.policy.speculator(profile, plan),
                                     on_collective)
@@ -201,7 +200,7 @@ class Conversion:
     def _eager_outcome(self, raised: Raised, error: Exception | None) -> None:
         """Eager raised ``error`` (None: nothing) on a call whose trace raised ``raised``."""
         if error is not None and type(error) is raised.kind and str(error) == raised.message:
-            if len(self.raising) < MAX_RAISING:
+            if len(self.raising) < config.LIMITS.max_raising:
                 self.raising.append(raised.check)
             self.note(_reason(Code.RAISES_AS_EAGER,
                               f"raises {raised.kind.__name__} on such calls, as eager does: they run eagerly"))
@@ -234,7 +233,8 @@ class Conversion:
                 entries.drop(lambda e: e.counters.hits <= 1)
                 return True
             self.note(_reason(Code.NEVER_REUSED, "the last graphs were never reused; running eagerly"))
-            policy.give_up(_reason(Code.NEVER_REUSED, f"its last {len(entries[:3])} graphs were never reused "
+            unused = len(entries[:config.LIMITS.unused_graphs_before_giving_up])
+            policy.give_up(_reason(Code.NEVER_REUSED, f"its last {unused} graphs were never reused "
                            f"({policy.misses.most_common(1)[0][0] if policy.misses else 'new guards every call'})"),
                            "Values it specializes on change at every call; see janus.explain(f).")
             entries.drop(lambda e: e.counters.hits <= 1)

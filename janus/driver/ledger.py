@@ -25,10 +25,10 @@ import time
 from collections import deque
 from typing import Callable
 
+from janus import config
+
 # The one clock of the ledger; tests monkeypatch it (``janus.driver.ledger.clock``).
 clock: Callable[[], float] = time.perf_counter
-
-EAGER_SAMPLES = 64  # the latest eager call times kept for the per-call estimate
 
 
 class Ledger:
@@ -49,7 +49,7 @@ class Ledger:
         self.conversion_seconds = 0.0  # misses: guard diagnosis, traces (failed ones too); new graphs' first runs
         self.trial_seconds = 0.0  # calls that took part in an XLA trial (both graphs run, the variant traced)
         self.aborted_seconds = 0.0  # graph runs that aborted (the call then ran eagerly)
-        self._samples: deque[float] = deque(maxlen=EAGER_SAMPLES)
+        self._samples: deque[float] = deque(maxlen=config.LIMITS.eager_samples)
 
     # -- recording ------------------------------------------------------------------
     def eager_ran(self, seconds: float) -> None:

@@ -31,9 +31,9 @@ eager runs' own seconds, and for each other call ``E``, the median eager run), `
 the overhead (what converting cost, less what the warm graph calls saved against ``E``) and
 ``C`` the mean seconds of one conversion attempt, it stops converting when
 
-* at least ``MIN_ATTEMPTS_BEFORE_STOPPING`` (3) conversions were attempted: a function's
+* at least ``config.LIMITS.min_attempts_before_stopping`` (3) conversions were attempted: a function's
   first conversions always get their chance to pay back;
-* ``O > WHOLE_RUN_SLACK * X + C``: the run so far is more than ``config.WHOLE_RUN_SLACK``
+* ``O > whole_run_slack * X + C``: the run so far is more than ``config.LIMITS.whole_run_slack``
   (10%) over eager's, by more than one conversion — the credit of the newest graph, which
   has not had the time to pay back; so the conversions so far have, on the whole, cost more
   than their graphs saved, and the next one, made the same way, would not pay either;
@@ -77,13 +77,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("janus")
 
-# Graphs in a row that were never reused before the next miss: a sign the guards that
-# keep failing pin values that change on every call.
-UNUSED_GRAPHS_BEFORE_GIVING_UP = 3
-# Conversion attempts a function always gets before the whole-run rule may stop it (as many
-# as unused graphs it may build: a function whose graphs go unused gives that reason first).
-MIN_ATTEMPTS_BEFORE_STOPPING = 3
-
 
 @dataclass(frozen=True)
 class WholeRun:
@@ -106,7 +99,8 @@ class WholeRun:
         """The account in words, for the give-up reason."""
         return (f"{self.spent:.3f} s in {self.calls} calls against eager's estimated {self.eager:.3f} s (its graph "
                 f"calls saved {self.saved:.3f} s): {self.overhead:.3f} s over eager, more than the {self.allowance:.3f} s "
-                f"allowed ({config.WHOLE_RUN_SLACK:.0%} of eager's time, plus one conversion's {self.grace:.3f} s)")
+                f"allowed ({config.LIMITS.whole_run_slack:.0%} of eager's time, plus one conversion's "
+                f"{self.grace:.3f} s)")
 
 
 class GuardMissed(NamedTuple):
@@ -159,7 +153,7 @@ class ConversionPolicy:
         return self.permanent.reason if self.permanent is not None else None
 
     def budget_exhausted(self) -> bool:
-        return self.conversions + self.failed_attempts >= config.MAX_CONVERSIONS
+        return self.conversions + self.failed_attempts >= config.LIMITS.max_conversions
 
     def due(self, has_graphs: bool, profile_calls: int) -> bool:
         """Whether this call should convert (before the budget is checked)."""
@@ -185,20 +179,22 @@ class ConversionPolicy:
 
     def reuse_unlikely(self, entries: list) -> bool:
         """The newest graphs each served only the call that built them."""
-        recent = entries[:UNUSED_GRAPHS_BEFORE_GIVING_UP]
-        return len(recent) == UNUSED_GRAPHS_BEFORE_GIVING_UP and all(e.counters.hits <= 1 for e in recent)
+        unused = config.LIMITS.unused_graphs_before_giving_up
+        recent = entries[:unused]
+        return len(recent) == unused and all(e.counters.hits <= 1 for e in recent)
 
     def whole_run(self, ledger: "Ledger") -> WholeRun:
         """Whether to stop converting because conversions do not pay over the whole run
         (the rule is in the module docstring); asked when a conversion is due."""
+        limits = config.LIMITS
         attempts = self.conversions + self.failed_attempts
         per_call = ledger.eager_per_call()
-        if per_call is None or attempts < MIN_ATTEMPTS_BEFORE_STOPPING or config.WHOLE_RUN_SLACK is None:
+        if per_call is None or attempts < limits.min_attempts_before_stopping or limits.whole_run_slack is None:
             return WholeRun(False)
         spent, eager = ledger.total, ledger.eager_estimate()
         saved = per_call * ledger.graph_calls - ledger.graph_seconds
         grace = ledger.conversion_seconds / attempts
-        allowance = config.WHOLE_RUN_SLACK * eager + grace
+        allowance = limits.whole_run_slack * eager + grace
         # over the allowance, with nothing to learn: the next trace would not be more general than
         # the last, and no tensor specialized by value is waiting to be unspecialized
         stop = spent - eager > allowance and self._knowledge() == self._known_at_attempt and \
@@ -287,7 +283,7 @@ class ConversionPolicy:
     def give_up_on_budget(self) -> None:
         miss = self.misses.most_common(1)
         cause = f"the guard that kept failing: {miss[0][0]}" if miss else "its conversions kept failing"
-        self.give_up(reason(Code.BUDGET, f"it used its {config.MAX_CONVERSIONS} conversions ({cause})"),
+        self.give_up(reason(Code.BUDGET, f"it used its {config.LIMITS.max_conversions} conversions ({cause})"),
                      "If that value changes by design, pass it as a tensor; see janus.explain(f) for every reason.")
 
     # -- what to relax --------------------------------------------------------------

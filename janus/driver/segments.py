@@ -65,14 +65,10 @@ class Splittable(Protocol):
     def __call__(self, *args: Any) -> Any: ...
 
 
-MAX_BREAKS = 8  # splits of a function and its segments, after which it runs eagerly as a whole
-TRIAL = 5  # graph runs of a segment, then as many runs as written, to see which is faster
-
-
 def graphs_faster(graph_times: list[float], written_times: list[float]) -> bool:
     """The verdict of a trial: were the runs with graphs faster than those as written, by
-    more than ``config.SEGMENT_MIN_GAIN`` of their time?"""
-    return trials.faster(graph_times, written_times, config.SEGMENT_MIN_GAIN)
+    more than ``config.LIMITS.segment_min_gain`` of their time?"""
+    return trials.faster(graph_times, written_times, config.LIMITS.segment_min_gain)
 
 
 def whole_calls_faster_with_graphs(as_graphs: list[float], as_written: list[float]) -> bool:
@@ -83,8 +79,8 @@ def whole_calls_faster_with_graphs(as_graphs: list[float], as_written: list[floa
 class SegmentCall:
     """The driver's handle on one segment: calls its Janus function, adding up the time.
 
-    Never slower than eager: once the segment's graph has run ``TRIAL`` times, the next
-    ``TRIAL`` calls run the segment as written (what eager runs, unprofiled), and if those
+    Never slower than eager: once the segment's graph has run ``segment_trial_runs`` times, the next
+    ``segment_trial_runs`` calls run the segment as written (what eager runs, unprofiled), and if those
     were faster (a few small ops, a graph call under a recording tape), the segment runs
     as written from then on.  Both kinds of call are timed where the program calls them,
     under the same tape."""
@@ -106,11 +102,13 @@ class SegmentCall:
     @property
     def in_trial(self) -> bool:
         """Its graph has run, and the trial has not decided yet."""
-        return 0 < len(self.graph_times) and len(self.eager_times) < TRIAL and not self.function.gave_up
+        runs = config.LIMITS.segment_trial_runs
+        return 0 < len(self.graph_times) and len(self.eager_times) < runs and not self.function.gave_up
 
     @property
     def keeps_graph(self) -> bool:
-        return len(self.eager_times) >= TRIAL and not self.as_written and not self.function.gave_up
+        runs = config.LIMITS.segment_trial_runs
+        return len(self.eager_times) >= runs and not self.as_written and not self.function.gave_up
 
     def settle_as_written(self) -> None:
         """Run as written from now on (whole calls were faster so)."""
@@ -124,7 +122,8 @@ class SegmentCall:
         if jf.split is not None and jf.split.settled:  # split in turn, every segment of it as written
             self._settled(self.segment.index)
         written = self.forced or self.as_written or jf.gave_up
-        trial = not written and len(self.graph_times) >= TRIAL and len(self.eager_times) < TRIAL
+        runs = config.LIMITS.segment_trial_runs
+        trial = not written and len(self.graph_times) >= runs and len(self.eager_times) < runs
         if written or trial:
             if jf.gave_up:
                 self._settled(self.segment.index)
@@ -141,19 +140,19 @@ class SegmentCall:
                 if trial:
                     self._eager_ran(elapsed)
         graphs = jf.counts["graph_calls"]
-        if len(self.graph_times) < TRIAL and not self.taped:
+        if len(self.graph_times) < config.LIMITS.segment_trial_runs and not self.taped:
             self.taped = _tf_private.tape_recording()
         try:
             return jf(*args)
         finally:
             elapsed = time.perf_counter() - start
             self.seconds += elapsed
-            if jf.counts["graph_calls"] > graphs and len(self.graph_times) < TRIAL:
+            if jf.counts["graph_calls"] > graphs and len(self.graph_times) < config.LIMITS.segment_trial_runs:
                 self.graph_times.append(elapsed)
 
     def _eager_ran(self, elapsed: float) -> None:
         self.eager_times.append(elapsed)
-        if len(self.eager_times) == TRIAL:
+        if len(self.eager_times) == config.LIMITS.segment_trial_runs:
             self.as_written = not graphs_faster(self.graph_times, self.eager_times)
             self.function.note(self.describe())
             if self.as_written:
@@ -161,7 +160,7 @@ class SegmentCall:
 
     def describe(self) -> "str | None":
         """The trial's outcome, for ``janus.explain`` (None while it has not run)."""
-        if len(self.eager_times) < TRIAL:
+        if len(self.eager_times) < config.LIMITS.segment_trial_runs:
             return None
         if self.as_written and graphs_faster(self.graph_times, self.eager_times):
             verdict = "runs as written (in the driver: whole calls were faster so)"
@@ -182,7 +181,7 @@ class SplitFunction:
     later (its backward function, run by ``tape.gradient``) falls outside them.  So once
     the trials have settled with segments kept as graphs that ran under a recording tape,
     the function the user called (the root of the split) confirms those on whole calls:
-    ``TRIAL`` calls with them as graphs, ``TRIAL`` with them as written; if those were
+    ``segment_trial_runs`` calls with them as graphs, ``segment_trial_runs`` with them as written; if those were
     faster, they run as written.  A graph no tape recorded stays on its trial's verdict."""
 
     def __init__(self, fn: types.FunctionType, breaks: dict[int, BreakSite], options: "Options",
@@ -279,7 +278,7 @@ class SplitFunction:
 
     def _confirm(self, elapsed: float) -> None:
         """One whole call of the confirmation (see the class): start it once no trial is under
-        way and some segment keeps its graph; decide after ``2 * TRIAL`` calls."""
+        way and some segment keeps its graph; decide after ``2 * segment_trial_runs`` calls."""
         if self.settled:  # every segment runs as written: nothing left to confirm
             self._confirming = False
             return
@@ -291,14 +290,14 @@ class SplitFunction:
             # a graph never run under a tape costs what its trial timed: no need to confirm it
             self._keepers = [c for c in calls if c.keeps_graph and c.taped]
             return  # time from the next call on (this one may have run part of a trial)
-        if len(as_graphs) < TRIAL:
+        if len(as_graphs) < config.LIMITS.segment_trial_runs:
             as_graphs.append(elapsed)
-            if len(as_graphs) == TRIAL:
+            if len(as_graphs) == config.LIMITS.segment_trial_runs:
                 for c in self._keepers:
                     c.forced = True
             return
         as_written.append(elapsed)
-        if len(as_written) < TRIAL:
+        if len(as_written) < config.LIMITS.segment_trial_runs:
             return
         self._confirming = False
         graphs_ms, written_ms = statistics.median(as_graphs) * 1e3, statistics.median(as_written) * 1e3
@@ -324,16 +323,16 @@ def split_at(jf: Splittable, site: BreakSite,
              make: Callable[[types.FunctionType, "Options"], Splittable]) -> SplitFunction | None:
     """``jf`` split at ``site``, a statement that cannot run in a graph: from this call on it
     runs in Python and the rest of the function in graph segments (made by ``make``; a
-    segment splits again at a break of its own, and ``MAX_BREAKS`` bounds the breaks of a
+    segment splits again at a break of its own, and ``config.LIMITS.max_breaks`` bounds the breaks of a
     function and its segments).  None: ``jf`` gave up instead, and runs eagerly."""
     where = f"{os.path.basename(jf.python_function.__code__.co_filename)}:{site.line}"
     root = jf
     while root.segment_of is not None:
         root = root.segment_of
     root.breaks_made += 1
-    if root.breaks_made > MAX_BREAKS:
-        jf.give_up(reason(Code.TOO_MANY_BREAKS, f"more than {MAX_BREAKS} graph breaks (the last at {where}: "
-                                                        f"{site.reason})"),
+    if root.breaks_made > config.LIMITS.max_breaks:
+        jf.give_up(reason(Code.TOO_MANY_BREAKS, f"more than {config.LIMITS.max_breaks} graph breaks "
+                          f"(the last at {where}: {site.reason})"),
                           "See janus.explain(f).")
         return None
     try:

@@ -1,15 +1,16 @@
 """XLA chosen by measured cost: one cache entry's trial of its XLA variant.
 
-With ``jit_compile=None`` (the default) a new graph runs plain first.  Once warm, three
-runs are timed; if they take long enough for XLA to matter, Janus traces the same call
-again with XLA clusters (``janus.trace.xla``).  Then, on each of the next calls, both
+With ``jit_compile=None`` (the default) a new graph runs plain first.  Once warm,
+``config.LIMITS.xla_plain_runs`` runs are timed; if they take long enough for XLA to matter,
+Janus traces the same call again with XLA clusters (``janus.trace.xla``).  Then, on each of the next calls, both
 graphs run on the same inputs and the same state: the plain graph first, then — the
 variables it wrote put back as they were — the XLA graph.  Each run is timed, and
 outputs and variables after the two runs are compared bit for bit.  The XLA graph takes
-the plain one's place only if, over ``config.XLA_TRIAL_RUNS`` such calls (after one whose
+the plain one's place only if, over ``config.LIMITS.xla_trial_runs`` such calls (after one whose
 XLA run compiled), it gave the same bits every time and its median beat the plain
-median by ``config.XLA_MIN_GAIN``.  Such calls are made only while no other Python thread
-runs (one could write a variable between the undoing and the XLA run).  A call that disagreed keeps the plain run's results.
+median by ``config.LIMITS.xla_min_gain``.  Such calls are made only while no other Python
+thread runs (one could write a variable between the undoing and the XLA run).  A call that
+disagreed keeps the plain run's results.
 
 So by default XLA is kept only where it is faster *and* computes eager's numbers: eager
 is the oracle, and XLA's fused kernels usually round differently (``tanh``, ``exp``,
@@ -175,11 +176,12 @@ def give_up(decision: XlaDecision, why: str) -> None:
 
 def wants_variant(decision: XlaDecision) -> bool:
     """Are the plain runs timed, and long enough to try XLA?  (Ends the trial if too short.)"""
-    if decision.done or decision.variant is not None or len(decision.plain_ms) < 3:
+    if decision.done or decision.variant is not None or len(decision.plain_ms) < config.LIMITS.xla_plain_runs:
         return False
     median = statistics.median(decision.plain_ms)
-    if median < config.XLA_MIN_RUN_MS:
-        give_up(decision, f"a run takes {median:.3f} ms, under {config.XLA_MIN_RUN_MS} ms: too little for XLA to gain")
+    if median < config.LIMITS.xla_min_run_ms:
+        give_up(decision, f"a run takes {median:.3f} ms, under {config.LIMITS.xla_min_run_ms} ms: "
+                          "too little for XLA to gain")
         return False
     return True
 
@@ -214,12 +216,12 @@ def run_both(plain: CacheEntry, decision: XlaDecision, args: tuple, kwargs: dict
         decision.warm = True  # this XLA run compiled its clusters: not timed
     else:
         decision.paired_ms.append((plain_s * 1e3, xla_s * 1e3))
-    if len(decision.paired_ms) >= config.XLA_TRIAL_RUNS:
+    if len(decision.paired_ms) >= config.LIMITS.xla_trial_runs:
         plain_ms, xla_ms = zip(*decision.paired_ms)
-        if trials.faster(xla_ms, plain_ms, config.XLA_MIN_GAIN):
+        if trials.faster(xla_ms, plain_ms, config.LIMITS.xla_min_gain):
             decision.chosen = True
         else:
-            give_up(decision, f"XLA was not at least {config.XLA_MIN_GAIN:.0%} faster")
+            give_up(decision, f"XLA was not at least {config.LIMITS.xla_min_gain:.0%} faster")
     return xla_out, variant
 
 

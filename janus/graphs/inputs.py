@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from janus import config
 from janus.graphs.plan import Arrays, TracePlan
 from janus.trace.arrays import is_fed_array
 from janus.trace.scalars import is_eager_tensor
@@ -24,14 +25,17 @@ def input_leaves(args: tuple, kwargs: dict) -> list[tuple[Source, Any]]:
 def _walk_inputs(value: Any, source: Source, depth: int, found: list) -> None:
     """Adds the leaves of ``value`` to ``found``.  A module function, not a closure that calls
     itself: that closure was a cycle holding ``found``, so each call's input tensors waited
-    for Python's next full collection."""
+    for Python's next full collection.  Containers deeper or longer than ``config.LIMITS``'
+    ``input_walk_depth`` and ``input_walk_items`` are not looked into."""
+    limits = config.LIMITS
     if is_eager_tensor(value) or is_fed_array(value) or is_eager_composite(value):
         found.append((source, value))
-    elif depth < 4 and (type(value) in (tuple, list) or isinstance(value, tuple) and hasattr(value, "_fields")) \
-            and len(value) <= 256:
+    elif depth < limits.input_walk_depth \
+            and (type(value) in (tuple, list) or isinstance(value, tuple) and hasattr(value, "_fields")) \
+            and len(value) <= limits.input_walk_items:
         for i, v in enumerate(value):
             _walk_inputs(v, source.item(i), depth + 1, found)
-    elif depth < 4 and type(value) is dict and len(value) <= 256:
+    elif depth < limits.input_walk_depth and type(value) is dict and len(value) <= limits.input_walk_items:
         for key, v in value.items():
             _walk_inputs(v, source.item(key), depth + 1, found)
 

@@ -28,16 +28,12 @@ from janus.trace.active import current
 from janus.trace.values import PyScalar, is_symbolic
 
 
-# Iterations a loop may run in Python while tracing: past them the conversion fails (the
-# call runs eagerly) rather than unroll without end a loop that eager leaves by an exception
-# the trace assumes away (a ``raise`` under a tensor condition), or build a graph that large.
-MAX_TRACED_ITERATIONS = 1_000
-
-
 def _counted(count: int) -> int:
-    """``count + 1``, failing the conversion past :data:`MAX_TRACED_ITERATIONS`."""
-    if count >= MAX_TRACED_ITERATIONS:
-        raise ConversionError(f"a loop ran {MAX_TRACED_ITERATIONS} iterations while tracing: "
+    """``count + 1``, failing the conversion past ``config.LIMITS.max_traced_iterations`` (the
+    call then runs eagerly rather than unroll without end a loop that eager leaves by an
+    exception the trace assumes away, or build a graph that large)."""
+    if count >= config.LIMITS.max_traced_iterations:
+        raise ConversionError(f"a loop ran {config.LIMITS.max_traced_iterations} iterations while tracing: "
                               "too many to unroll into a graph", code=Code.TRACE_TOO_LARGE)
     current().bounds.check_ops()
     return count + 1
@@ -156,11 +152,11 @@ def for_stmt(iterable: Any, extra_test: Callable | None, body: Callable, args: t
 
 def _rest_of_range(iterable: Any, item: Any) -> "TensorRange | None":
     """The items of Python range ``iterable`` from ``item`` on, as a range a
-    ``tf.while_loop`` iterates, when there are more than ``config.UNROLLED_BREAK_ITEMS``."""
+    ``tf.while_loop`` iterates, when there are more than ``config.LIMITS.unrolled_break_items``."""
     if type(iterable) is not range or type(item) is not int:
         return None
     rest = range(item, iterable.stop, iterable.step)
-    return TensorRange(rest.start, rest.stop, rest.step) if len(rest) > config.UNROLLED_BREAK_ITEMS else None
+    return TensorRange(rest.start, rest.stop, rest.step) if len(rest) > config.LIMITS.unrolled_break_items else None
 
 
 def _items(iterable: Any, names: Sequence[str], state: Callable[[], tuple]):

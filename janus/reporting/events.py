@@ -4,9 +4,9 @@ why, re-ran eagerly after an aborted graph run) and how long it took.
 
 Off by default: ``ACTIVE`` is None and a call pays one global read.  On (``JANUS_TRACE``,
 ``JANUS_REPORT_HTML``, ``janus.report``'s recording), each call is timed and classified from
-the function's counters before and after it; the log is bounded (every call of the first
-``TRACE_FULL_CALLS``, then one in ``TRACE_SAMPLE_EVERY``, at most ``TRACE_MAX_EVENTS``
-kept, oldest dropped) while per-function totals stay exact.
+the function's counters before and after it; the log is bounded (``config.LIMITS``: every
+call of the first ``trace_full_calls``, then one in ``trace_sample_every``, at most
+``trace_max_events`` kept, oldest dropped) while per-function totals stay exact.
 """
 from __future__ import annotations
 
@@ -62,10 +62,13 @@ class _Before:
 class EventLog:
     """A bounded log of calls; exact totals per function (``totals[name][kind]``: calls, seconds)."""
 
-    def __init__(self, full_calls: int = config.TRACE_FULL_CALLS, sample_every: int = config.TRACE_SAMPLE_EVERY,
-                 max_events: int = config.TRACE_MAX_EVENTS):
-        self.full_calls, self.sample_every = full_calls, sample_every
-        self.events: deque[Event] = deque(maxlen=max_events)
+    def __init__(self, full_calls: int | None = None, sample_every: int | None = None,
+                 max_events: int | None = None):
+        """Bounds not given are ``config.LIMITS``' (``trace_full_calls`` ...), read now."""
+        limits = config.LIMITS
+        self.full_calls = limits.trace_full_calls if full_calls is None else full_calls
+        self.sample_every = limits.trace_sample_every if sample_every is None else sample_every
+        self.events: deque[Event] = deque(maxlen=limits.trace_max_events if max_events is None else max_events)
         self.calls = 0  # calls by the program (depth 0)
         self.unrecorded = 0  # of which not recorded (sampled out)
         self.totals: dict[str, Counter] = {}

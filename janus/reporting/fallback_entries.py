@@ -8,7 +8,7 @@ FALLBACKS: tuple[Entry, ...] = (
     page(Code.BUDGET, Kind.GIVE_UP, "conversion budget used",
          "The function used its conversions (misses and failed traces): it runs eagerly from now on.",
          "Pass a value that changes at every call as a tensor.", ALLOW, None,
-         "needs MAX_CONVERSIONS failing conversions; tests/test_policy.py covers it"),
+         "needs `config.LIMITS.max_conversions` failing conversions; tests/test_policy.py covers it"),
     page(Code.NEVER_REUSED, Kind.GIVE_UP, "graphs never reused",
          "The last graphs each served only the call that built them (a value they specialize on changes at every "
          "call): the function runs eagerly from now on.",
@@ -60,7 +60,7 @@ for _ in range(40): f(tf.ones(2))
          "conversions, and the next would be made like the last ones. It stops converting and runs eagerly, "
          "unprofiled (graphs that were reused stay unless slower than eager). `janus.explain(f)` shows the seconds.",
          "Pass values that change between calls as tensors, so that one graph serves them.",
-         "`config.WHOLE_RUN_SLACK` (None: off)", None,
+         "`config.LIMITS.whole_run_slack` (None: off)", None,
          "depends on measured time; tests/test_whole_run.py forces it with a fake clock"),
     page(Code.RESTARTS, Kind.EAGER, "trace kept restarting",
          "The trace restarted more than its bound (each time learning what to feed or check): the call runs eagerly.",

@@ -23,7 +23,7 @@ watcher for the steps a scan cannot see:
   to Janus by a trampoline code object (``redirect.py``).
 * Functions of the user's modules that use TensorFlow without a tape (PPO's
   ``sample_action``, DDPG's ``update_target``) are counted by a trampoline and taken over
-  the same way at their ``config.HOT_CALLS``-th call (``hot.py``; ``enable(hot_functions=False)``
+  the same way at their ``config.LIMITS.hot_calls``-th call (``hot.py``; ``enable(hot_functions=False)``
   or ``JANUS_HOT_FUNCTIONS=0`` turns that off).
 * ``disable()`` removes the finder and the watcher and puts every original function
   and code object back (unless the user rebound the name meanwhile).  ``taken_over()``

@@ -12,7 +12,7 @@ graph as a training step does.  Two tests decide, both by counting, never by tim
   code, generators, special methods but ``__call__`` (``__init__`` creating variables), ``tf.function``/``janus.function``/``janus.do_not_convert`` functions,
   methods of Keras classes (Keras calls those itself; the user's function calling the model
   is the one taken over) and library code are left alone.
-* **Hot** (counted): called :data:`janus.config.HOT_CALLS` times.
+* **Hot** (counted): called ``janus.config.LIMITS.hot_calls`` times.
 
 A candidate's function object gets a *counting trampoline* as its ``__code__`` (the take-over's
 trampoline, ``redirect.trampoline_code``, calling a :class:`HotCounter`), which runs every
@@ -189,7 +189,7 @@ def watch(fn: Any, checked: bool = True) -> Candidacy:
         if roster.earlier(fn) is not None:   # taken over before a disable(): the same Janus function at once
             redirect.take_over_function(fn)
             return verdict
-        counter = HotCounter(fn, config.HOT_CALLS)
+        counter = HotCounter(fn, config.LIMITS.hot_calls)
         _counting[fn] = counter
         fn.__code__ = counter.counting_code
         if "__wrapped__" not in vars(fn):

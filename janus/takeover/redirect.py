@@ -242,7 +242,6 @@ def _on_start(code: types.CodeType, offset: int) -> None:
 _PENDING_CALL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
 _pending: dict = {"scheduled": False, "closing": False, "parked": False}
 _sampled = threading.Event()   # the last pending call has run: the sampler's next interval starts
-_PARKED_SECONDS = 0.5          # a traced main thread is asked again only after this long
 
 
 def _run_pending(_: Any) -> int:
@@ -256,7 +255,7 @@ def _run_pending(_: Any) -> int:
     runs after it (a Python trace function is taken off this frame first), unless a profile
     function or a C tracer will run at this frame's return (the GIL can pass to the sampler
     there); then the call stays "scheduled"
-    and the sampler clears it after ``_PARKED_SECONDS`` (the window left: a main thread held
+    and the sampler clears it after ``config.LIMITS.parked_seconds`` (the window left: a main thread held
     up that long between that return and the end of ``make_pending_calls``)."""
     try:
         with _lock:
@@ -346,7 +345,7 @@ class _Sampler(threading.Thread):
             if _ask_main_thread():
                 while not _sampled.wait(0.1) and not self.stopped.is_set():
                     pass
-                if _pending["parked"] and not self.stopped.wait(max(self.interval, _PARKED_SECONDS)):
+                if _pending["parked"] and not self.stopped.wait(max(self.interval, config.LIMITS.parked_seconds)):
                     with _lock:
                         _pending["parked"] = _pending["scheduled"] = False
 

@@ -10,7 +10,7 @@ side traced, the recursive side inlining the function again.  Three bounds:
   is fed (``k == 0`` of a depth ``k`` the policy feeds because it changes) asks for those
   numbers to be specialized by value (``heap.values_wanted``, then the restart of
   ``janus.trace.known_values``): one graph per depth, each recursion traced in Python;
-* user functions inlined inside one another past ``config.MAX_INLINE_DEPTH``;
+* user functions inlined inside one another past ``config.LIMITS.max_inline_depth``;
 * a trace whose graphs hold more than ``config.max_trace_ops()`` ops, counted where a user
   function is inlined and at every loop trip traced in Python.
 
@@ -42,7 +42,7 @@ class TraceBounds:
 
     def __init__(self, heap: "HeapModel"):
         self.heap = heap
-        self.max_depth = config.MAX_INLINE_DEPTH
+        self.max_depth = config.LIMITS.max_inline_depth
         self.max_ops = config.max_trace_ops()
         self.calls: list[tuple[types.FunctionType, int]] = []  # (function, len(conditions) at its entry)
         self.conditions: list[tuple[tf.Tensor, ...]] = []
@@ -57,7 +57,8 @@ class TraceBounds:
         self.check_ops()
         if len(self.calls) >= self.max_depth:
             raise TraceTooLarge(f"calls of user functions nested more than {self.max_depth} deep (at "
-                                f"{fn.__qualname__}; janus.config.MAX_INLINE_DEPTH): a recursion that deep runs eagerly")
+                                f"{fn.__qualname__}; janus.config.LIMITS.max_inline_depth): "
+                                "a recursion that deep runs eagerly")
         self._fed_base_case(fn)
         self.calls.append((fn, len(self.conditions)))
         try:

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from janus import _tf_private
+from janus import _tf_private, config
 from janus.errors import ConversionError
 from janus.reporting.codes import Code
 from janus.trace.active import CALL
@@ -391,7 +391,7 @@ class HeapModel(GraphInputs):
 
 
 def _check_size(value: Any, source: Source) -> None:
-    if len(value) > 256:
+    if len(value) > config.LIMITS.max_specialized_items:
         raise ConversionError(f"{source.what} is a {type(value).__name__} of {len(value)} items: too long to specialize",
                               code=Code.UNMODELED_VALUE)
 

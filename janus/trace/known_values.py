@@ -13,7 +13,7 @@ needs its value (a list popped on one branch, ``range`` of it) fails the trace.
   ``if``, ``and``, ``or`` or ``not`` on it is Python's (``janus.lowering.truth.known_truth``).
   A ``while`` test is not folded: a loop bounded by a large constant would unroll in Python.
 * A tensor computed from fed tensor inputs (integer or boolean, at most
-  :data:`MAX_ELEMENTS` elements) through stateless ops only, whose value Python needed or
+  ``config.LIMITS.max_known_elements`` elements) through stateless ops only, whose value Python needed or
   an ``if`` tested, is *wanted*: if the trace then fails, :class:`TensorValuesKept` makes
   the next trace specialize those inputs by value (a constant in the graph, guarded by
   dtype, shape and elements), so that the number is known.  The policy stops specializing
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import tensorflow as tf
 
-from janus import _tf_private
+from janus import _tf_private, config
 from janus.errors import ConversionError, TensorValuesKept
 from janus.trace.active import current
 from janus.trace.sources import Source
@@ -36,9 +36,6 @@ if TYPE_CHECKING:
     from janus.trace.heap import HeapModel
     from janus.trace.speculation import Speculator
 
-MAX_ELEMENTS = 1024  # a tensor input larger than this is never specialized by value
-_MAX_OPS = 256  # ops a fold or a search for inputs visits before giving up
-_MAX_FOLDED_ELEMENTS = 1 << 16  # a larger tensor is not computed while tracing
 # stateless by TensorFlow's account, but running Python: never run while tracing
 _PYTHON_OPS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
 
@@ -87,7 +84,7 @@ def _specialize(heap: "HeapModel", speculator: "Speculator", arrays: frozenset[S
 def may_specialize(value: Any) -> bool:
     """A tensor input small and discrete enough to be specialized by value."""
     return (value.dtype.is_integer or value.dtype == tf.bool) and value.shape.num_elements() is not None \
-        and value.shape.num_elements() <= MAX_ELEMENTS
+        and value.shape.num_elements() <= config.LIMITS.max_known_elements
 
 
 def known_value(t: tf.Tensor) -> np.ndarray | None:
@@ -109,7 +106,7 @@ def _fold(t: tf.Tensor, memo: dict[str, Any]) -> np.ndarray | None:
     if t.name in memo:
         return memo[t.name]
     size = t.shape.num_elements()
-    if len(memo) > _MAX_OPS or size is None or size > _MAX_FOLDED_ELEMENTS:
+    if len(memo) > config.LIMITS.max_fold_ops or size is None or size > config.LIMITS.max_folded_elements:
         return None
     memo[t.name] = None  # a cycle (none in a graph) or an unfinished visit folds nothing
     value = tf.get_static_value(t)
@@ -138,7 +135,7 @@ def fed_sources(t: tf.Tensor, placeholders: dict[str, Source]) -> set[Source] | 
         if t.name in seen:
             continue
         seen.add(t.name)
-        if len(seen) > _MAX_OPS:
+        if len(seen) > config.LIMITS.max_fold_ops:
             return None
         source = placeholders.get(t.name)
         if source is not None:
@@ -174,7 +171,7 @@ def fed_numbers(tensors: list[tf.Tensor], heap: "HeapModel", branches: dict[Any,
         if t.ref() in seen:
             continue
         seen.add(t.ref())
-        if len(seen) > _MAX_OPS:
+        if len(seen) > config.LIMITS.max_fold_ops:
             return set()
         if t.ref() in fed:
             found.add(fed[t.ref()])

@@ -23,10 +23,11 @@ import sys
 import threading
 from typing import Any, Iterator
 
+from janus import config
+
 _local = threading.local()
 _install = threading.Lock()
-RETIRED_KEPT = 256
-_RETIRED: collections.deque = collections.deque(maxlen=RETIRED_KEPT)  # see _Router
+_RETIRED: collections.deque = collections.deque()  # see _Router; at most config.LIMITS.retired_kept
 
 
 class _Router:
@@ -41,7 +42,7 @@ class _Router:
     (one router per thread, until the thread writes through another retired one).  The
     test is the last step before ``return``: no call, where the thread could switch,
     follows it.  A print can also lose its router between two writes, while it runs an
-    argument's ``__str__``: the most recent ``RETIRED_KEPT`` retired routers are kept too
+    argument's ``__str__``: the most recent ``config.LIMITS.retired_kept`` retired routers are kept too
     (``_RETIRED``, appended before the router leaves ``sys.stdout``).
     """
 
@@ -107,6 +108,8 @@ def _leave() -> None:
             router = sys.stdout
             router._janus_retired = True
             _RETIRED.append(router)
+            while len(_RETIRED) > config.LIMITS.retired_kept:
+                _RETIRED.popleft()
             sys.stdout = router._janus_stream
 
 

@@ -31,10 +31,10 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
+from janus import config
 from janus.convert.sites import SiteInfo
 from janus.trace import aborts
 
-MAX_UNROLL = 64
 _ids = itertools.count(1)
 
 
@@ -166,7 +166,7 @@ class Speculator:
         counts = self.profile.trip_counts(site.key)
         if len(counts) == 1:
             n = next(iter(counts))
-            if 0 <= n <= MAX_UNROLL:
+            if 0 <= n <= config.LIMITS.max_unroll:
                 return n
         return None
 

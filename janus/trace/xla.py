@@ -20,7 +20,7 @@ Two rules keep the marks from costing more than XLA can give (``docs/xla.md``: t
 examples ran 4-25x slower without them): an operand XLA compiles into the program (a
 ``Reshape``'s shape, a ``ConcatOffset``'s shapes) must have the same value on every run, or
 each new value compiles the cluster again; and a group of marked ops with fewer than
-:data:`MIN_CLUSTER_WORK` ops that compute is not marked, since every cluster costs a launch
+``config.LIMITS.min_cluster_work`` ops that compute is not marked, since every cluster costs a launch
 on every run (a lone constant was a cluster of its own).
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any, Iterable
 
 import tensorflow as tf
 
-from janus import _tf_private
+from janus import _tf_private, config
 
 # Dense ops whose XLA kernels compute what eager computes, up to float round-off.
 _COMPILABLE = frozenset("""
@@ -147,15 +147,11 @@ def fixed_value(tensor: Any, memo: dict) -> bool:
 # Ops that move or name values and compute nothing: they do not count towards a cluster's work.
 _NO_WORK = frozenset({"Const", "Identity", "IdentityN", "Snapshot", "StopGradient", "ReadVariableOp",
                       "Shape", "ShapeN", "Size"})
-# The fewest ops that compute in a group of marked ops for it to be marked: TensorFlow's
-# own auto-clustering drops clusters under 4 ops (``tf_xla_min_cluster_size``) but applies
-# no minimum to ops marked explicitly, as Janus marks them.
-MIN_CLUSTER_WORK = 4
 
 
 def worthwhile(ops: list[Any]) -> list[Any]:
     """``ops`` but those in groups (connected through edges between them, as TensorFlow's
-    clustering merges them) with fewer than :data:`MIN_CLUSTER_WORK` ops that compute.
+    clustering merges them) with fewer than ``config.LIMITS.min_cluster_work`` ops that compute.
     Every cluster costs an ``_XlaCompile`` and an ``_XlaRun`` op and a cache lookup on
     every run: the treernn graph had 289 clusters, 201 of them a lone constant."""
     marked = set(ops)
@@ -172,10 +168,11 @@ def worthwhile(ops: list[Any]) -> list[Any]:
             if source in marked:
                 parent[root(source)] = root(op)
     work: dict = {}
+    least = config.LIMITS.min_cluster_work
     for op in ops:
         if op.type not in _NO_WORK:
             work[root(op)] = work.get(root(op), 0) + 1
-    return [op for op in ops if work.get(root(op), 0) >= MIN_CLUSTER_WORK]
+    return [op for op in ops if work.get(root(op), 0) >= least]
 
 
 def rounds_differently(ops: list[Any]) -> list[str]:

@@ -18,11 +18,12 @@ from typing import Any, Callable
 
 import tensorflow as tf
 
+from janus import config
 from janus.convert.analysis.structural_recursion import StructuralRecursion
 from janus.errors import ConversionError, InternalSignal
 from janus.reporting.codes import Code
 from janus.lowering import state
-from janus.lowering.trees.forest_plan import MAX_CASES, Case, CaseTest, ForestPlan, NodeView
+from janus.lowering.trees.forest_plan import Case, CaseTest, ForestPlan, NodeView
 from janus.trace.scalars import DTYPES, PyScalar
 from janus.trace.values import is_framework_object, is_user_class
 
@@ -60,8 +61,8 @@ def discover(rec: Any, plan: ForestPlan, fn: Any, info: StructuralRecursion, bou
              node: Any) -> Case:
     """Trace the code once on ``node`` (in a scratch graph) to learn its case; ``rec`` is
     the trace's :class:`~janus.lowering.trees.recursion.TreeRecursion`."""
-    if len(plan.cases) >= MAX_CASES:
-        raise ConversionError(f"recursion over {plan.label}: more than {MAX_CASES} kinds of node",
+    if len(plan.cases) >= config.LIMITS.max_tree_cases:
+        raise ConversionError(f"recursion over {plan.label}: more than {config.LIMITS.max_tree_cases} kinds of node",
                               code=Code.TREE_RECURSION)
     if id(node) in rec.discovering:
         raise ConversionError(f"recursion over {plan.label}: a node is its own descendant", code=Code.TREE_RECURSION)

@@ -26,7 +26,7 @@ from janus.reporting.codes import Code
 from janus.lowering.trees import rows as tree_rows
 from janus.lowering.trees.cases import Batch, CaseTrace, differentiable, discover, gate, row_of, rowed, scratch
 from janus.trace.active import CALL
-from janus.lowering.trees.forest_plan import MAX_LEVELS, Case, Flat, ForestPlan, MissKind
+from janus.lowering.trees.forest_plan import Case, Flat, ForestPlan, MissKind
 from janus.trace.sources import Source
 
 # Cases learned by earlier traces of a function (without their nodes): a later trace, e.g. for
@@ -189,7 +189,7 @@ def _flatten_discovering(rec: Any, plan: ForestPlan, fn: Any, info: StructuralRe
                          bound: inspect.BoundArguments, objs: tuple) -> tuple[Flat, dict[int, Any]]:
     """The forest of ``objs`` flattened, with a node of each case found (by case index): a
     node of no known case is discovered (its case added to ``plan``), a forest too high
-    doubles the levels, up to ``MAX_LEVELS``."""
+    doubles the levels, up to ``config.LIMITS.max_tree_levels``."""
     while True:
         exemplars: dict[int, Any] = {}
         found = plan.flatten(objs, exemplars)
@@ -200,7 +200,7 @@ def _flatten_discovering(rec: Any, plan: ForestPlan, fn: Any, info: StructuralRe
             if plan.match(found.node) < 0:  # would loop: what the trace recorded does not recognize it
                 raise ConversionError(f"recursion over {plan.label}: the tests of a node's case do not hold "
                                       f"on it", code=Code.TREE_RECURSION)
-        elif found.kind is MissKind.TOO_HIGH and plan.levels < MAX_LEVELS:
+        elif found.kind is MissKind.TOO_HIGH and plan.levels < config.LIMITS.max_tree_levels:
             plan.levels *= 2
         else:
             raise ConversionError(f"recursion over {plan.label}: {found.reason}", code=Code.TREE_RECURSION)

@@ -24,11 +24,10 @@ from typing import Any, Callable
 import numpy as np
 import tensorflow as tf
 
+from janus import config
 from janus.errors import InternalSignal
 
 
-MAX_LEVELS = 64  # heights beyond this run eagerly (a graph unrolls one block per height)
-MAX_CASES = 16
 INT32 = (-2 ** 31, 2 ** 31 - 1)
 
 
@@ -371,8 +370,8 @@ class ForestPlan:
                 return index
             if key in on_path:
                 raise _Missed(Miss("a node is its own descendant (a cycle)"))
-            if depth >= MAX_LEVELS:
-                raise _Missed(Miss(f"deeper than {MAX_LEVELS}"))
+            if depth >= config.LIMITS.max_tree_levels:
+                raise _Missed(Miss(f"deeper than {config.LIMITS.max_tree_levels}"))
             c = match(node)
             if c < 0:
                 raise _Missed(Miss("a node fits none of the cases traced", node, MissKind.NEW_CASE))

@@ -31,7 +31,7 @@ by tree.  Instead:
 
 What does not fit (effects, random draws or assertions per node, a node used as a
 value, a recursive call under a tensor condition, a structure deeper than
-``MAX_LEVELS``) fails the conversion or the guard, and eager runs.
+``config.LIMITS.max_tree_levels``) fails the conversion or the guard, and eager runs.
 
 This module holds the recursion state of a trace and the roots (4); one forest is
 built by ``janus.lowering.trees.forest`` (3), on the cases ``janus.lowering.trees.cases``
