@@ -6,7 +6,6 @@ between calls, compares results, exceptions, stdout and state after each call, a
 asserts from ``janus.stats`` that the function was split (``breaks``) and that its
 segments ran as graphs (``segment_graph_calls``), with how many conversions.
 """
-import dataclasses
 import threading
 import types
 
@@ -756,6 +755,8 @@ def test_segments_kept_as_graphs_under_a_tape_are_confirmed_on_whole_calls(monke
     root confirms graphs kept under a recording tape on whole calls, as graphs then as
     written, and keeps the faster; every call through the confirmation gives eager's
     results and state."""
+    import dataclasses
+
     from janus import config
     from janus.driver import segments
 
@@ -782,6 +783,8 @@ def test_segments_kept_as_graphs_no_tape_records_stay_on_their_trial(monkeypatch
     """With no tape recording its calls, a segment's trial times all its graph costs: the
     graphs it keeps are not confirmed on whole calls (which would lose a segment's gain
     in a whole call's noise)."""
+    import dataclasses
+
     from janus import config
     from janus.driver import segments
 
@@ -803,6 +806,8 @@ def test_segments_kept_as_graphs_no_tape_records_stay_on_their_trial(monkeypatch
 def test_a_segment_split_in_turn_whose_segments_run_as_written_is_put_back_whole(monkeypatch):
     """The environment's gradient after the tape is a segment split again (the tape is
     Python's); once its own segment runs as written, the parent runs its statements too."""
+    import dataclasses
+
     from janus import config
 
     # every trial: as written
