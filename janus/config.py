@@ -1,4 +1,5 @@
-"""Settings read from the environment (and their defaults).
+"""Settings read from the environment, and every limit Janus keeps (:data:`LIMITS`, the
+defaults of the settings that override one).
 
 Every ``JANUS_*`` variable is read here, by one parser per kind: a switch accepts
 ``1/0``, ``true/false``, ``yes/no``, ``on/off`` (any case; unset or empty is the
