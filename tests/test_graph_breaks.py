@@ -762,7 +762,7 @@ def test_segments_kept_as_graphs_under_a_tape_are_confirmed_on_whole_calls(monke
 
     # every trial keeps its graph
     monkeypatch.setattr(config, "LIMITS", dataclasses.replace(config.LIMITS, segment_min_gain=-float("inf")))
-    monkeypatch.setattr(segments, "whole_calls_faster_with_graphs", lambda graphs, written: whole_calls_faster)
+    monkeypatch.setattr(segments, "whole_calls_faster_with_graphs", lambda trial: whole_calls_faster)
     calls = [(tf.constant(np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4) * (i % 5 + 1)),) for i in range(30)]
     total = check(_numpy_statistic_under_a_tape, calls, graph_calls=0)
     assert total["breaks"] == 1 and total["segment_graph_calls"] >= 10, total
@@ -790,7 +790,7 @@ def test_segments_kept_as_graphs_no_tape_records_stay_on_their_trial(monkeypatch
 
     # every trial keeps its graph
     monkeypatch.setattr(config, "LIMITS", dataclasses.replace(config.LIMITS, segment_min_gain=-float("inf")))
-    monkeypatch.setattr(segments, "whole_calls_faster_with_graphs", lambda graphs, written: False)
+    monkeypatch.setattr(segments, "whole_calls_faster_with_graphs", lambda trial: False)
     calls = [(tf.constant(np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4) * (i % 5 + 1)),) for i in range(30)]
     check(_numpy_statistic, calls, graph_calls=0)
     prog = _numpy_statistic(janus.function)

@@ -251,8 +251,8 @@ def _run(seed: int, mod) -> dict:
     # calls within their 8 calls (one run each way), kept as graphs or dropped
     one_run = dataclasses.replace(config.LIMITS, segment_trial_runs=1)
     with mock.patch.object(config, "LIMITS", one_run), \
-            mock.patch.multiple(segments, graphs_faster=lambda g, w: True,
-                                whole_calls_faster_with_graphs=lambda g, w: seed % 8 == 2):
+            mock.patch.multiple(segments, graphs_faster=lambda trial: True,
+                                whole_calls_faster_with_graphs=lambda trial: seed % 8 == 2):
         return check(make, _calls(seed), min_graph_calls=0)
 
 

@@ -206,7 +206,7 @@ def test_a_graph_segment_inside_a_tape_that_raises_now_and_then_is_not_given_up(
 
     calls = [(tf.constant([0.1 * i, 1.0]), i % 4 == 3) for i in range(40)]
     original = segments.graphs_faster
-    segments.graphs_faster = lambda graphs, written: True  # keep the segments' graphs (what is tested)
+    segments.graphs_faster = lambda trial: True  # keep the segments' graphs (what is tested)
     try:
         check(make, calls, min_graph_calls=0)
         prog = make(janus.function)

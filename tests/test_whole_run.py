@@ -278,7 +278,7 @@ def _split(jit, made: list):
 def test_a_segment_whose_conversions_do_not_pay_runs_as_written(fake_times, monkeypatch):
     """The segment after the break specializes on the key; its conversions stop paying and
     it stops converting on its own (the segment before the break keeps its graph)."""
-    monkeypatch.setattr(segments, "graphs_faster", lambda graph, written: True)  # trials keep graphs
+    monkeypatch.setattr(segments, "graphs_faster", lambda trial: True)  # trials keep graphs
     made: list = []
     check(lambda jit: _split(jit, made), _calls(48, 4), min_graph_calls=0)
     root = made[-1].__janus_function__

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import os
-import statistics
 import threading
 import time
 import types
@@ -27,6 +26,7 @@ from janus.convert.splitting import RUNTIME, SEGMENTS, BreakSite, Segment, split
 from janus.convert.pipeline import with_user_lines
 from janus.convert.unparse import unparse
 from janus.driver import trials
+from janus.driver.trials import Side
 from janus.driver.weak import weak_method
 from janus.lowering import ops
 from janus.reporting import events
@@ -65,36 +65,41 @@ class Splittable(Protocol):
     def __call__(self, *args: Any) -> Any: ...
 
 
-def graphs_faster(graph_times: list[float], written_times: list[float]) -> bool:
-    """The verdict of a trial: were the runs with graphs faster than those as written, by
-    more than ``config.LIMITS.segment_min_gain`` of their time?"""
-    return trials.faster(graph_times, written_times, config.LIMITS.segment_min_gain)
+def _trial() -> trials.Trial:
+    """A trial of graphs (the candidate) against the code as written (the baseline)."""
+    return trials.Trial(config.LIMITS.segment_trial_runs, config.LIMITS.segment_min_gain)
 
 
-def whole_calls_faster_with_graphs(as_graphs: list[float], as_written: list[float]) -> bool:
-    """The verdict of the confirmation on whole calls (:class:`SplitFunction`)."""
-    return graphs_faster(as_graphs, as_written)
+def graphs_faster(trial: trials.Trial) -> bool:
+    """The verdict of a segment's decided trial: were the runs with its graph faster than
+    those as written, by more than ``config.LIMITS.segment_min_gain`` of their time?  (Tests
+    replace it to force a verdict without timing.)"""
+    return trial.verdict() is trials.Verdict.KEEP
+
+
+def whole_calls_faster_with_graphs(trial: trials.Trial) -> bool:
+    """The verdict of the confirmation on whole calls (:class:`SplitFunction`); tests
+    replace it as :func:`graphs_faster`."""
+    return graphs_faster(trial)
 
 
 class SegmentCall:
     """The driver's handle on one segment: calls its Janus function, adding up the time.
 
-    Never slower than eager: once the segment's graph has run ``segment_trial_runs`` times, the next
-    ``segment_trial_runs`` calls run the segment as written (what eager runs, unprofiled), and if those
-    were faster (a few small ops, a graph call under a recording tape), the segment runs
-    as written from then on.  Both kinds of call are timed where the program calls them,
-    under the same tape."""
+    Never slower than eager: once the segment's graph has run ``segment_trial_runs`` times
+    (``config.LIMITS``), as many next calls run the segment as written (what eager runs,
+    unprofiled), and if those were faster (a few small ops, a graph call under a recording
+    tape), the segment runs as written from then on.  Both kinds of call are timed where the
+    program calls them, under the same tape; :attr:`trial` holds the times."""
 
-    __slots__ = ("function", "segment", "seconds", "graph_times", "eager_times", "as_written", "forced", "taped",
-                 "_settled")
+    __slots__ = ("function", "segment", "seconds", "trial", "as_written", "forced", "taped", "_settled")
 
     def __init__(self, function: Splittable, segment: Segment, settled: Callable[[int], None]):
         self.function = function
         self.segment = segment
         self._settled = settled  # told once the segment runs as written for good
         self.seconds = 0.0
-        self.graph_times: list[float] = []
-        self.eager_times: list[float] = []
+        self.trial = _trial()  # graph runs (the candidate) against runs as written
         self.as_written = False  # the trial found eager faster
         self.forced = False  # run as written while whole calls are timed (SplitFunction's confirmation)
         self.taped = False  # its graph ran under a recording tape (its backward function runs later)
@@ -102,13 +107,11 @@ class SegmentCall:
     @property
     def in_trial(self) -> bool:
         """Its graph has run, and the trial has not decided yet."""
-        runs = config.LIMITS.segment_trial_runs
-        return 0 < len(self.graph_times) and len(self.eager_times) < runs and not self.function.gave_up
+        return self.trial.started and not self.trial.decided and not self.function.gave_up
 
     @property
     def keeps_graph(self) -> bool:
-        runs = config.LIMITS.segment_trial_runs
-        return len(self.eager_times) >= runs and not self.as_written and not self.function.gave_up
+        return self.trial.decided and not self.as_written and not self.function.gave_up
 
     def settle_as_written(self) -> None:
         """Run as written from now on (whole calls were faster so)."""
@@ -122,8 +125,7 @@ class SegmentCall:
         if jf.split is not None and jf.split.settled:  # split in turn, every segment of it as written
             self._settled(self.segment.index)
         written = self.forced or self.as_written or jf.gave_up
-        runs = config.LIMITS.segment_trial_runs
-        trial = not written and len(self.graph_times) >= runs and len(self.eager_times) < runs
+        trial = not written and not self.trial.due(Side.CANDIDATE) and self.trial.due(Side.BASELINE)
         if written or trial:
             if jf.gave_up:
                 self._settled(self.segment.index)
@@ -140,34 +142,35 @@ class SegmentCall:
                 if trial:
                     self._eager_ran(elapsed)
         graphs = jf.counts["graph_calls"]
-        if len(self.graph_times) < config.LIMITS.segment_trial_runs and not self.taped:
+        if self.trial.due(Side.CANDIDATE) and not self.taped:
             self.taped = _tf_private.tape_recording()
         try:
             return jf(*args)
         finally:
             elapsed = time.perf_counter() - start
             self.seconds += elapsed
-            if jf.counts["graph_calls"] > graphs and len(self.graph_times) < config.LIMITS.segment_trial_runs:
-                self.graph_times.append(elapsed)
+            if jf.counts["graph_calls"] > graphs:
+                self.trial.record(Side.CANDIDATE, elapsed)
 
     def _eager_ran(self, elapsed: float) -> None:
-        self.eager_times.append(elapsed)
-        if len(self.eager_times) == config.LIMITS.segment_trial_runs:
-            self.as_written = not graphs_faster(self.graph_times, self.eager_times)
+        self.trial.record(Side.BASELINE, elapsed)
+        if self.trial.decided:
+            self.as_written = not graphs_faster(self.trial)
             self.function.note(self.describe())
             if self.as_written:
                 self._settled(self.segment.index)
 
     def describe(self) -> "str | None":
         """The trial's outcome, for ``janus.explain`` (None while it has not run)."""
-        if len(self.eager_times) < config.LIMITS.segment_trial_runs:
+        if not self.trial.decided:
             return None
-        if self.as_written and graphs_faster(self.graph_times, self.eager_times):
+        if self.as_written and graphs_faster(self.trial):
             verdict = "runs as written (in the driver: whole calls were faster so)"
         else:
             verdict = "runs as written (in the driver)" if self.as_written else "stays a graph"
-        return reason(Code.SEGMENT_TRIAL, f"{verdict}: eagerly {statistics.median(self.eager_times) * 1e3:.3f} ms a "
-                      f"call, as a graph {statistics.median(self.graph_times) * 1e3:.3f} ms")
+        graph, written = self.trial.medians()
+        return reason(Code.SEGMENT_TRIAL, f"{verdict}: eagerly {written * 1e3:.3f} ms a call, as a graph "
+                      f"{graph * 1e3:.3f} ms")
 
 
 class SplitFunction:
@@ -181,7 +184,7 @@ class SplitFunction:
     later (its backward function, run by ``tape.gradient``) falls outside them.  So once
     the trials have settled with segments kept as graphs that ran under a recording tape,
     the function the user called (the root of the split) confirms those on whole calls:
-    ``segment_trial_runs`` calls with them as graphs, ``segment_trial_runs`` with them as written; if those were
+    ``segment_trial_runs`` calls with them as graphs, as many with them as written; if those were
     faster, they run as written.  A graph no tape recorded stays on its trial's verdict."""
 
     def __init__(self, fn: types.FunctionType, breaks: dict[int, BreakSite], options: "Options",
@@ -200,7 +203,7 @@ class SplitFunction:
         # the calls timed with them as graphs, then as written
         self._confirming = registry.segment_of(fn.__code__) is None
         self._keepers: list[SegmentCall] = []
-        self._whole: tuple[list[float], list[float]] = ([], [])
+        self._whole = _trial()  # whole calls with the keepers as graphs, then as written
         self.confirmation: str | None = None
         plan, codes = self._generate()
         for seg in plan.segments:
@@ -282,7 +285,7 @@ class SplitFunction:
         if self.settled:  # every segment runs as written: nothing left to confirm
             self._confirming = False
             return
-        as_graphs, as_written = self._whole
+        whole = self._whole
         if not self._keepers:
             calls = self._all_calls()
             if any(c.in_trial for c in calls):
@@ -290,18 +293,18 @@ class SplitFunction:
             # a graph never run under a tape costs what its trial timed: no need to confirm it
             self._keepers = [c for c in calls if c.keeps_graph and c.taped]
             return  # time from the next call on (this one may have run part of a trial)
-        if len(as_graphs) < config.LIMITS.segment_trial_runs:
-            as_graphs.append(elapsed)
-            if len(as_graphs) == config.LIMITS.segment_trial_runs:
+        if whole.due(Side.CANDIDATE):
+            whole.record(Side.CANDIDATE, elapsed)
+            if not whole.due(Side.CANDIDATE):
                 for c in self._keepers:
                     c.forced = True
             return
-        as_written.append(elapsed)
-        if len(as_written) < config.LIMITS.segment_trial_runs:
+        whole.record(Side.BASELINE, elapsed)
+        if not whole.decided:
             return
         self._confirming = False
-        graphs_ms, written_ms = statistics.median(as_graphs) * 1e3, statistics.median(as_written) * 1e3
-        keep = whole_calls_faster_with_graphs(as_graphs, as_written)
+        graphs_ms, written_ms = (median * 1e3 for median in whole.medians())
+        keep = whole_calls_faster_with_graphs(whole)
         for c in self._keepers:
             if keep:
                 c.forced = False

@@ -6,11 +6,11 @@ Janus traces the same call again with XLA clusters (``janus.trace.xla``).  Then,
 graphs run on the same inputs and the same state: the plain graph first, then — the
 variables it wrote put back as they were — the XLA graph.  Each run is timed, and
 outputs and variables after the two runs are compared bit for bit.  The XLA graph takes
-the plain one's place only if, over ``config.LIMITS.xla_trial_runs`` such calls (after one whose
-XLA run compiled), it gave the same bits every time and its median beat the plain
-median by ``config.LIMITS.xla_min_gain``.  Such calls are made only while no other Python
-thread runs (one could write a variable between the undoing and the XLA run).  A call that
-disagreed keeps the plain run's results.
+the plain one's place only if, over ``config.LIMITS.xla_trial_runs`` such calls (after one
+whose XLA run compiled; a :class:`~janus.driver.trials.Trial`), it gave the same bits every
+time and its median beat the plain median by ``config.LIMITS.xla_min_gain``.  Such calls are
+made only while no other Python thread runs (one could write a variable between the undoing
+and the XLA run).  A call that disagreed keeps the plain run's results.
 
 So by default XLA is kept only where it is faster *and* computes eager's numbers: eager
 is the oracle, and XLA's fused kernels usually round differently (``tanh``, ``exp``,
@@ -31,6 +31,7 @@ import tensorflow as tf
 
 from janus import config
 from janus.driver import trials
+from janus.driver.trials import Side, Verdict
 from janus.commit import undo as undoing
 from janus.trace.aborts import summary
 
@@ -55,7 +56,9 @@ class XlaDecision:
     chosen: bool | None = None  # None while the trial runs
     why: str = ""
     plain_ms: list[float] = field(default_factory=list)  # runs of the plain graph alone (is XLA worth trying?)
-    paired_ms: list[tuple[float, float]] = field(default_factory=list)  # (plain, XLA) on the same call
+    # (ms) XLA's runs (the candidate) against the plain graph's on the same calls
+    trial: trials.Trial = field(default_factory=lambda: trials.Trial(config.LIMITS.xla_trial_runs,
+                                                                     config.LIMITS.xla_min_gain))
     variant: CacheEntry | None = None  # the XLA entry under trial
     warm: bool = False  # the variant's first (compiling) run is done
     rebuild: Callable[[tuple, dict], CacheEntry] | None = None  # traces a call again with XLA clusters
@@ -70,13 +73,12 @@ class XlaDecision:
         if self.mode is XlaMode.ON:
             return (f"on (jit_compile=True): {xla_ops} ops in XLA clusters" if xla_ops
                     else "on (jit_compile=True), but " + self.why)
-        timing = ""
-        if self.paired_ms:
-            plain, xla = zip(*self.paired_ms)
-            timing = (f": {statistics.median(xla):.3f} ms with XLA, {statistics.median(plain):.3f} ms without "
-                      f"(medians over {len(self.paired_ms)} calls running both)")
+        timing, paired = "", len(self.trial.candidate)
+        if paired:
+            xla, plain = self.trial.medians()
+            timing = f": {xla:.3f} ms with XLA, {plain:.3f} ms without (medians over {paired} calls running both)"
         if self.chosen is None:
-            return f"measuring ({len(self.plain_ms)} plain runs, {len(self.paired_ms)} calls running both timed)"
+            return f"measuring ({len(self.plain_ms)} plain runs, {paired} calls running both timed)"
         if self.chosen:
             return f"chosen by measurement{timing}, same results bit for bit; {xla_ops} ops in XLA clusters"
         return f"not chosen: {self.why}{timing}"
@@ -215,13 +217,13 @@ def run_both(plain: CacheEntry, decision: XlaDecision, args: tuple, kwargs: dict
     if not decision.warm:
         decision.warm = True  # this XLA run compiled its clusters: not timed
     else:
-        decision.paired_ms.append((plain_s * 1e3, xla_s * 1e3))
-    if len(decision.paired_ms) >= config.LIMITS.xla_trial_runs:
-        plain_ms, xla_ms = zip(*decision.paired_ms)
-        if trials.faster(xla_ms, plain_ms, config.LIMITS.xla_min_gain):
-            decision.chosen = True
-        else:
-            give_up(decision, f"XLA was not at least {config.LIMITS.xla_min_gain:.0%} faster")
+        decision.trial.record(Side.BASELINE, plain_s * 1e3)
+        decision.trial.record(Side.CANDIDATE, xla_s * 1e3)
+    verdict = decision.trial.verdict()
+    if verdict is Verdict.KEEP:
+        decision.chosen = True
+    elif verdict is Verdict.DROP:
+        give_up(decision, f"XLA was not at least {decision.trial.min_gain:.0%} faster")
     return xla_out, variant
 
 
