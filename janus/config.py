@@ -31,7 +31,7 @@ class Limits:
     # see which values change between calls, few enough to convert early.
     profile_calls: int = 3
     # Specialized graphs one function keeps (janus.driver.cache), newest first: past that,
-    # the oldest goes; a function needing more specializes on what keeps changing.
+    # the oldest goes, so a function's graphs do not grow without bound.
     max_cache_entries: int = 8
     # Conversions one function may make before it gives up and runs eagerly (the budget).
     max_conversions: int = 12
@@ -54,8 +54,8 @@ class Limits:
     # Runs of a graph that never succeeded, each failing in an op (not an assumption), after
     # which the function gives up: the graph, not the input, is what fails (driver.aborted).
     retire_after_failed_runs: int = 3
-    # The latest eager call times kept for the per-call estimate (janus.driver.ledger): a
-    # window long enough that one slow call does not move it, short enough to follow drift.
+    # The latest eager call times kept for the per-call estimate, their median
+    # (janus.driver.ledger): one slow call does not move it, and old calls age out.
     eager_samples: int = 64
 
     # -- what one trace may build (janus.trace) --
@@ -70,8 +70,9 @@ class Limits:
     # conversion fails rather than unroll without end a loop that eager leaves by an exception
     # the trace assumes away, or build a graph that large.
     max_traced_iterations: int = 1_000
-    # Trip count up to which a loop seen always running the same number of times is unrolled
-    # under an assumption on the count (janus.trace.speculation); a longer one stays a loop.
+    # The largest trip count a loop the profile saw always run the same number of times is
+    # unrolled at, under an assumption on the count (janus.trace.speculation); a longer one
+    # stays a loop.
     max_unroll: int = 64
     # A `for` over a Python range whose `break` a tensor decides: up to this many items after
     # the break became the graph's, each is a conditional of its own; a longer rest is one
@@ -84,11 +85,11 @@ class Limits:
     # Elements of a tensor computed while tracing to fold it (known_values): a larger one is
     # left to the graph.
     max_folded_elements: int = 1 << 16
-    # Items of a Python list, tuple or dict the trace specializes on (janus.trace.heap);
-    # a longer one is not specialized (the guard would compare every item on every call).
+    # Items of a Python list, tuple, dict, deque or array a trace reads item by item
+    # (janus.trace.heap): a longer one fails the conversion (every item would be guarded).
     max_specialized_items: int = 256
     # How deep and how wide a call's arguments are searched for tensors fed to the graph
-    # (janus.build.entry): nested containers past these are not looked into.
+    # (janus.graphs.inputs): nested containers past these are not looked into.
     input_walk_depth: int = 4
     input_walk_items: int = 256
     # Output routers taken away from sys.stdout kept alive (janus.trace.output): a thread
@@ -117,8 +118,8 @@ class Limits:
     # -- XLA by measured cost (janus.driver.xla_choice, janus.trace.xla) --
     # Timed runs of the plain graph before deciding whether XLA is worth trying.
     xla_plain_runs: int = 3
-    # The shortest plain run (median, ms) worth trying XLA on: under it, a launch costs more
-    # than fusion gains.
+    # The shortest plain run (median, ms) worth trying XLA on: under it, too little for XLA
+    # to gain.
     xla_min_run_ms: float = 0.3
     # Timed calls that run both graphs (after the compiling one) before the verdict.
     xla_trial_runs: int = 5
