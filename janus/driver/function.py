@@ -17,7 +17,7 @@ import os
 import threading
 import types
 import weakref
-from typing import Any, Callable
+from typing import Any
 
 import tensorflow as tf
 
