@@ -175,8 +175,10 @@ def main() -> None:
         bitwise = shapes and all(np.array_equal(a, b) for a, b in zip(r["weights"], eager["weights"]))
         wclose = shapes and all(np.allclose(a, b, rtol=1e-5, atol=1e-6) for a, b in zip(r["weights"], eager["weights"]))
         stats = r["info"][0] if r["info"] else None
-        note = r["error"] or (f"{stats['conversions']} conversions, {stats['graph_calls']}/{stats['calls']} calls "
-                              f"as graphs, {stats['fallbacks']} fallbacks" if stats else
+        note = r["error"] or (f"{stats['graph_calls']}/{stats['calls']} whole calls as graphs; {stats['breaks']} breaks, "
+                              f"{stats['segments']} segments, {stats['segment_graph_calls']}/"
+                              f"{stats['segment_graph_calls'] + stats['segment_eager_calls']} segment runs as graphs"
+                              if stats else
                               (r["info"][1][:120] if r["info"] else ""))
         speed = eager["median_ms"] / r["median_ms"] if r["median_ms"] == r["median_ms"] else float("nan")
         print(f"| {r['name']} | {r['median_ms']:.1f} | {speed:.2f}x | {r['total_s']:.1f} | "
