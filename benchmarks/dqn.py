@@ -244,7 +244,9 @@ def measure(name: str, wrap, episodes: int) -> dict:
                 rewards.append(float(episode()))
             except Exception as e:  # noqa: BLE001 - tf.function on eager code may not run it
                 lines = [line.strip() for line in str(e).splitlines() if line.strip()]
-                error = f"raises {type(e).__name__}: {(lines[-1] if lines else '')[:110]}"
+                last = lines[-1] if lines else ""
+                error = f"raises {last[:130]}" if last.startswith(type(e).__name__) else \
+                    f"raises {type(e).__name__}: {last[:110]}"
                 break
             times.append(time.perf_counter() - t0)
         total = time.perf_counter() - start
@@ -283,7 +285,8 @@ def main() -> None:
         bitwise = all(np.array_equal(a, b) for a, b in zip(r["weights"], eager["weights"]))
         close = all(np.allclose(a, b, rtol=1e-5, atol=1e-6) for a, b in zip(r["weights"], eager["weights"]))
         stats = r["info"][0] if r["info"] else None
-        note = r["error"] or (f"{stats['graph_calls']}/{stats['calls']} whole calls as graphs; {stats['breaks']} breaks, "
+        note = r["error"] or (f"{stats['graph_calls']}/{stats['calls']} whole calls as graphs; "
+                              f"{stats['breaks']} breaks, "
                               f"{stats['segments']} segments, {stats['segment_graph_calls']}/"
                               f"{stats['segment_graph_calls'] + stats['segment_eager_calls']} segment runs as graphs"
                               if stats else

@@ -5,16 +5,17 @@ on the plain program; ``decode_sequence`` records no tape, so only the hook's ho
 counting can take it over, at its ``config.HOT_CALLS``-th call: 20; keras-io decodes 30
 sentences) and ``tf.function(decode_sequence)``.
 
-``decode_sequence`` is keras-io's, a module-level function reading the module's globals: the input sentence vectorized by ``TextVectorization``,
-then a Python ``for i in range(max_decoded_sentence_length)`` loop that vectorizes the
-decoded string so far, calls the whole transformer on it, takes
-``np.argmax(predictions[0, i, :])`` (the tf.keras version of the example; the Keras-3
-version writes ``ops.convert_to_numpy(ops.argmax(...)).item(0)``), looks the index up in a
-Python dict (``spa_index_lookup[sampled_token_index]``), appends the word to a Python string
-(``decoded_sentence += " " + sampled_token``) and stops at ``if sampled_token == "[end]":
-break``.  The layers (``PositionalEmbedding``, ``TransformerEncoder``, ``TransformerDecoder``
-with its causal mask) are keras-io's (Keras 3 version; the causal mask as the tf.keras version
-builds it with ``tf.tile``, since Keras 3.15's ``ops.tile`` cannot be built symbolically); the sizes are small (embedding 32,
+``decode_sequence`` is keras-io's, a module-level function reading the module's globals: the
+input sentence vectorized by ``TextVectorization``, then a Python ``for i in
+range(max_decoded_sentence_length)`` loop that vectorizes the decoded string so far, calls the
+whole transformer on it, takes ``np.argmax(predictions[0, i, :])`` (the tf.keras version of the
+example; the Keras-3 version writes ``ops.convert_to_numpy(ops.argmax(...)).item(0)``), looks
+the index up in a Python dict (``spa_index_lookup[sampled_token_index]``), appends the word to
+a Python string (``decoded_sentence += " " + sampled_token``) and stops at ``if sampled_token
+== "[end]": break``.  The layers (``PositionalEmbedding``, ``TransformerEncoder``,
+``TransformerDecoder`` with its causal mask) are keras-io's (Keras 3 version; the causal mask
+as the tf.keras version builds it with ``tf.tile``, since Keras 3.15's ``ops.tile`` cannot be
+built symbolically); the sizes are small (embedding 32,
 latent 64, 2 heads instead of 256/2048/8) and the vocabulary synthetic ("e0".."e29" English,
 "s0".."s27" Spanish; 400 random pairs).  Weights from
 ``keras.utils.set_random_seed(0)``, then keras-io's ``transformer.fit`` ("rmsprop", sparse
@@ -251,7 +252,9 @@ def measure(name: str, wrap, sentences: list[str], epochs: int) -> dict:
                                out.numpy().decode() if hasattr(out, "numpy") else str(out))
             except Exception as e:  # noqa: BLE001 - tf.function on eager code may not run it
                 lines = [line.strip() for line in str(e).splitlines() if line.strip()]
-                error = f"raises {type(e).__name__}: {(lines[-1] if lines else '')[:110]}"
+                last = lines[-1] if lines else ""
+                error = f"raises {last[:130]}" if last.startswith(type(e).__name__) else \
+                    f"raises {type(e).__name__}: {last[:110]}"
                 break
             times.append(time.perf_counter() - t0)
         total = time.perf_counter() - start
@@ -277,7 +280,8 @@ def main() -> None:
     sentences, _ = synthetic_pairs(args.sentences, seed=2)
     trained_weights(args.epochs)
     runs = [measure(name, wrap, sentences, args.epochs) for name, wrap in (
-        ("eager", lambda f: f), ("janus", janus.function), ("janus.enable()", lambda f: f), ("tf.function", tf.function))]
+        ("eager", lambda f: f), ("janus", janus.function), ("janus.enable()", lambda f: f),
+        ("tf.function", tf.function))]
     eager = runs[0]
     lengths = [len(s.split()) - 1 for s in eager["outputs"]]
     print(f"keras-io English-to-Spanish decode_sequence, small synthetic Transformer (embed {embed_dim}, latent "
@@ -292,7 +296,8 @@ def main() -> None:
     for r in runs:
         same = r["outputs"] == eager["outputs"]
         stats = r["info"][0] if r["info"] else None
-        note = r["error"] or (f"{stats['graph_calls']}/{stats['calls']} whole calls as graphs; {stats['breaks']} breaks, "
+        note = r["error"] or (f"{stats['graph_calls']}/{stats['calls']} whole calls as graphs; "
+                              f"{stats['breaks']} breaks, "
                               f"{stats['segments']} segments, {stats['segment_graph_calls']}/"
                               f"{stats['segment_graph_calls'] + stats['segment_eager_calls']} segment runs as graphs"
                               if stats else

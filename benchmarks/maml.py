@@ -135,7 +135,9 @@ def measure(name: str, wrap, steps: int) -> dict:
                 losses.append(float(step(batch)))
             except Exception as e:  # noqa: BLE001 - tf.function on eager code may not run it
                 lines = [line.strip() for line in str(e).splitlines() if line.strip()]
-                error = f"raises {type(e).__name__}: {(lines[-1] if lines else '')[:110]}"
+                last = lines[-1] if lines else ""
+                error = f"raises {last[:130]}" if last.startswith(type(e).__name__) else \
+                    f"raises {type(e).__name__}: {last[:110]}"
                 break
             times.append(time.perf_counter() - t0)
         total = time.perf_counter() - start
@@ -166,7 +168,8 @@ def main() -> None:
           f"second half")
     print(f"machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}, "
           f"TensorFlow {tf.__version__}, Keras {keras.__version__}")
-    print("| mode | ms/step (median, 2nd half) | vs eager | whole run s | losses = eager's | weights = eager's | note |")
+    print("| mode | ms/step (median, 2nd half) | vs eager | whole run s | losses = eager's | weights = eager's "
+          "| note |")
     print("|---|---|---|---|---|---|---|")
     for r in runs:
         same = r["losses"] == eager["losses"]
@@ -175,7 +178,8 @@ def main() -> None:
         bitwise = shapes and all(np.array_equal(a, b) for a, b in zip(r["weights"], eager["weights"]))
         wclose = shapes and all(np.allclose(a, b, rtol=1e-5, atol=1e-6) for a, b in zip(r["weights"], eager["weights"]))
         stats = r["info"][0] if r["info"] else None
-        note = r["error"] or (f"{stats['graph_calls']}/{stats['calls']} whole calls as graphs; {stats['breaks']} breaks, "
+        note = r["error"] or (f"{stats['graph_calls']}/{stats['calls']} whole calls as graphs; "
+                              f"{stats['breaks']} breaks, "
                               f"{stats['segments']} segments, {stats['segment_graph_calls']}/"
                               f"{stats['segment_graph_calls'] + stats['segment_eager_calls']} segment runs as graphs"
                               if stats else
