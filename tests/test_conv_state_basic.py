@@ -360,3 +360,33 @@ def test_attribute_written_repeatedly_inside_python_loop():
     calls = [(xs(0, 3),), (xs(10, 3),), (xs(20, 3),), (xs(30, 3),), (xs(40, 2),), (xs(50, 3),),
              (xs(60, 3),), (xs(70, 4),), (xs(80, 3),)]
     check(make, calls, min_graph_calls=0)
+
+
+def test_item_written_and_deleted_under_a_tuple_key_with_a_slice():
+    """``frame[4, 1:3] = 255`` and ``del grid[0, 1:]`` (a tuple index holding a slice) convert:
+    the generated code passes the key as ``(4, slice(1, 3, None))``, as Python's grammar allows
+    outside brackets.  It wrote ``(4, 1:3)``, code that did not parse, so the function ran
+    eagerly (found in keras-io's DQN, whose environment draws its frame so)."""
+    def make(jit):
+        class Grid:
+            def __init__(self):
+                self.deleted = []
+
+            def __delitem__(self, key):
+                self.deleted.append(key)
+
+        grid = Grid()
+
+        @jit
+        def step(x, row):
+            frame = np.zeros((6, 4), np.float32)
+            frame[4, 1:3] = 255.0
+            frame[row, ::2] = 1.0
+            del grid[row, 1:]
+            return x * tf.constant(frame)
+
+        return SimpleNamespace(fn=step, state=lambda: {"deleted": list(grid.deleted)})
+
+    calls = [(rnd((6, 4), i), row) for i, row in enumerate([0, 1, 0, 1, 2, 0, 5, 1])]
+    # three profiled calls, then graphs: one per row (a Python int the frame's writes need)
+    check(make, calls, min_graph_calls=3)

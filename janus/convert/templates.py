@@ -60,6 +60,18 @@ def expr(src: str, **subs) -> gast.expr:
     return stmts(src, **subs)[0].value
 
 
+def subscript_key(key: gast.expr) -> gast.expr:
+    """The key of ``obj[key]`` as an expression of its own (a call's argument): a slice is
+    ``slice(lo, hi, step)``, also inside a tuple key (``frame[4, 1:3]``), which Python's
+    grammar allows only between brackets."""
+    if isinstance(key, gast.Slice):
+        return expr("slice(LO, HI, STEP)", LO=key.lower or const(None), HI=key.upper or const(None),
+                    STEP=key.step or const(None))
+    if isinstance(key, gast.Tuple):
+        return gast.Tuple(elts=[subscript_key(e) for e in key.elts], ctx=gast.Load())
+    return key
+
+
 def name(id_: str, store: bool = False) -> gast.Name:
     return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None, type_comment=None)
 

@@ -45,11 +45,7 @@ class LowerDelete(gast.NodeTransformer):
         obj = _load(target.value)
         if isinstance(target, gast.Attribute):
             return T.stmts(f"_jn.del_attr(OBJ, {target.attr!r})", OBJ=obj)
-        key = target.slice
-        if isinstance(key, gast.Slice):
-            key = T.expr("slice(LO, HI, STEP)", LO=key.lower or T.const(None), HI=key.upper or T.const(None),
-                         STEP=key.step or T.const(None))
-        return T.stmts("_jn.del_subscr(OBJ, KEY)", OBJ=obj, KEY=_load(key))
+        return T.stmts("_jn.del_subscr(OBJ, KEY)", OBJ=obj, KEY=_load(T.subscript_key(target.slice)))
 
 
 def _load(node):

@@ -162,8 +162,5 @@ class LowerStateAccess(gast.NodeTransformer):
         obj = self.visit(target.value)
         if isinstance(target, gast.Attribute):
             return T.stmts(f"_jn.st_attr(OBJ, {target.attr!r}, VALUE)", OBJ=obj, VALUE=value)[0]
-        key = target.slice
-        if isinstance(key, gast.Slice):
-            key = T.expr("slice(LO, HI, STEP)", LO=key.lower or T.const(None),
-                         HI=key.upper or T.const(None), STEP=key.step or T.const(None))
+        key = T.subscript_key(target.slice)
         return T.stmts("_jn.st_subscr(OBJ, KEY, VALUE)", OBJ=obj, KEY=self.visit(key), VALUE=value)[0]
