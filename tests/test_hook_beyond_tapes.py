@@ -488,5 +488,8 @@ def test_cli_keras_io_ddpg_updates_targets_as_graphs_with_eagers_weights():
     assert rep["update_target"]["calls"] == calls - config.LIMITS.hot_calls, rep
     # two signatures: the actor's 4 variables and the critic's 10, each list guarded on its objects
     assert rep["update_target"]["conversions"] == 2, rep
-    assert rep["update_target"]["graph_calls"] >= calls - config.LIMITS.hot_calls - 6, rep
-    assert rep["Buffer.update"]["graph_calls"] >= 1, rep
+    assert rep["update_target"]["graph_calls"] >= calls - config.LIMITS.hot_calls - 6, (
+        "each of the two signatures runs its graph in every call after its 3 profiled ones: at most 6 of the calls "
+        f"after hot_calls run eagerly: {rep}"
+    )
+    assert rep["Buffer.update"]["graph_calls"] >= 1, f"Buffer.update, taken over once hot, runs as a graph: {rep}"

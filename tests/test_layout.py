@@ -321,3 +321,32 @@ def test_every_limit_is_a_field_of_config_limits():
                         (bare.startswith(_LIMIT_PREFIXES) or bare.endswith(_LIMIT_SUFFIXES)):
                     found.append(f"{module}.{name}")
     assert not found, f"limits outside janus.config.Limits: {found}"
+
+
+_BOUNDS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+
+
+def test_every_bound_on_a_stats_counter_says_why():
+    """A test that bounds a ``janus.stats`` counter (``<``, ``<=``, ``>``, ``>=``) says why the
+    bound is what it is (issue #41 item 5): a comment on or just above the assert, or a message
+    that is a string or an f-string, not only the stats dict."""
+    found = []
+    for name in sorted(os.listdir(os.path.join(ROOT, "tests"))):
+        if not (name.startswith("test_") and name.endswith(".py")):
+            continue
+        with open(os.path.join(ROOT, "tests", name), encoding="utf-8") as fh:
+            src = fh.read()
+        lines = src.split("\n")
+        for node in ast.walk(ast.parse(src, name)):
+            if not (isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare)
+                    and any(isinstance(op, _BOUNDS) for op in node.test.ops)):
+                continue
+            test = ast.unparse(node.test)
+            if not any(word in test for word in ("stats", "conversions", "graph_calls")):
+                continue
+            if node.msg is None or isinstance(node.msg, (ast.Constant, ast.JoinedStr)):
+                continue
+            if "#" in lines[node.lineno - 1] or lines[node.lineno - 2].strip().startswith("#"):
+                continue  # a comment says why
+            found.append(f"tests/{name}:{node.lineno}: {ast.unparse(node)[:100]}")
+    assert not found, "bounds whose message is only the stats: say why the bound holds\n" + "\n".join(found)

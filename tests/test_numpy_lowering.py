@@ -94,7 +94,7 @@ def test_a_range_check_failing_more_often_than_it_holds_reads_the_arrays_as_nump
         return tf.reduce_sum(x * 1e-30)  # 1e-30 is below 2**-60: every run's check fails
 
     stats = check(step, [(x,) for x in _arrays(7, 9)], min_graph_calls=0, **EXACT)
-    assert stats["assertion_failures"] >= 1, stats
+    assert stats["assertion_failures"] >= 1, f"1e-30 is below 2**-60: the first graph's range check fails: {stats}"
     assert stats["conversions"] <= 3, stats  # the first graph, then the array read as NumPy (values change)
 
 

@@ -26,7 +26,10 @@ def test_a_generator_inside_is_traced_once_at_most(caplog):
 
     with caplog.at_level(logging.WARNING, logger="janus"):
         total = check(f, [(tf.constant([float(i)]),) for i in range(12)], graph_calls=0)
-    assert total["failed_conversions"] <= 1, total
+    assert total["failed_conversions"] <= 1, (
+        "the generator's loop becomes a graph break after at most one failed trace: the generator inside is traced "
+        f"once at most: {total}"
+    )
     # the generator's loop is a graph break: it runs in Python, the rest as a graph segment
     assert total["breaks"] == 1 and total["segment_graph_calls"] >= 5, total
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "runs eagerly from now on" in r.getMessage()]
@@ -42,7 +45,10 @@ def test_a_construct_janus_never_converts_stops_profiling():
         jf(tf.constant([float(i)]))
     stats = janus.stats(jf)
     assert stats["graph_calls"] == 0, f"every trace raises (.numpy() of a graph value): no graph ever runs: {stats}"
-    assert stats["conversions"] + stats["failed_conversions"] <= 4, stats
+    assert stats["conversions"] + stats["failed_conversions"] <= 4, (
+        "every trace raises the same: a few attempts, then profiling stops, not one conversion per call of the 10: "
+        f"{stats}"
+    )
 
 
 def test_graphs_never_reused_make_the_function_give_up(caplog):
@@ -54,7 +60,10 @@ def test_graphs_never_reused_make_the_function_give_up(caplog):
 
     with caplog.at_level(logging.WARNING, logger="janus"):
         total = check(f, [(tf.constant([float(i)]), f"a{i}") for i in range(20)], min_graph_calls=0)
-    assert total["conversions"] <= 4, total
+    assert total["conversions"] <= 4, (
+        "the label pins every graph: after three graphs without a hit Janus stops converting, at most 4 conversions "
+        f"over the 20 calls: {total}"
+    )
     assert any("never reused" in r.getMessage() for r in caplog.records), [r.getMessage() for r in caplog.records]
 
 
@@ -132,7 +141,9 @@ def test_failures_that_differ_keep_trying():
 
     calls = [(tf.constant([1.0, 2.0]), min(i // 4, 2)) for i in range(16)]
     total = check(f, calls, min_graph_calls=1)
-    assert total["conversions"] >= 1, total
+    assert total["conversions"] >= 1, (
+        f"the failures differ (k changes), so Janus keeps trying: once k is 2 the next conversion succeeds: {total}"
+    )
 
 
 class Skip(Exception):
@@ -284,7 +295,10 @@ def test_a_trace_raising_what_eager_does_not_is_a_break_from_the_next_call():
     made = []
     total = check(_kept(f, made), [(tf.constant([1.0, float(i)]),) for i in range(12)], graph_calls=0)
     assert total["failed_conversions"] == 1 and total["breaks"] == 1, total
-    assert total["segment_graph_calls"] >= 5, total
+    assert total["segment_graph_calls"] >= 5, (
+        "from the call after the failed trace the statement runs in Python and the rest as a graph segment: the test "
+        f"must not pass by running everything eagerly: {total}"
+    )
     assert any("tracing it raised RuntimeError where eager does not" in str(janus.explain(p.fn))
                for p in made if janus_function_of(p.fn) is not None)
 

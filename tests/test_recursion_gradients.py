@@ -205,7 +205,10 @@ def test_a_component_the_root_does_not_use_counts_only_below_the_root():
     two = lambda: Node(left=one(), right=leaf())  # noqa: E731
     calls = [([two(), one()],) if k else ([one(), one()],) for k in [1, 1, 1, 1, 0, 0, 1, 0, 0, 0, 1, 0, 1]]
     stats = check(make, calls, min_graph_calls=6)
-    assert stats["conversions"] <= 3, stats
+    assert stats["conversions"] <= 3, (
+        "the calls hold batches of two kinds (one-level or two-level trees): a conversion per kind and at most one "
+        f"more, not one per new tree: {stats}"
+    )
 
 
 def test_a_child_whose_result_the_parent_stops_reaches_nothing():
@@ -255,4 +258,7 @@ def test_a_child_whose_result_the_parent_stops_reaches_nothing():
 
     calls = [([tree(k, right), tree(k + 1, False)],) for k, right in enumerate([1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1, 0])]
     stats = check(make, calls, min_graph_calls=6)
-    assert stats["conversions"] <= 3, stats
+    assert stats["conversions"] <= 3, (
+        "the right leaves are Words or Nodes: a conversion per kind and at most one more, not one per new tree: "
+        f"{stats}"
+    )

@@ -112,7 +112,10 @@ def test_loop_over_a_changing_count_is_one_graph(small_traces):
     # A loop's count that decides no recursion stays fed: the loop is a tf.while_loop and
     # one graph serves every count (the graph specialized on the profiled count is the other).
     stats = check(_loop, [(_x(i), k) for i, k in enumerate(DEPTHS)], min_graph_calls=12)
-    assert stats["conversions"] <= 2, stats
+    assert stats["conversions"] <= 2, (
+        "the loop's count stays fed, so one graph serves every count; the graph specialized on the profiled count is "
+        f"the other: {stats}"
+    )
 
 
 def _expand(jit):

@@ -281,7 +281,10 @@ def test_for_over_tensor_of_relaxed_length_unrolled_then_shorter_then_back():
     assert "(relaxed shapes)" in graph_sections(before)[0] and "float32[3, None]" in before, before
     assert_speculative(before, "loop at", "tf.transpose(x)[:2]", "assumed 2 iterations")
     assert total["assertion_failures"] == 1 and total["assumptions_failed"] >= 1, total
-    assert total["conversions"] <= 3, total
+    assert total["conversions"] <= 3, (
+        "one conversion after the 3 profiled calls (relaxed shapes, loop unrolled), one after the width-1 x fails the "
+        f"length assertion, at most one more: not one per width: {total}"
+    )
     assert_given_up(final, "loop at", "tf.transpose(x)[:2]", "failed 1")
 
 
@@ -438,7 +441,10 @@ def test_shape_relaxed_with_a_static_shape_read():
 
     rows = [4, 4, 4, 4, 4, 3, 2, 6, 4, 3, 2, 6, 4]
     total = check(f, [(rnd((n, 8), i),) for i, n in enumerate(rows)], min_graph_calls=2 + 4)
-    assert total["conversions"] <= 5, total
+    assert total["conversions"] <= 5, (
+        "the trace reads x.shape[0], so the relaxed attempt retries with exact shapes: a graph per row count (4, 3, 2,"
+        f" 6) and the retry, at most 5: {total}"
+    )
 
 
 # =========================================================================================
@@ -483,7 +489,10 @@ def test_int_argument_changing_every_call_is_fed():
     # the profile saw three values: the first graph already feeds step, and serves every call
     total = check(f, calls, min_graph_calls=len(calls) - PROFILE)
     final, = probe.explains
-    assert total["conversions"] <= 2, total
+    assert total["conversions"] <= 2, (
+        "the profile saw three values of step, so the first graph feeds it: at most one more conversion, not one per "
+        f"value of step: {total}"
+    )
     assert re.search(r"argument step is an? int \(fed to the graph\)", graph_sections(final)[0]), final
     assert total["assertion_failures"] == 0, total
 
@@ -515,7 +524,9 @@ def test_float_attribute_changing_every_call_is_fed():
     # the first graph may pin lr (a guard miss), the next one feeds it: one eager call at most
     total = check(make, calls, min_graph_calls=len(calls) - PROFILE - 1)
     final, = probe.explains
-    assert total["conversions"] <= 2, total
+    assert total["conversions"] <= 2, (
+        f"the first graph may pin lr (a guard miss), the next one feeds it: not one conversion per value of lr: {total}"
+    )
     assert "fed" in final and "lr" in final, final
 
 
@@ -609,7 +620,10 @@ def test_late_assumption_failure_leaves_all_state_as_eager():
     total = check(_late_program, calls, min_graph_calls=3 + 5)
     before, final = probe.explains
     almost, established, at_break, after_break = probe.stats[:4]
-    assert established["graph_calls"] >= 3, probe.stats
+    assert established["graph_calls"] >= 3, (
+        "self.count and self.d['n'] are fed after a guard miss each: by the end of the 10 establishing calls the last "
+        f"ones run one graph: {probe.stats}"
+    )
     # the last establishing call ran as a graph: the breaking call meets that graph
     assert established["graph_calls"] == almost["graph_calls"] + 1, probe.stats
     assert established["conversions"] == almost["conversions"], probe.stats
@@ -702,7 +716,10 @@ def test_branch_flipping_every_other_call_after_first_failure_stays_dynamic():
     total = check(f, calls, min_graph_calls=len(calls) - PROFILE - 1)
     final, = probe.explains
     assert total["assertion_failures"] == 1 and total["assumptions_failed"] == 1, total
-    assert total["conversions"] <= 3, total
+    assert total["conversions"] <= 3, (
+        "one conversion after the 3 profiled calls (one-sided branch speculated), one after the first flip fails it "
+        f"(the branch then stays a tf.cond), at most one more: not one per flip: {total}"
+    )
     assert total["eager_calls"] == PROFILE + 1, total
     assert_given_up(final, "`(tf.reduce_mean(x) > 0.0)`", "failed 1")
     assert "assumptions:" not in "\n".join(graph_sections(final)), final
@@ -727,7 +744,10 @@ def test_loop_count_alternating_after_first_failure_stays_dynamic():
     total = check(f, calls, min_graph_calls=len(calls) - PROFILE - 1)
     final, = probe.explains
     assert total["assertion_failures"] == 1 and total["assumptions_failed"] == 1, total
-    assert total["conversions"] <= 3, total
+    assert total["conversions"] <= 3, (
+        "one conversion after the 3 profiled calls (2 iterations speculated), one after the first longer loop fails it"
+        f" (the loop then stays dynamic), at most one more: not one per alternation: {total}"
+    )
     assert_given_up(final, "loop at", "assumed 2 iterations", "failed 1")
 
 
@@ -930,7 +950,10 @@ def test_return_inside_speculated_branch():
                                            (tf.constant([20.0, 1.0, 2.0, -300.0]),), (X[9],)]
     total = check(f, calls, min_graph_calls=(6 - PROFILE) + 4)
     assert total["assertion_failures"] >= 1, total
-    assert total["conversions"] <= 4, total
+    assert total["conversions"] <= 4, (
+        "one conversion after the 3 profiled calls, one after each speculated early return fails (20.0, then -80.0), "
+        f"at most one more: not one per breaking call: {total}"
+    )
 
 
 def test_branch_nested_in_speculated_while_loop():
@@ -954,7 +977,10 @@ def test_branch_nested_in_speculated_while_loop():
     assert_speculative(before, "loop at", "assumed 3 iterations")
     assert_speculative(before, "branch at", "tf.reduce_sum(x) > 0", "assumed True")
     assert total["assertion_failures"] >= 1, total
-    assert total["conversions"] <= 4, total
+    assert total["conversions"] <= 4, (
+        "one conversion after the 3 profiled calls, then one after each failed assumption (branch side, loop count) of"
+        f" the breaking calls: at most 4, not one per breaking call: {total}"
+    )
 
 
 def test_unrolled_for_with_break_then_count_changes():
@@ -1059,5 +1085,11 @@ def test_heap_tensor_shape_is_relaxed_after_it_changes():
 
     sizes = [4, 4, 4, 4, 4, 2, 2, 2, 5, 1, 3, 4, 6]
     total = check(make, [batch(n, i) for i, n in enumerate(sizes)])
-    assert total["conversions"] <= 2, total
-    assert total["graph_calls"] >= len(sizes) - PROFILE - 3, total
+    assert total["conversions"] <= 2, (
+        "after (4, 3) and (2, 3) the heap tensor's shape is relaxed: one conversion after profiling, one when the "
+        f"batch size first changes, then one graph serves every size: {total}"
+    )
+    assert total["graph_calls"] >= len(sizes) - PROFILE - 3, (
+        "beyond the 3 profiled calls at most 3 run eagerly: the batch-size change at (2, 3) may miss, then one "
+        f"relaxed graph serves every size: {total}"
+    )

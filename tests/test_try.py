@@ -35,7 +35,10 @@ def test_finally_runs_after_a_return_and_commits_its_writes():
 
     calls = [(rnd((3,), i), i % 3 == 0) for i in range(12)]
     stats = check(make, calls, min_graph_calls=6)
-    assert stats["conversions"] <= 3, stats
+    assert stats["conversions"] <= 3, (
+        "clip is a Python bool read by the trace: a graph for True and one for False, at most one more, not one per "
+        f"call: {stats}"
+    )
 
 
 def test_except_catches_python_errors_of_the_trace():
@@ -232,4 +235,7 @@ def test_a_loop_eager_leaves_by_a_raise_the_trace_assumes_away_is_not_unrolled_f
 
     # a float limit: an integer one would be specialized by value (janus.trace.known_values)
     stats = check(make, [(rnd((2,), i), tf.constant(float(i % 5))) for i in range(10)], eager_only=True)
-    assert stats["failed_conversions"] >= 1, stats
+    assert stats["failed_conversions"] >= 1, (
+        "the trace assumes _check_index never raises: past max_traced_iterations the conversion fails instead of "
+        f"unrolling forever: {stats}"
+    )
