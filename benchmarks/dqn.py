@@ -29,9 +29,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
-import statistics
-import time
 from collections import deque
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -41,7 +38,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from keras import layers  # noqa: E402
 
-import janus  # noqa: E402
+import side_by_side  # noqa: E402  (benchmarks/side_by_side.py)
 
 SIZE, STACK = 21, 4
 num_actions = 4  # noop, fire, left, right (Breakout's)
@@ -232,37 +229,11 @@ def make_program(wrap):
 
 
 def measure(name: str, wrap, episodes: int) -> dict:
-    if name == "janus.enable()":
-        janus.enable()
-    try:
+    with side_by_side.hooked(name):
         model, frames, episode = make_program(wrap)
-        times, rewards, error = [], [], None
-        start = time.perf_counter()
-        for _ in range(episodes):
-            t0 = time.perf_counter()
-            try:
-                rewards.append(float(episode()))
-            except Exception as e:  # noqa: BLE001 - tf.function on eager code may not run it
-                lines = [line.strip() for line in str(e).splitlines() if line.strip()]
-                last = lines[-1] if lines else ""
-                error = f"raises {last[:130]}" if last.startswith(type(e).__name__) else \
-                    f"raises {type(e).__name__}: {last[:110]}"
-                break
-            times.append(time.perf_counter() - t0)
-        total = time.perf_counter() - start
-        info = None
-        if name.startswith("janus"):
-            try:
-                info = (janus.stats(episode), str(janus.explain(episode)))
-            except Exception as e:  # noqa: BLE001 - the hook may not have taken it over
-                info = (None, f"explain raises {type(e).__name__}: {e}")
-    finally:
-        if name == "janus.enable()":
-            janus.disable()
-    second = times[len(times) // 2:]
-    return {"name": name, "median_ms": 1000 * statistics.median(second) if second else float("nan"),
-            "total_s": total, "rewards": rewards, "frames": frames(),
-            "weights": [v.numpy() for v in model.trainable_variables], "error": error, "info": info}
+        run = side_by_side.timed(name, episode, range(episodes), lambda _: float(episode()))
+    run.update(frames=frames(), weights=[v.numpy() for v in model.trainable_variables])
+    return run
 
 
 def main() -> None:
@@ -270,34 +241,22 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=8)
     args = parser.parse_args()
     n = args.episodes
-    runs = [measure("eager", lambda f: f, n), measure("janus", janus.function, n),
-            measure("janus.enable()", lambda f: f, n), measure("tf.function", tf.function, n)]
+    runs = [measure(name, wrap, n) for name, wrap in side_by_side.MODES]
     eager = runs[0]
     print(f"keras-io DQN (Breakout structure) on a synthetic {STACK}x{SIZE}x{SIZE} frame stack: {n} episodes, one "
           f"per call, {eager['frames']} frames in eager's run; median ms/episode over the second half")
-    print(f"machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}, "
-          f"TensorFlow {tf.__version__}, Keras {keras.__version__}")
+    print(side_by_side.machine())
     print("| mode | ms/episode (median, 2nd half) | vs eager | whole run s | rewards, frames = eager's | "
           "weights = eager's | note |")
     print("|---|---|---|---|---|---|---|")
     for r in runs:
-        same = r["rewards"] == eager["rewards"] and r["frames"] == eager["frames"]
+        same = r["results"] == eager["results"] and r["frames"] == eager["frames"]
         bitwise = all(np.array_equal(a, b) for a, b in zip(r["weights"], eager["weights"]))
         close = all(np.allclose(a, b, rtol=1e-5, atol=1e-6) for a, b in zip(r["weights"], eager["weights"]))
-        stats = r["info"][0] if r["info"] else None
-        note = r["error"] or (f"{stats['graph_calls']}/{stats['calls']} whole calls as graphs; "
-                              f"{stats['breaks']} breaks, "
-                              f"{stats['segments']} segments, {stats['segment_graph_calls']}/"
-                              f"{stats['segment_graph_calls'] + stats['segment_eager_calls']} segment runs as graphs"
-                              if stats else
-                              (r["info"][1][:120] if r["info"] else ""))
-        speed = eager["median_ms"] / r["median_ms"] if r["median_ms"] == r["median_ms"] else float("nan")
-        print(f"| {r['name']} | {r['median_ms']:.1f} | {speed:.2f}x | {r['total_s']:.1f} | {same} "
-              f"({len(r['rewards'])} episodes, {r['frames']} frames) | "
-              f"{'bitwise' if bitwise else 'within 1e-5' if close else 'no'} | {note} |")
-    for r in runs:
-        if r["info"]:
-            print(f"\n== {r['name']}: janus.stats\n{r['info'][0]}\n== janus.explain\n{r['info'][1]}")
+        print(f"| {r['name']} | {r['median_ms']:.1f} | {side_by_side.speed(r, eager):.2f}x | {r['total_s']:.1f} | "
+              f"{same} ({len(r['results'])} episodes, {r['frames']} frames) | "
+              f"{'bitwise' if bitwise else 'within 1e-5' if close else 'no'} | {side_by_side.note(r)} |")
+    side_by_side.print_explanations(runs)
 
 
 if __name__ == "__main__":

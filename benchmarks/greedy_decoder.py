@@ -33,11 +33,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import re
-import statistics
 import string
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -48,7 +45,7 @@ import tensorflow.strings as tf_strings  # noqa: E402
 from keras import layers, ops  # noqa: E402
 from keras.layers import TextVectorization  # noqa: E402
 
-import janus  # noqa: E402
+import side_by_side  # noqa: E402  (benchmarks/side_by_side.py)
 
 vocab_size = 32  # the adapted vocabularies fill it: the argmax is always a key of spa_index_lookup
 sequence_length = 20
@@ -237,39 +234,17 @@ def make_decoder(wrap, epochs: int):
     return wrap(decode_sequence)
 
 
+def _text(out) -> str:
+    """A decoded sentence as text, whatever the mode returned it as."""
+    return out.decode() if isinstance(out, bytes) else out if isinstance(out, str) else \
+        out.numpy().decode() if hasattr(out, "numpy") else str(out)
+
+
 def measure(name: str, wrap, sentences: list[str], epochs: int) -> dict:
     decode = make_decoder(wrap, epochs)
-    if name == "janus.enable()":  # after the globals exist: the hook counts functions that name TensorFlow objects
-        janus.enable()
-    try:
-        times, outputs, error = [], [], None
-        start = time.perf_counter()
-        for sentence in sentences:
-            t0 = time.perf_counter()
-            try:
-                out = decode(sentence)
-                outputs.append(out.decode() if isinstance(out, bytes) else out if isinstance(out, str) else
-                               out.numpy().decode() if hasattr(out, "numpy") else str(out))
-            except Exception as e:  # noqa: BLE001 - tf.function on eager code may not run it
-                lines = [line.strip() for line in str(e).splitlines() if line.strip()]
-                last = lines[-1] if lines else ""
-                error = f"raises {last[:130]}" if last.startswith(type(e).__name__) else \
-                    f"raises {type(e).__name__}: {last[:110]}"
-                break
-            times.append(time.perf_counter() - t0)
-        total = time.perf_counter() - start
-        info = None
-        if name.startswith("janus"):
-            try:
-                info = (janus.stats(decode), str(janus.explain(decode)))
-            except Exception as e:  # noqa: BLE001 - the hook may not have taken it over
-                info = (None, f"explain raises {type(e).__name__}: {e}")
-    finally:
-        if name == "janus.enable()":
-            janus.disable()
-    second = times[len(times) // 2:]
-    return {"name": name, "median_ms": 1000 * statistics.median(second) if second else float("nan"),
-            "total_s": total, "outputs": outputs, "error": error, "info": info}
+    # the hook on after the globals exist: it counts functions that name TensorFlow objects
+    with side_by_side.hooked(name):
+        return side_by_side.timed(name, decode, sentences, lambda sentence: _text(decode(sentence)))
 
 
 def main() -> None:
@@ -279,36 +254,22 @@ def main() -> None:
     args = parser.parse_args()
     sentences, _ = synthetic_pairs(args.sentences, seed=2)
     trained_weights(args.epochs)
-    runs = [measure(name, wrap, sentences, args.epochs) for name, wrap in (
-        ("eager", lambda f: f), ("janus", janus.function), ("janus.enable()", lambda f: f),
-        ("tf.function", tf.function))]
+    runs = [measure(name, wrap, sentences, args.epochs) for name, wrap in side_by_side.MODES]
     eager = runs[0]
-    lengths = [len(s.split()) - 1 for s in eager["outputs"]]
+    lengths = [len(s.split()) - 1 for s in eager["results"]]
     print(f"keras-io English-to-Spanish decode_sequence, small synthetic Transformer (embed {embed_dim}, latent "
           f"{latent_dim}, {num_heads} heads, vocab {vocab_size}): {args.sentences} sentences, one per call; "
           f"decoded lengths {min(lengths)}-{max(lengths)} tokens ({sum(lengths)} in all, "
-          f"{sum(s.endswith('[end]') for s in eager['outputs'])} reached [end]); median ms/sentence over the "
+          f"{sum(s.endswith('[end]') for s in eager['results'])} reached [end]); median ms/sentence over the "
           f"second half")
-    print(f"machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}, "
-          f"TensorFlow {tf.__version__}, Keras {keras.__version__}")
+    print(side_by_side.machine())
     print("| mode | ms/sentence (median, 2nd half) | vs eager | whole run s | decoded text = eager's | note |")
     print("|---|---|---|---|---|---|")
     for r in runs:
-        same = r["outputs"] == eager["outputs"]
-        stats = r["info"][0] if r["info"] else None
-        note = r["error"] or (f"{stats['graph_calls']}/{stats['calls']} whole calls as graphs; "
-                              f"{stats['breaks']} breaks, "
-                              f"{stats['segments']} segments, {stats['segment_graph_calls']}/"
-                              f"{stats['segment_graph_calls'] + stats['segment_eager_calls']} segment runs as graphs"
-                              if stats else
-                              (r["info"][1][:120] if r["info"] else ""))
-        speed = eager["median_ms"] / r["median_ms"] if r["median_ms"] == r["median_ms"] else float("nan")
-        print(f"| {r['name']} | {r['median_ms']:.1f} | {speed:.2f}x | {r['total_s']:.1f} | "
-              f"{same} ({len(r['outputs'])} sentences) | {note} |")
-    print("\neager's first decoded sentences:", eager["outputs"][:3])
-    for r in runs:
-        if r["info"]:
-            print(f"\n== {r['name']}: janus.stats\n{r['info'][0]}\n== janus.explain\n{r['info'][1]}")
+        print(f"| {r['name']} | {r['median_ms']:.1f} | {side_by_side.speed(r, eager):.2f}x | {r['total_s']:.1f} | "
+              f"{r['results'] == eager['results']} ({len(r['results'])} sentences) | {side_by_side.note(r)} |")
+    print("\neager's first decoded sentences:", eager["results"][:3])
+    side_by_side.print_explanations(runs)
 
 
 if __name__ == "__main__":

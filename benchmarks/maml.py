@@ -29,9 +29,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
-import statistics
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -39,7 +36,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-import janus  # noqa: E402
+import side_by_side  # noqa: E402  (benchmarks/side_by_side.py)
 
 K = 10          # points per task (the notebook's K=10)
 LR_INNER = 0.01
@@ -123,37 +120,11 @@ def tasks(steps: int):
 
 
 def measure(name: str, wrap, steps: int) -> dict:
-    if name == "janus.enable()":
-        janus.enable()
-    try:
+    with side_by_side.hooked(name):
         model, step = make_step(wrap)
-        times, losses, error = [], [], None
-        start = time.perf_counter()
-        for batch in tasks(steps):
-            t0 = time.perf_counter()
-            try:
-                losses.append(float(step(batch)))
-            except Exception as e:  # noqa: BLE001 - tf.function on eager code may not run it
-                lines = [line.strip() for line in str(e).splitlines() if line.strip()]
-                last = lines[-1] if lines else ""
-                error = f"raises {last[:130]}" if last.startswith(type(e).__name__) else \
-                    f"raises {type(e).__name__}: {last[:110]}"
-                break
-            times.append(time.perf_counter() - t0)
-        total = time.perf_counter() - start
-        info = None
-        if name.startswith("janus"):
-            try:
-                info = (janus.stats(step), str(janus.explain(step)))
-            except Exception as e:  # noqa: BLE001 - the hook may not have taken the step over
-                info = (None, f"explain raises {type(e).__name__}: {e}")
-    finally:
-        if name == "janus.enable()":
-            janus.disable()
-    second = times[len(times) // 2:]
-    return {"name": name, "median_ms": 1000 * statistics.median(second) if second else float("nan"),
-            "total_s": total, "losses": losses, "weights": [v.numpy() for v in model.trainable_variables],
-            "error": error, "info": info}
+        run = side_by_side.timed(name, step, tasks(steps), lambda batch: float(step(batch)))
+    run["weights"] = [v.numpy() for v in model.trainable_variables]
+    return run
 
 
 def main() -> None:
@@ -161,36 +132,25 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     args = parser.parse_args()
     n = args.steps
-    runs = [measure("eager", lambda f: f, n), measure("janus", janus.function, n),
-            measure("janus.enable()", lambda f: f, n), measure("tf.function", tf.function, n)]
+    runs = [measure(name, wrap, n) for name, wrap in side_by_side.MODES]
     eager = runs[0]
     print(f"TF2 MAML notebook on sine tasks (K={K}, one task per step): {n} steps; median ms/step over the "
           f"second half")
-    print(f"machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}, "
-          f"TensorFlow {tf.__version__}, Keras {keras.__version__}")
+    print(side_by_side.machine())
     print("| mode | ms/step (median, 2nd half) | vs eager | whole run s | losses = eager's | weights = eager's "
           "| note |")
     print("|---|---|---|---|---|---|---|")
     for r in runs:
-        same = r["losses"] == eager["losses"]
-        close = len(r["losses"]) == len(eager["losses"]) and np.allclose(r["losses"], eager["losses"], rtol=1e-5)
+        losses, eager_losses = r["results"], eager["results"]
+        same = losses == eager_losses
+        close = len(losses) == len(eager_losses) and np.allclose(losses, eager_losses, rtol=1e-5)
         shapes = [w.shape for w in r["weights"]] == [w.shape for w in eager["weights"]]
         bitwise = shapes and all(np.array_equal(a, b) for a, b in zip(r["weights"], eager["weights"]))
         wclose = shapes and all(np.allclose(a, b, rtol=1e-5, atol=1e-6) for a, b in zip(r["weights"], eager["weights"]))
-        stats = r["info"][0] if r["info"] else None
-        note = r["error"] or (f"{stats['graph_calls']}/{stats['calls']} whole calls as graphs; "
-                              f"{stats['breaks']} breaks, "
-                              f"{stats['segments']} segments, {stats['segment_graph_calls']}/"
-                              f"{stats['segment_graph_calls'] + stats['segment_eager_calls']} segment runs as graphs"
-                              if stats else
-                              (r["info"][1][:120] if r["info"] else ""))
-        speed = eager["median_ms"] / r["median_ms"] if r["median_ms"] == r["median_ms"] else float("nan")
-        print(f"| {r['name']} | {r['median_ms']:.1f} | {speed:.2f}x | {r['total_s']:.1f} | "
-              f"{'bitwise' if same else 'within 1e-5' if close else 'no'} ({len(r['losses'])} steps) | "
-              f"{'bitwise' if bitwise else 'within 1e-5' if wclose else 'no'} | {note} |")
-    for r in runs:
-        if r["info"]:
-            print(f"\n== {r['name']}: janus.stats\n{r['info'][0]}\n== janus.explain\n{r['info'][1]}")
+        print(f"| {r['name']} | {r['median_ms']:.1f} | {side_by_side.speed(r, eager):.2f}x | {r['total_s']:.1f} | "
+              f"{'bitwise' if same else 'within 1e-5' if close else 'no'} ({len(losses)} steps) | "
+              f"{'bitwise' if bitwise else 'within 1e-5' if wclose else 'no'} | {side_by_side.note(r)} |")
+    side_by_side.print_explanations(runs)
 
 
 if __name__ == "__main__":
