@@ -16,6 +16,7 @@ Nothing here needs TensorFlow.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 import types
@@ -31,6 +32,10 @@ from janus_profiler import usercode
 ALLOWED_MODULE_ROOTS = frozenset({"tensorflow", "keras", "tf_keras", "keras_hub", "keras_nlp", "keras_cv",
                                   "numpy", "math", "_operator", "operator"})
 DENIED_MODULES = ("numpy.random",)
+# Functions of the standard library that compute a value from their Python arguments alone
+# (keras-io's text standardization escapes its punctuation with ``re.escape``): called as
+# they are on Python values; a string the graph carries needs its value first.
+PURE_FUNCTIONS = frozenset({re.escape})
 # Converted like the user's code by default (``janus.allow`` adds more): packages of pure-
 # TensorFlow helpers whose Python must go through Janus's runtime to keep eager's meaning
 # (tensorflow_probability draws seeds with stateful ops when given none; their state
@@ -146,6 +151,8 @@ def module_of(fn: Any) -> str:
 
 def is_allowed_library(fn: Any) -> bool:
     """``fn`` belongs to an allow-listed library (and not to a denied part of one)."""
+    if isinstance(fn, types.FunctionType) and fn in PURE_FUNCTIONS:
+        return True
     mod = module_of(fn)
     if mod.startswith(DENIED_MODULES):
         return False

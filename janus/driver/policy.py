@@ -69,7 +69,7 @@ from janus.trace.guards import GuardKind
 from janus.trace.sources import Arg, Attr, KwArg, Source
 from janus.graphs.plan import TracePlan
 from janus.trace.speculation import Assumption, Speculator
-from janus.trace.scalars import is_eager_tensor
+from janus.trace.scalars import FED_KINDS, is_eager_tensor
 from janus.trace.values import is_eager_composite
 
 if TYPE_CHECKING:
@@ -340,9 +340,9 @@ class ConversionPolicy:
         """What one failing guard teaches: a number it pinned is fed, a heap tensor's shape or
         a composite's spec widened, a tensor specialized by value noted as missed."""
         source, kind = guard.source, guard.kind
-        if kind is GuardKind.VALUE and type(value) in (int, float):
+        if kind is GuardKind.VALUE and type(value) in FED_KINDS:
             self.varying[source] = type(value)  # fed once no longer kept a value (tensor_values)
-            if source in self.tensor_values:
+            if source in self.tensor_values and type(value) is not str:  # Python needs that str: a value for good
                 self.tensor_value_misses.add(source)
             # an argument may take its old value again (its graph still serves it)
             return GuardMissed(explained=not source.is_argument, state_number=not source.is_argument)
@@ -365,24 +365,26 @@ class ConversionPolicy:
         for guard in entry.report.guards:
             if guard.kind is GuardKind.VALUE and guard.source in written and guard.source not in self.varying:
                 value = entry.graph.value_at(guard.source, args, kwargs)
-                if type(value) in (int, float):
+                if type(value) in FED_KINDS:
                     self.varying[guard.source] = type(value)
 
     def fed_scalars(self, fn: Any, history: list, speculate: bool, args: tuple, kwargs: dict) -> dict[Source, type]:
-        """Python ints/floats to feed to the graph as tensors rather than specialize on
-        (one graph, not one per value): state whose value guard failed, and arguments that
+        """Python ints, floats and strs to feed to the graph as tensors rather than specialize
+        on (one graph, not one per value): state whose value guard failed, and arguments that
         had several values while profiling — or every numeric argument when not speculating;
-        never a number kept a value (``tensor_values``: it decides where a recursion ends)."""
+        never a value kept a value (``tensor_values``: it decides where a recursion ends, or
+        Python needs a string's value)."""
         fed = {s: kind for s, kind in self.varying.items() if s not in self.tensor_values}
         code = fn.__code__
         names = code.co_varnames[:code.co_argcount]
         items = [(Arg(i), names[i] if i < len(names) else None, v) for i, v in enumerate(args)]
         items += [(KwArg(n), n, v) for n, v in kwargs.items()]
         for source, name, value in items:
-            if type(value) not in (int, float) or source in self.tensor_values:
+            if type(value) not in FED_KINDS or source in self.tensor_values:
                 continue
             seen = {(h[name].type, h[name].value) for h in history if name in h}
-            if not speculate or len(seen) > 1 and all(t == type(value).__name__ for t, _ in seen):
+            if not speculate and type(value) is not str \
+                    or len(seen) > 1 and all(t == type(value).__name__ for t, _ in seen):
                 fed[source] = type(value)
         return fed
 

@@ -28,7 +28,7 @@ from typing import Any
 import tensorflow as tf
 
 from janus.convert.libraries import (
-    ALLOWED_BUILTINS, is_allowed_library, is_user_function, is_user_method, qualified_name,
+    ALLOWED_BUILTINS, is_allowed_library, is_user_function, is_user_method, module_of, qualified_name,
 )
 from janus.convert.registry import is_converted_function
 from janus.errors import ConversionError
@@ -44,7 +44,7 @@ from janus.trace.active import current
 from janus.lowering.trees.forest_plan import NodeView
 from janus.trace.known_values import KnownValue
 from janus.trace.mappings import EnvironView
-from janus.trace.scalars import PyScalar
+from janus.trace.scalars import PyScalar, string_needed
 from janus.trace.values import SymbolicShape, is_symbolic, is_user_class
 
 _IMMUTABLE = (str, bytes, int, float, bool, tuple, frozenset, complex)
@@ -202,7 +202,11 @@ def _library(f: Any, args: tuple, kwargs: dict) -> Any:
     if qualified_name(f).startswith("numpy.") and any(is_symbolic(v) for v in (*args, *kwargs.values())):
         raise ConversionError(f"{qualified_name(f)} reads the values of a tensor the graph computes",
                               code=Code.TENSOR_VALUE)
-    if qualified_name(f).startswith("numpy.") and any(_holds_traced_number(v) for v in (*args, *kwargs.values())):
+    carried = [e for v in (*args, *kwargs.values()) for e in _carried_scalars(v)]
+    strings = [e for e in carried if e.kind is str]
+    if strings and module_of(f).split(".")[0] not in _TENSORFLOW:  # only TensorFlow reads a fed str
+        string_needed(strings[0].tensor, f"passed to {qualified_name(f)}")
+    if qualified_name(f).startswith("numpy.") and carried:
         # np.round(float(t), 4): NumPy would raise TypeError on the traced number (no
         # `rint` method), taken for an error eager raises; it needs the number's value
         raise ConversionError(f"{qualified_name(f)} reads a Python number the graph computes",
@@ -220,9 +224,14 @@ def _protocols(f: Any, args: tuple | dict) -> tuple | dict:
     return tuple(dunders.library_argument(f, a) for a in args)
 
 
-def _holds_traced_number(v: Any) -> bool:
-    """``v`` is, or is a list or tuple holding, a Python number the trace computes."""
-    return isinstance(v, PyScalar) or type(v) in (list, tuple) and any(isinstance(e, PyScalar) for e in v)
+_TENSORFLOW = frozenset({"tensorflow", "keras", "tf_keras"})
+
+
+def _carried_scalars(v: Any) -> list:
+    """The Python numbers and strings the graph carries that ``v`` is or (a list or tuple) holds."""
+    if isinstance(v, PyScalar):
+        return [v]
+    return [e for e in v if isinstance(e, PyScalar)] if type(v) in (list, tuple) else []
 
 
 def _not_allowed(fn: Any, name: str) -> ConversionError:
@@ -312,13 +321,17 @@ def _namedtuple(*args: Any, **kwargs: Any) -> type:
 def _shapes(args: Any) -> Any:
     """Lists of Python ints among a library call's arguments, some of which the graph
     computes (``[x.shape[0], 4]``, or a relaxed ``x.shape`` itself), become the int32
-    tensor TensorFlow would make of them."""
+    tensor TensorFlow would make of them; lists of strs, some of them fed to the graph
+    (``vectorize([sentence])``), the string tensor."""
     def fix(v: Any) -> Any:
         if isinstance(v, SymbolicShape):  # tf.zeros(x.shape) of a relaxed x
             v = v.as_list()
-        if type(v) in (list, tuple) and v and any(isinstance(e, PyScalar) for e in v) \
-                and all(type(e) is int or isinstance(e, PyScalar) and e.kind is int for e in v):
-            return tf.stack([tf.convert_to_tensor(e) if isinstance(e, PyScalar) else tf.constant(e, tf.int32) for e in v])
+        if type(v) in (list, tuple) and v and any(isinstance(e, PyScalar) for e in v):
+            if all(type(e) is int or isinstance(e, PyScalar) and e.kind is int for e in v):
+                return tf.stack([tf.convert_to_tensor(e) if isinstance(e, PyScalar) else tf.constant(e, tf.int32)
+                                 for e in v])
+            if all(type(e) is str or isinstance(e, PyScalar) and e.kind is str for e in v):  # vectorize([s])
+                return tf.stack([tf.convert_to_tensor(e, tf.string) for e in v])
         return v
     if isinstance(args, dict):
         return {k: fix(v) for k, v in args.items()} if args else args

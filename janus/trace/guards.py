@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 import tensorflow as tf
 
-from janus.trace.scalars import EAGER_TENSOR, fed_scalar
+from janus.trace.scalars import EAGER_TENSOR, encodes, fed_scalar
 from janus.trace.sources import Source
 
 if TYPE_CHECKING:
@@ -139,9 +139,11 @@ class GuardBuilder:
                         source, cls)
 
     def fed_number(self, source: Source, kind: type) -> Guard:
-        """A Python int (within int64) or float of any value: the graph is fed it."""
+        """A Python int (within int64), float or str (with UTF-8 bytes) of any value: the graph
+        is fed it."""
         path = source.expr
-        bounds = f" and {-2 ** 63} <= {path} < {2 ** 63}" if kind is int else ""
+        bounds = f" and {-2 ** 63} <= {path} < {2 ** 63}" if kind is int else \
+            f" and ({path}.isascii() or {self.const(encodes, 'u')}({path}))" if kind is str else ""
         article = "an" if kind is int else "a"
         return self.add(f"type({path}) is {kind.__name__}{bounds}",
                         f"{source.what} is {article} {kind.__name__} (fed to the graph)", GuardKind.TYPE, source)

@@ -52,7 +52,7 @@ from janus.trace import kinds, mappings
 from janus.trace.arrays import is_fed_array
 from janus.trace.graph_inputs import GraphInputs, HeapInput
 from janus.trace.guards import GuardBuilder
-from janus.trace.scalars import DTYPES, PyScalar, fed_scalar
+from janus.trace.scalars import FED_DTYPES, PyScalar, fed_scalar
 from janus.trace.sources import Arg, Entry, Item, KwArg, Source
 from janus.trace.values import (
     SCALARS, UNDEF, is_dataset_iterator, is_eager_tensor, is_framework_object, is_plain_callable, is_user_class,
@@ -233,13 +233,13 @@ class HeapModel(GraphInputs):
         return frozen
 
     def _fed_scalar(self, source: Source) -> PyScalar:
-        """A Python int/float that changes from call to call: a graph input, as a PyScalar."""
+        """A Python int, float or str that changes from call to call: a graph input, as a PyScalar."""
         kind = self.fed_scalars[source]
         self.guard_set.fed_number(source, kind)
         if source in self.arg_inputs:
             return PyScalar(self.arg_inputs[source], kind)
         getter = self.guard_set.getter(source)
-        dtype = DTYPES[kind]
+        dtype = FED_DTYPES[kind]
 
         def closure():
             return fed_scalar(getter(*CALL.args), kind)

@@ -42,7 +42,8 @@ class Kind(enum.Enum):
     TENSOR = "an eager tensor: fed at every call, guarded on dtype and shape"
     COMPOSITE = "a ragged, sparse or extension tensor: fed through its TypeSpec, guarded on it"
     CONSTANT = "True, False or None: guarded to be that object"
-    SCALAR = "an int, float, str, bytes or complex: guarded by value (fed once a number changes)"
+    SCALAR = ("an int, float, str, bytes or complex: guarded by value (an int or float fed once it changes, a str "
+              "fed once it changes while only TensorFlow reads it)")
     UNDEF = "a local not bound yet: any use fails the trace"
     SEQUENCE = "a tuple, list or named tuple: guarded on type and length, items read in turn"
     MAPPING = ("a dict, OrderedDict, defaultdict, Counter or plain dict subclass: guarded on type and keys "

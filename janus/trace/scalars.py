@@ -12,6 +12,13 @@ tracing (indexing a list, ``range`` length in Python, formatting) fails the
 conversion, so the call runs eagerly.  :class:`PyOrTensor` is a variable that is such a
 number on some paths and a tensor on others.
 
+A Python ``str`` that changes between calls is a ``PyScalar`` of kind ``str`` too (a
+``tf.string`` of its UTF-8 bytes) while only TensorFlow reads it: handed to TensorFlow or
+Keras (alone or in a list, ``vectorize([sentence])``), joined with ``+``, returned or
+stored.  Anything else (a comparison, a dict key, a str method, a call into code that is
+not TensorFlow's) needs its value: the trace fails, and the next one specializes the fed
+strings it is made of (:func:`string_needed`).
+
 The graph-tensor predicates (:func:`is_symbolic`, :func:`is_eager_tensor`) live here,
 below :mod:`janus.trace.values`, because the arithmetic needs them.
 """
@@ -20,7 +27,7 @@ from __future__ import annotations
 import linecache
 import os
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import tensorflow as tf
@@ -29,7 +36,7 @@ from janus.convert.registry import is_converted_code
 from janus.errors import ConversionError
 from janus.reporting.codes import Code
 from janus.trace.active import current
-from janus.trace import speculation
+from janus.trace import known_values, speculation
 
 EAGER_TENSOR = type(tf.constant(0))
 
@@ -45,16 +52,33 @@ def is_eager_tensor(x: Any) -> bool:
 
 
 DTYPES = {bool: tf.bool, int: tf.int64, float: tf.float64}
-_NP_DTYPES = {bool: np.bool_, int: np.int64, float: np.float64}
+# what a Python value fed to a graph is carried as: a number as wide as Python's, a str as UTF-8
+FED_DTYPES = {**DTYPES, str: tf.string}
+# the Python values a graph is fed once they change between calls (a bool stays a value: it
+# decides branches); a str only while TensorFlow alone reads it
+FED_KINDS = (int, float, str)
+_NP_DTYPES = {bool: np.bool_, int: np.int64, float: np.float64, str: np.bytes_}
 
 
 def fed_scalar(value: Any, kind: type) -> tf.Tensor:
-    """The eager tensor a Python number is fed to a graph as, at each call.
+    """The eager tensor a Python number or string is fed to a graph as, at each call.
 
     Through NumPy: ``tf.constant(python_number)`` keeps one cached tensor per distinct
     value for the life of the process (a counter in state grew memory ~0.8 KB per call).
+    A string is its UTF-8 bytes (its guard checks it has them), as eager converts it.
     """
+    if kind is str:
+        value = value.encode("utf-8")
     return tf.constant(np.asarray(value, _NP_DTYPES[kind]))
+
+
+def encodes(value: str) -> bool:
+    """``value`` has UTF-8 bytes (no lone surrogate): TensorFlow can take it as eager does."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 INT32 = (-2 ** 31, 2 ** 31 - 1)
@@ -205,8 +229,10 @@ class PyScalar:
         elif isinstance(value, tf.Tensor):
             tensor = value
         else:
-            tensor = tf.constant(value, DTYPES[kind])
-        if tensor.dtype != DTYPES[kind]:
+            tensor = tf.constant(value, FED_DTYPES[kind])
+        if tensor.dtype != FED_DTYPES[kind]:
+            if tf.string in (tensor.dtype, FED_DTYPES[kind]):
+                string_needed(tensor, f"used as a {kind.__name__}")
             tensor = tf.cast(tensor, DTYPES[kind])
         return cls(tensor, kind)
 
@@ -227,6 +253,10 @@ class PyScalar:
         pick int64 for a value outside int32, so that case is asserted away: an ``int32``
         assumption (see ``janus.trace.speculation``) about the converted code's line.
         """
+        if self.kind is str:
+            if dtype in (None, tf.string):
+                return self.tensor
+            string_needed(self.tensor, f"converted to {dtype.name}")
         if dtype is None and self.kind is int:
             ctx = current()
             where, line, text = converted_line()
@@ -241,6 +271,8 @@ class PyScalar:
         return self.tensor
 
     def _binary(self, other: Any, op: str, reflected: bool = False) -> Any:
+        if self.kind is str or isinstance(other, PyScalar) and other.kind is str:
+            return self._string_binary(other, op, reflected)
         if isinstance(other, (np.ndarray, np.generic)):
             if hasattr(type(other), "read_as_numpy"):  # a fed array's stand-in computes NumPy's result itself
                 return NotImplemented
@@ -294,6 +326,15 @@ class PyScalar:
     def __eq__(self, o): return self._binary(o, "eq")
     def __ne__(self, o): return self._binary(o, "ne")
 
+    def _string_binary(self, other: Any, op: str, reflected: bool) -> "PyScalar":
+        """A str the graph carries joined to another (``s + " " + token``): the graph joins
+        their UTF-8 bytes, which is Python's concatenation; any other operation needs the value."""
+        if op != "add" or not (type(other) is str or isinstance(other, PyScalar) and other.kind is str):
+            string_needed(self.tensor, f"used with {op}")
+        theirs = other.tensor if isinstance(other, PyScalar) else tf.constant(other.encode("utf-8"))
+        parts = [theirs, self.tensor] if reflected else [self.tensor, theirs]
+        return PyScalar(tf.strings.join(parts), str)
+
     def __neg__(self):
         return PyScalar.of(-PyScalar.of(self, float if self.kind is float else int).tensor,
                            float if self.kind is float else int)
@@ -311,17 +352,36 @@ class PyScalar:
         return PyScalar.of(tf.round(PyScalar.of(self, float).tensor), int)
 
     def _concrete(self, *args, **kwargs):
+        if self.kind is str:
+            string_needed(self.tensor, "needed while tracing")
         raise ConversionError(f"a Python {self.kind.__name__} computed from tensors is needed while tracing",
                               code=Code.TENSOR_VALUE)
 
     __bool__ = __index__ = __int__ = __float__ = __len__ = __iter__ = __hash__ = _concrete
     __format__ = __str__ = _concrete
 
+    def __getattr__(self, name: str) -> Any:
+        # a str method (s.split(), s.lower()) needs the value; anything else is not there, as
+        # for a number (hasattr checks of TensorFlow's conversions see an AttributeError)
+        if self.kind is str and not name.startswith("_") and hasattr(str, name):
+            string_needed(self.tensor, f"asked for .{name}")
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
     def __repr__(self) -> str:
         return f"<PyScalar {self.kind.__name__} {self.tensor!r}>"
 
 
 _PARTIAL = ("truediv", "floordiv", "mod", "pow")
+
+
+def string_needed(tensor: tf.Tensor, use: str) -> NoReturn:
+    """Python needs the value of a str the graph carries (``use``: for what): the trace fails,
+    and the strings fed to it that make this one are specialized by value from the next trace
+    on (``janus.trace.known_values``): a string is fed only while TensorFlow alone reads it."""
+    ctx = current()
+    for source in known_values.fed_numbers([tensor], ctx.heap, ctx.bounds.branches):
+        ctx.heap.values_wanted.setdefault(source, f"a str {use}")
+    raise ConversionError(f"a Python str the graph carries is {use} (Python needs its value)", code=Code.TENSOR_VALUE)
 
 
 def _python_defines(op: str, a: tf.Tensor, b: tf.Tensor) -> None:
@@ -361,5 +421,7 @@ def converted_line() -> tuple[str, int, str]:
 
 
 def to_python(value: Any, kind: type) -> Any:
-    """The Python scalar of ``kind`` for an eager result tensor."""
+    """The Python scalar of ``kind`` for an eager result tensor (a str from its UTF-8 bytes)."""
+    if kind is str:
+        return value.numpy().decode("utf-8")
     return kind(value.numpy().item())
