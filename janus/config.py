@@ -51,6 +51,11 @@ class Limits:
     # total.  None turns the rule off (tests do, but for tests/test_whole_run.py: the rule
     # weighs measured time).
     whole_run_slack: float | None = 0.10
+    # A function or segment whose eager runs take less than this (median, ms, profiled runs
+    # included) is not converted: a graph call alone costs about as much (30 us on a quiet
+    # machine, docs/costs.md), so its graph could not pay back a conversion of tens of ms.
+    # None turns the rule off (tests do, but for tests/test_whole_run.py: it weighs measured time).
+    shortest_run_ms: float | None = 0.05
     # Runs of a graph that never succeeded, each failing in an op (not an assumption), after
     # which the function gives up: the graph, not the input, is what fails (driver.aborted).
     retire_after_failed_runs: int = 3

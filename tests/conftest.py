@@ -42,4 +42,5 @@ def _no_measured_whole_run(monkeypatch):
     times it weighs."""
     from janus import config
 
-    monkeypatch.setattr(config, "LIMITS", dataclasses.replace(config.LIMITS, whole_run_slack=None))
+    monkeypatch.setattr(config, "LIMITS", dataclasses.replace(config.LIMITS, whole_run_slack=None,
+                                                              shortest_run_ms=None))

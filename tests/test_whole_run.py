@@ -68,8 +68,9 @@ def _no_xla(jit):
 
 
 def _keyed(jit, made: list):
-    """A step specialized on a string that changes every few calls: each new string is a
-    guard miss, then a conversion, then a graph reused until the next string."""
+    """A step specialized on a tuple of strings that changes every few calls: each new tuple
+    is a guard miss, then a conversion, then a graph reused until the next one (a tuple is
+    never fed: a string alone would be, then specialized at ``len``, one more trace)."""
     @_no_xla(jit)
     def step(x, key):
         return x * float(len(key)) + 1.0
@@ -79,7 +80,7 @@ def _keyed(jit, made: list):
 
 
 def _calls(n: int, every: int) -> list:
-    return [(tf.constant([1.0, float(i)]), "k" * (i // every)) for i in range(n)]
+    return [(tf.constant([1.0, float(i)]), ("k",) * (i // every)) for i in range(n)]
 
 
 # ------------------------------------------------------------------ the rule, in numbers
@@ -291,3 +292,39 @@ def test_a_segment_whose_conversions_do_not_pay_runs_as_written(fake_times, monk
     assert janus.stats(stopped[0])["conversions"] == config.LIMITS.min_attempts_before_stopping
     text = str(janus.explain(made[-1]))
     assert "[JB059]" in text and "converting:" in text
+
+
+# ------------------------------------------------------------------ runs too short to convert
+def _shortest_rule_on(monkeypatch) -> None:
+    monkeypatch.setattr(config, "LIMITS", dataclasses.replace(config.LIMITS,
+                                                              shortest_run_ms=config.Limits.shortest_run_ms))
+
+
+def test_a_run_shorter_than_a_graph_call_is_never_converted_in_numbers(monkeypatch):
+    _shortest_rule_on(monkeypatch)
+    assert config.LIMITS.shortest_run_ms == 0.05
+    tiny = _ledger(calls=3, eager=0.00002, eager_runs=3, graph=0.0, graph_calls=0, converting=0.0)
+    assert _policy(conversions=0).too_short(tiny) == pytest.approx(0.00002)
+    assert _policy(conversions=1).too_short(tiny) is None, "a converted function is weighed by the whole-run rule"
+    assert _policy(conversions=0, failed=1).too_short(tiny) is None, "a failed attempt is an attempt"
+    enough = _ledger(calls=3, eager=0.0002, eager_runs=3, graph=0.0, graph_calls=0, converting=0.0)
+    assert _policy(conversions=0).too_short(enough) is None
+    monkeypatch.setattr(config, "LIMITS", dataclasses.replace(config.LIMITS, shortest_run_ms=None))
+    assert _policy(conversions=0).too_short(tiny) is None, "None turns the rule off"
+
+
+def test_a_step_whose_eager_runs_are_too_short_runs_as_written_without_a_warning(fake_times, monkeypatch, caplog):
+    """20 us a call eagerly: no graph could pay back a conversion, so none is made; the calls
+    run as written, unprofiled, with eager's results, and the reason is in explain."""
+    import logging
+
+    _shortest_rule_on(monkeypatch)
+    fake_times.eager = 0.00002
+    made: list = []
+    with caplog.at_level(logging.WARNING, logger="janus"):
+        check(lambda jit: _keyed(jit, made), _calls(12, 100), eager_only=True)
+    stats, step = janus.stats(made[-1]), made[-1].__janus_function__
+    assert stats["conversions"] == 0 and stats["failed_conversions"] == 0, stats
+    assert step.permanent_reason.code is Code.TOO_SHORT
+    assert "[JB068]" in str(janus.explain(made[-1]))
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], "nothing is lost: no warning"

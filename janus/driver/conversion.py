@@ -242,10 +242,16 @@ class Conversion:
         return self._pays(entries)
 
     def _pays(self, entries: "GraphCache") -> bool:
-        """The whole-run rule (``ConversionPolicy.whole_run``): False after stopping because
-        the conversions do not pay.  The graphs that were reused stay, unless a warm graph
+        """The whole-run rule (``ConversionPolicy.whole_run``), and before it the rule on runs
+        too short to convert (``ConversionPolicy.too_short``): False after stopping because
+        the conversions do not pay, or could not.  The graphs that were reused stay, unless a warm graph
         call was measured no faster than eager."""
         policy, ledger = self.policy, self.ledger
+        short = policy.too_short(ledger)
+        if short is not None:
+            self.note(_reason(Code.TOO_SHORT, "its eager runs are too short for a graph to pay; running as written"))
+            policy.give_up_on_shortness(short)
+            return False
         account = policy.whole_run(ledger)
         if not account.stop:
             return True

@@ -201,6 +201,20 @@ class ConversionPolicy:
             not self.tensor_value_misses & self.tensor_values and not self.rebuilds
         return WholeRun(stop, ledger.calls, spent, eager, saved, grace, allowance)
 
+    def too_short(self, ledger: "Ledger") -> float | None:
+        """Eager's seconds per call when, before any conversion, they are under
+        ``config.LIMITS.shortest_run_ms``: a graph call alone costs about as much, so no graph
+        could pay back its conversion (None: not so, or the rule is off)."""
+        limit, per_call = config.LIMITS.shortest_run_ms, ledger.eager_per_call()
+        if limit is None or per_call is None or self.conversions + self.failed_attempts or per_call * 1000 >= limit:
+            return None
+        return per_call
+
+    def give_up_on_shortness(self, per_call: float) -> None:
+        """Never convert: eager's runs (``per_call`` seconds) are too short for a graph to pay."""
+        self.give_up(reason(Code.TOO_SHORT, f"its eager runs take {per_call * 1000:.3f} ms, too short for a graph "
+                            "to pay back a conversion"), "It runs as written; see janus.explain(f).", warn=False)
+
     def _knowledge(self) -> tuple:
         """What a trace is told beyond the profile, grown by misses: banned speculations, numbers
         fed, tensors no longer specialized by value, relaxed shapes and widened specs.  When it
@@ -267,12 +281,12 @@ class ConversionPolicy:
         return stopped
 
     # -- giving up ------------------------------------------------------------------
-    def give_up(self, reason: str, advice: str, location: str | None = None) -> None:
-        """Stop converting this function for good; warn once, naming the cause (and the
-        user's line of it, ``location``, when known)."""
+    def give_up(self, reason: str, advice: str, location: str | None = None, warn: bool = True) -> None:
+        """Stop converting this function for good; warn once (unless not ``warn``: nothing is
+        lost), naming the cause (and the user's line of it, ``location``, when known)."""
         if self.permanent is None:
             self.permanent = Why(reason, location, permanent=True)
-        if not self._warned:
+        if warn and not self._warned:
             self._warned = True
             if self.segment:  # its statements go back into the driver: the other segments stay graphs
                 log.warning("janus: %s, a graph segment, runs as written from now on: %s. %s", self.qualname, tagged(reason),

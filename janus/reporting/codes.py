@@ -86,6 +86,7 @@ class Code(str, enum.Enum):
     OTHER_WORKER = "JB065"
     REPLANNED = "JB066"
     SEGMENT_TRIAL = "JB067"
+    TOO_SHORT = "JB068"
     DISABLED = "JB070"
     NOT_RUN = "JB071"
 

@@ -62,6 +62,12 @@ for _ in range(40): f(tf.ones(2))
          "Pass values that change between calls as tensors, so that one graph serves them.",
          "`config.LIMITS.whole_run_slack` (None: off)", None,
          "depends on measured time; tests/test_whole_run.py forces it with a fake clock"),
+    page(Code.TOO_SHORT, Kind.GIVE_UP, "eager runs too short to pay for a graph",
+         "The function's (or segment's) eager runs take less than 0.05 ms: a graph call alone costs about as much, "
+         "so no graph of it could pay back its conversion. It is not converted, and runs as written, unprofiled.",
+         "Nothing to do: it is already as fast as it gets; put more work in one call to make a graph worth it.",
+         "`config.LIMITS.shortest_run_ms` (None: off)", None,
+         "depends on measured time; tests/test_whole_run.py forces it with a fake clock"),
     page(Code.RESTARTS, Kind.EAGER, "trace kept restarting",
          "The trace restarted more than its bound (each time learning what to feed or check): the call runs eagerly.",
          "Report it with `janus.explain(f)`.", NO_KNOB, None, "a bound that tests reach by monkeypatching"),
