@@ -97,6 +97,10 @@ class Limits:
     # (janus.graphs.inputs): nested containers past these are not looked into.
     input_walk_depth: int = 4
     input_walk_items: int = 256
+    # Objects and containers reachable from the TensorFlow and Keras objects a trace read,
+    # whose Python state one guard holds unchanged (janus.trace.library_state): a trace that
+    # reaches more fails (each call would compare them all).
+    library_state_objects: int = 20_000
     # Output routers taken away from sys.stdout kept alive (janus.trace.output): a thread
     # may still write through one it read before.
     retired_kept: int = 256

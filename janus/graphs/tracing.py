@@ -34,7 +34,7 @@ from janus.errors import ArraysReadAsNumPy, ConversionError, Restart, StateArray
 from janus.lowering import islands, ops
 from janus.lowering.trees.recursion import TreeRecursion
 from janus.reporting.codes import Code
-from janus.trace import atomicity, guards, known_values, output, xla as xla_marks
+from janus.trace import atomicity, guards, known_values, library_state, output, xla as xla_marks
 from janus.trace.arrays import ReadAsNumPy
 from janus.trace.context import TraceContext
 from janus.trace.scalars import FED_DTYPES, is_eager_tensor
@@ -167,6 +167,7 @@ def _trace(python_fn: types.FunctionType, converted: Callable, args: tuple, kwar
         finally:
             ctx.recursion.close()
     vetting.check_traced(ctx, speculator, arrays, printed.getvalue(), concrete)
+    library_state.guard(ctx.guard_set, ctx.heap.framework_objects)
     return _entry(ctx, concrete, specs, traced_out, plan, arrays, args, kwargs)
 
 

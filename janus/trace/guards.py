@@ -38,6 +38,7 @@ class GuardKind(enum.Enum):
     ALIAS = "aliasing"
     ABSENT = "name not rebound or attribute not set"
     FOREST = "recursive structures (each node fits a traced case)"
+    LIBRARY_STATE = "TensorFlow and Keras objects' Python state"
 
 
 @dataclass

@@ -99,6 +99,9 @@ class HeapModel(GraphInputs):
     # uses as NumPy of arrays the graph computes (janus.trace.arrays.TensorValues): sticky, so
     # that library code catching the error cannot hide one
     computed_arrays_read: list[str] = field(default_factory=list)
+    # TensorFlow and Keras objects the trace read, with their sources: where the eager tensors
+    # their code captured by value are looked for (janus.graphs.captures)
+    framework_objects: list[tuple[Source, Any]] = field(default_factory=list)
     _keep: list[Any] = field(default_factory=list)
     _pinned: set[int] = field(default_factory=set)
 
@@ -192,6 +195,12 @@ class HeapModel(GraphInputs):
         self.guard_set.identity(source, value)
         self.track(value, source)
         return value
+
+    def _framework(self, value: Any, source: Source) -> Any:
+        """A TensorFlow or Keras object: this very object (its state in variables), noted so
+        that tensors its code captured by value are guarded too (``janus.graphs.captures``)."""
+        self.framework_objects.append((source, value))
+        return self._same_object(value, source)
 
     def _user_object(self, value: Any, source: Source) -> Any:
         """A user object: its class guarded, its attributes read in turn (``janus.lowering.state``)."""
@@ -409,7 +418,7 @@ _READERS = {
     Kind.ENVIRON: HeapModel._environ, Kind.WRAPPER: HeapModel._wrapper, Kind.DATASET: HeapModel._dataset_input,
     Kind.DATA_ITERATOR: HeapModel._iterator_input, Kind.PY_ITERATOR: HeapModel._py_iterator,
     Kind.NUMPY: HeapModel._numpy, Kind.NAMED: HeapModel._named, Kind.IMMUTABLE: HeapModel._same_object,
-    Kind.FRAMEWORK: HeapModel._same_object, Kind.TRACKED_OBJECT: HeapModel._same_object,
+    Kind.FRAMEWORK: HeapModel._framework, Kind.TRACKED_OBJECT: HeapModel._same_object,
     Kind.USER_OBJECT: HeapModel._user_object, Kind.TENSOR_ARRAY: HeapModel._tensor_array,
     Kind.UNKNOWN: HeapModel._unknown,
 }
