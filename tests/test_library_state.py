@@ -129,3 +129,22 @@ def test_the_guard_compares_attributes_and_items_and_fails_on_a_new_tensor():
     state = library_state.LibraryState(*library_state._reachable([holder]))
     holder.parts.append(np.zeros(2))
     assert not state.unchanged(), "an item added to a list of a layer"
+
+
+def test_a_step_that_sets_what_a_layer_reads_matches_eager():
+    def make(jit):
+        layer = _dense(5)
+        act = keras.layers.LeakyReLU(negative_slope=0.1)
+
+        @jit
+        def step(x, slope):
+            act.negative_slope = slope  # the step changes it: the call after must see it
+            return act(layer(x) - 1.0)
+
+        return SimpleNamespace(fn=step, state=lambda: {"slope": act.negative_slope})
+
+    calls = [(X, s) for s in (0.1, 0.1, 0.2, 0.2, 0.2, 0.3, 0.1, 0.1, 0.1)]
+    stats = check(make, calls, min_graph_calls=0, rtol=0, atol=0)
+    assert stats["breaks"] == 1 and stats["segment_graph_calls"] >= 2, (
+        f"the write is a break (LeakyReLU's code reads negative_slope), the layer call after it a segment whose "
+        f"graphs serve each slope while it repeats: {stats}")

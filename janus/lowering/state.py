@@ -22,7 +22,7 @@ from janus.convert import libraries
 from janus.errors import ConversionError
 from janus.reporting.codes import Code
 from janus.lowering import branch_stores
-from janus.trace import kinds, known_values
+from janus.trace import kinds, known_values, library_state
 from janus.trace.active import current
 from janus.lowering.trees.forest_plan import NodeView, is_tree_part
 from janus.trace.sources import Cell, ClassAttr, Global, ModuleAttr
@@ -246,6 +246,9 @@ def refuse_undeferrable_attribute(ctx, obj: Any, source: Any, name: str, hook: s
         raise ConversionError(f"{cls.__qualname__} defines {hook}", code=Code.ATTRIBUTE_HOOK)
     if is_data_descriptor(cls, name):
         raise ConversionError(f"{cls.__qualname__}.{name} is a property or descriptor", code=Code.ATTRIBUTE_HOOK)
+    if is_framework_object(obj) and name in library_state.library_reads(cls):
+        raise ConversionError(f"{verb} {source.label}.{name}, which {cls.__qualname__}'s own code reads in Python "
+                              "(it would not see a deferred change while tracing)", code=Code.ATTRIBUTE_HOOK)
     if instance_dict(obj) is None:
         raise ConversionError(f"{cls.__qualname__} instances have no __dict__", code=Code.ATTRIBUTE_HOOK)
 

@@ -7,19 +7,23 @@ tensor (``layer._kernel = w - lr * g``, MAML's functional weights) a captured te
 identity guard alone would let a later call, after the program set another slope or
 another kernel, run the graph on the old one: a silent wrong answer.
 
-So after a trace, every TensorFlow or Keras object reachable from those it read
+So after a trace, every Keras object reachable from the framework objects it read
 (``HeapModel.framework_objects``: their attributes, the lists, tuples and dicts among them,
 and the objects these hold) is remembered with a shallow copy of its attributes, and one
 guard checks at each call that every such object's ``__dict__`` (and every such list's and
 dict's items) still equals its copy. Equal is cheap where nothing changed (each attribute
 is the same object: Python's ``==`` on a dict compares identity first) and a miss where
 anything did (a new tensor, a new number, a new sublayer, a key added). A variable's state
-is its own (read in the graph at each run), so variables are not walked.
+is its own (read in the graph at each run), so variables are not walked; nor are
+TensorFlow's own objects (a strategy, a module), whose Python attributes are bookkeeping a
+trace itself changes (a strategy's collective keys).
 """
 from __future__ import annotations
 
 import collections
+import functools
 import operator
+import types
 from typing import Any
 
 import tensorflow as tf
@@ -28,7 +32,7 @@ from janus import config
 from janus.errors import ConversionError
 from janus.reporting.codes import Code
 from janus.trace.guards import GuardBuilder, GuardKind
-from janus.trace.values import is_eager_tensor, is_framework_object
+from janus.trace.values import is_user_class
 
 
 class LibraryState:
@@ -92,13 +96,58 @@ def _reachable(roots: list) -> tuple[list, list]:
     return objects, containers
 
 
+@functools.lru_cache(maxsize=512)
+def library_reads(cls: type) -> frozenset[str]:
+    """The attribute names the library classes of ``cls``'s MRO (not the user's subclasses)
+    name in their code (methods, properties, nested functions): a deferred write of one of
+    them would not be seen by that code while tracing, which reads the object in Python."""
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        if klass is object or is_user_class(klass):
+            continue
+        for member in vars(klass).values():
+            for fn in (member, getattr(member, "fget", None), getattr(member, "__func__", None)):
+                code = getattr(fn, "__code__", None)
+                if isinstance(code, types.CodeType):
+                    names |= _names(code)
+    return frozenset(names)
+
+
+def _names(code: types.CodeType) -> set[str]:
+    out = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            out |= _names(const)
+    return out
+
+
+# Keras's bookkeeping, which a layer's call does not read: the trackers of its attributes
+# (their containers are the layer's own, walked from it), the symbolic history of a
+# functional model (built once), initializers (a trace creates no variable), the configs
+# kept for saving, and the callbacks of ``fit`` (``model.history`` grows every epoch).
+_KERAS = ("keras", "tf_keras")
+_BOOKKEEPING = ("keras.src.utils.tracking", "keras.src.backend.common.keras_tensor", "keras.src.ops.node",
+                "keras.src.ops.symbolic_arguments", "keras.src.initializers", "keras.src.saving",
+                "keras.src.callbacks")
+
+
+def _keras_object(value: Any) -> bool:
+    """An object of a Keras class or a subclass of one (a user's model): its library code
+    reads its attributes while tracing.  TensorFlow's own objects (strategies, modules) keep
+    their state in variables and resources; their Python attributes are bookkeeping a trace
+    may change (a strategy's collective keys)."""
+    return any((k.__module__ or "").split(".")[0] in _KERAS for k in type(value).__mro__)
+
+
 def _walked(value: Any) -> bool:
-    """A list, tuple or dict (of a framework object), or a TensorFlow or Keras object with
-    attributes of its own; not a variable (its state is read in the graph), a tensor (an
-    attribute holding one is compared as a value), a class or a module."""
+    """A list, tuple or dict (of a framework object), or a Keras object with attributes of
+    its own; not a variable or a tensor (a Keras variable, whose state is read
+    in the graph; an attribute holding one is compared as a value), Keras's bookkeeping, a
+    class or a module."""
     if isinstance(value, (list, tuple, dict)):
         return True
-    if isinstance(value, (tf.Variable, type)) or is_eager_tensor(value) or not is_framework_object(value):
+    if isinstance(value, (tf.Variable, type)) or tf.is_tensor(value) or not _keras_object(value) \
+            or type(value).__module__.startswith(_BOOKKEEPING):
         return False
     try:
         vars(value)
