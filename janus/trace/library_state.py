@@ -21,6 +21,7 @@ trace itself changes (a strategy's collective keys).
 from __future__ import annotations
 
 import collections
+import dis
 import functools
 import operator
 import types
@@ -98,9 +99,10 @@ def _reachable(roots: list) -> tuple[list, list]:
 
 @functools.lru_cache(maxsize=512)
 def library_reads(cls: type) -> frozenset[str]:
-    """The attribute names the library classes of ``cls``'s MRO (not the user's subclasses)
-    name in their code (methods, properties, nested functions): a deferred write of one of
-    them would not be seen by that code while tracing, which reads the object in Python."""
+    """The attributes of ``self`` the library classes of ``cls``'s MRO (not the user's
+    subclasses) read in their code (methods, properties, nested functions): a deferred write
+    of one of them would not be seen by that code while tracing, which reads the object in
+    Python."""
     names: set[str] = set()
     for klass in cls.__mro__:
         if klass is object or is_user_class(klass):
@@ -113,8 +115,19 @@ def library_reads(cls: type) -> frozenset[str]:
     return frozenset(names)
 
 
+_SELF_LOADS = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_DEREF", "LOAD_CLOSURE"})
+_ATTRIBUTE_LOADS = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
+
+
 def _names(code: types.CodeType) -> set[str]:
-    out = set(code.co_names)
+    """``name`` of every ``self.name`` read in ``code`` and the functions nested in it."""
+    out: set[str] = set()
+    previous = None
+    for ins in dis.get_instructions(code):
+        if ins.opname in _ATTRIBUTE_LOADS and previous is not None and previous.opname in _SELF_LOADS \
+                and previous.argval == "self":
+            out.add(ins.argval)
+        previous = ins
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             out |= _names(const)
