@@ -19,13 +19,14 @@ python_for = $(or $(lastword $(sort $(wildcard $(PYENV_ROOT)/versions/$(1).*/bin
 # Python islands (their result types come from the profile's return events), the kinds of
 # values read (the protocols pass rewrites f-strings and operators, parsed anew by 3.12),
 # the profiler under threads (sys.monitoring's tool ids), stdout given back (3.11's print),
-# one round of the concurrency stress (no crash, eager's answers under threads: issue #39) and
-# del statements (a pass of their own over the AST each version parses)
+# one round of the concurrency stress (no crash, eager's answers under threads: issue #39),
+# del statements (a pass of their own over the AST each version parses) and the attributes
+# Keras's code reads of its objects (found in each version's bytecode)
 SUBSET ?= tests/test_conv_*.py tests/test_faults.py tests/test_fault_generator.py \
 	tests/test_profiler.py tests/test_profiler_cli.py tests/test_hook.py tests/test_hook_beyond_tapes.py tests/test_layout.py \
 	tests/test_graph_breaks.py tests/test_try.py tests/test_tensor_values.py tests/test_islands.py \
 	tests/test_value_kinds.py tests/test_profiler_threads.py tests/test_giveback.py \
-	tests/test_concurrency_stress.py tests/test_deletes.py
+	tests/test_concurrency_stress.py tests/test_deletes.py tests/test_library_state.py
 
 .PHONY: demo test test-subset test-versions wheel-check bench bench-all clean
 
