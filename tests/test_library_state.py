@@ -148,3 +148,14 @@ def test_a_step_that_sets_what_a_layer_reads_matches_eager():
     assert stats["breaks"] == 1 and stats["segment_graph_calls"] >= 2, (
         f"the write is a break (LeakyReLU's code reads negative_slope), the layer call after it a segment whose "
         f"graphs serve each slope while it repeats: {stats}")
+
+
+def test_the_attributes_library_code_reads_are_found_in_its_bytecode():
+    class Recurrent(keras.Model):  # a user's model: its own attributes are not the library's
+        def call(self, x):
+            return x + self.state
+
+    assert "negative_slope" in library_state.library_reads(keras.layers.LeakyReLU)
+    assert "_kernel" in library_state.library_reads(keras.layers.Dense)  # through the kernel property
+    assert "rate" in library_state.library_reads(keras.layers.Dropout)
+    assert "state" not in library_state.library_reads(Recurrent), "self.state = h stays a deferred write"
