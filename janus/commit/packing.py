@@ -24,6 +24,7 @@ import tensorflow as tf
 from janus.errors import ConversionError
 from janus.reporting.codes import Code
 from janus.trace.arrays import FedArray, LoweredArray
+from janus.trace.number_lists import FedList
 from janus.trace.scalars import PyOrTensor, PyScalar, to_python
 from janus.trace.tensor_array_state import TensorArrayMade, eager_tensor_array, reads_items, settings_of
 from janus.trace.values import SCALARS, DeferredStr, Undefined, is_framework_object, is_symbolic
@@ -288,6 +289,8 @@ class Packer:
             return Output(self._output(value))
         if isinstance(value, PyScalar):
             return Output(self._output(value.tensor), value.kind)
+        if isinstance(value, FedList):  # the caller's list object, or a copy? Python's values decide
+            value.needed("returned or stored")
         if isinstance(value, PyOrTensor):
             first = len(self.tensors)
             self.tensors += value.parts()

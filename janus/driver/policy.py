@@ -69,6 +69,7 @@ from janus.trace.guards import GuardKind
 from janus.trace.sources import Arg, Attr, KwArg, Source
 from janus.graphs.plan import TracePlan
 from janus.trace.speculation import Assumption, Speculator
+from janus.trace.number_lists import ListKind
 from janus.trace.scalars import FED_KINDS, is_eager_tensor
 from janus.trace.values import is_eager_composite
 
@@ -360,6 +361,10 @@ class ConversionPolicy:
                 self.tensor_value_misses.add(source)
             # an argument may take its old value again (its graph still serves it)
             return GuardMissed(explained=not source.is_argument, state_number=not source.is_argument)
+        if kind is GuardKind.VALUE and source.is_argument and source not in self.tensor_values \
+                and ListKind.of(value) is not None:
+            self.varying[source] = ListKind.of(value)  # a list of numbers: fed, until Python needs it
+            return GuardMissed(explained=False)
         if kind is GuardKind.VALUE and is_eager_tensor(value):
             self.tensor_value_misses.add(source)
             return GuardMissed(explained=False)
@@ -394,13 +399,23 @@ class ConversionPolicy:
         items = [(Arg(i), names[i] if i < len(names) else None, v) for i, v in enumerate(args)]
         items += [(KwArg(n), n, v) for n, v in kwargs.items()]
         for source, name, value in items:
-            if type(value) not in FED_KINDS or source in self.tensor_values:
+            if source in self.tensor_values:
+                continue
+            listed = ListKind.of(value)
+            if listed is not None and len({_items(h[name]) for h in history if name in h}) > 1:
+                fed[source] = listed  # a list of numbers whose values changed while profiling
+            if type(value) not in FED_KINDS:
                 continue
             seen = {(h[name].type, h[name].value) for h in history if name in h}
             if not speculate and type(value) is not str \
                     or len(seen) > 1 and all(t == type(value).__name__ for t, _ in seen):
                 fed[source] = type(value)
         return fed
+
+
+def _items(info: Any) -> tuple | None:
+    """What the profile saw of a list argument's items (their types and values)."""
+    return tuple((i.type, i.value) for i in info.items) if info.items is not None else None
 
 
 def _written(effects: list[Effect]) -> list[Source]:

@@ -37,7 +37,7 @@ from janus.reporting.codes import Code
 from janus.trace import atomicity, guards, known_values, library_state, output, xla as xla_marks
 from janus.trace.arrays import ReadAsNumPy
 from janus.trace.context import TraceContext
-from janus.trace.scalars import FED_DTYPES, is_eager_tensor
+from janus.trace.scalars import fed_spec, is_eager_tensor
 from janus.trace.sources import Arg, Default, KwArg, Source
 
 if TYPE_CHECKING:
@@ -185,7 +185,7 @@ def _context(args: tuple, kwargs: dict, plan: TracePlan, speculator: Speculator,
     heap_shapes = {p: s for p, s in relaxed_shapes.items() if not p.is_argument}
     # Fed scalars among the arguments are inputs of the concrete function; fed scalars read
     # from Python state are captured at call time when (and only if) the trace reads them.
-    specs += [(p, tf.TensorSpec([], FED_DTYPES[kind])) for p, kind in plan.fed.items() if p.is_argument]
+    specs += [(p, fed_spec(kind)) for p, kind in plan.fed.items() if p.is_argument]
     ctx = TraceContext(relaxed=bool(relaxed_shapes), speculator=speculator, fed_scalars=plan.fed,
                        heap_shapes=heap_shapes, composite_specs=composite_specs, convert=convert,
                        on_collective=on_collective,

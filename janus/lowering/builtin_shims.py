@@ -23,6 +23,7 @@ from janus.lowering.loops import EnumeratedDataset, TensorRange
 from janus.lowering.truth import to_bool
 from janus.trace.active import current
 from janus.trace.arrays import FedArray
+from janus.trace.number_lists import FedList
 from janus.trace import known_values
 from janus.lowering.trees.forest_plan import NodeView
 from janus.trace.scalars import PyOrTensor, PyScalar, is_symbolic
@@ -122,9 +123,12 @@ def _constant(value: Any, dtype: Any = None, shape: Any = None, name: str = "Con
     a node's field), possibly in nested lists: the tensor eager would make of them, built
     from the graph's values (a Python int is int32 and a float float32, as eager has them).
     Of a NumPy array the graph is fed (or a Python island returned), the tensor it is fed
-    as, when no other dtype or shape is asked for: eager makes that same tensor of it."""
+    as, when no other dtype or shape is asked for: eager makes that same tensor of it; of a
+    list of numbers fed as a tensor, the tensor eager makes of the list."""
     if isinstance(value, FedArray) and shape is None and (dtype is None or tf.as_dtype(dtype) == value.dtype):
         return tf.convert_to_tensor(value)
+    if isinstance(value, FedList):  # tf.constant(rewards_sample), a list fed as a tensor
+        return value.as_constant(dtype, shape, name)
     if not _has_py_scalar(value):
         return tf.constant(value, dtype, shape, name)
     dtype = tf.as_dtype(dtype) if dtype is not None else _inferred_dtype(value)

@@ -143,6 +143,9 @@ class GuardBuilder:
         """A Python int (within int64), float or str (with UTF-8 bytes) of any value: the graph
         is fed it."""
         path = source.expr
+        if not isinstance(kind, type):  # a list of numbers: its kind checks it
+            return self.add(f"{self.const(kind, 'k')}.fits({path})", f"{source.what} is {kind.describe()} (fed to the graph)",
+                            GuardKind.TYPE, source)
         bounds = f" and {-2 ** 63} <= {path} < {2 ** 63}" if kind is int else \
             f" and ({path}.isascii() or {self.const(encodes, 'u')}({path}))" if kind is str else ""
         article = "an" if kind is int else "a"
@@ -331,13 +334,16 @@ def compile_inputs(sources: list[Source], fed_scalars: dict[Source, type], names
                    arrays: frozenset[Source] = frozenset()) -> Callable:
     """``inputs(a, k) -> list`` of the argument tensors the graph takes, in order.
 
-    Python scalars fed to the graph (``fed_scalars``: source -> int/float) and NumPy arrays
-    (``arrays``) are converted here: an array by one ``tf.constant`` of its own dtype.
+    Python values fed to the graph (``fed_scalars``: source -> int, float, str or a list's
+    ``ListKind``) and NumPy arrays (``arrays``) are converted here: an array by one
+    ``tf.constant`` of its own dtype.
     """
-    items = [f"_scalar({s.expr}, {fed_scalars[s].__name__})" if s in fed_scalars
+    scope = dict(namespace)
+    kinds = {s: f"_fed{i}" for i, s in enumerate(sources) if s in fed_scalars}
+    scope.update((name, fed_scalars[s]) for s, name in kinds.items())
+    items = [f"_scalar({s.expr}, {kinds[s]})" if s in kinds
              else f"_array({s.expr})" if s in arrays else s.expr for s in sources]
     source = f"def inputs(a, k):\n    return [{', '.join(items)}]\n"
-    scope = dict(namespace)
     scope["_scalar"] = fed_scalar
     scope["_array"] = tf.constant
     exec(compile(source, "<janus inputs>", "exec"), scope)  # noqa: S102

@@ -52,7 +52,8 @@ from janus.trace import kinds, mappings
 from janus.trace.arrays import is_fed_array
 from janus.trace.graph_inputs import GraphInputs, HeapInput
 from janus.trace.guards import GuardBuilder
-from janus.trace.scalars import FED_DTYPES, PyScalar, fed_scalar
+from janus.trace.number_lists import FedList, ListKind
+from janus.trace.scalars import PyScalar, fed_scalar, fed_spec, fits
 from janus.trace.sources import Arg, Entry, Item, KwArg, Source
 from janus.trace.values import (
     SCALARS, UNDEF, is_dataset_iterator, is_eager_tensor, is_framework_object, is_plain_callable, is_user_class,
@@ -167,7 +168,7 @@ class HeapModel(GraphInputs):
         return result
 
     def _read(self, value: Any, source: Source) -> Any:
-        if source in self.fed_scalars and type(value) is self.fed_scalars[source]:
+        if source in self.fed_scalars and fits(value, self.fed_scalars[source]):
             return self._fed_scalar(source)
         kind = kinds.classify(value)
         return _READERS[kind](self, value, source)
@@ -242,20 +243,22 @@ class HeapModel(GraphInputs):
         return frozen
 
     def _fed_scalar(self, source: Source) -> PyScalar:
-        """A Python int, float or str that changes from call to call: a graph input, as a PyScalar."""
+        """A Python int, float or str (a PyScalar), or a list of numbers (a FedList), that changes
+        from call to call: a graph input."""
         kind = self.fed_scalars[source]
         self.guard_set.fed_number(source, kind)
+        seen = FedList if isinstance(kind, ListKind) else PyScalar
         if source in self.arg_inputs:
-            return PyScalar(self.arg_inputs[source], kind)
+            return seen(self.arg_inputs[source], kind)
         getter = self.guard_set.getter(source)
-        dtype = FED_DTYPES[kind]
+        spec = fed_spec(kind)
 
         def closure():
             return fed_scalar(getter(*CALL.args), kind)
 
-        placeholder = _tf_private.call_time_input(self.outer_graph, closure, tf.TensorSpec([], dtype), key=source.expr)
-        self.heap_inputs[source] = HeapInput(source, tf.TensorSpec([], dtype), placeholder)
-        return PyScalar(placeholder, kind)
+        placeholder = _tf_private.call_time_input(self.outer_graph, closure, spec, key=source.expr)
+        self.heap_inputs[source] = HeapInput(source, spec, placeholder)
+        return seen(placeholder, kind)
 
     def _sequence(self, value: tuple | list, source: Source) -> tuple | list:
         """A tuple, list or named tuple, read item by item."""

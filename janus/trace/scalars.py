@@ -67,9 +67,23 @@ def fed_scalar(value: Any, kind: type) -> tf.Tensor:
     value for the life of the process (a counter in state grew memory ~0.8 KB per call).
     A string is its UTF-8 bytes (its guard checks it has them), as eager converts it.
     """
+    if hasattr(kind, "feed"):  # a list of numbers (janus.trace.number_lists)
+        return kind.feed(value)
     if kind is str:
         value = value.encode("utf-8")
     return tf.constant(np.asarray(value, _NP_DTYPES[kind]))
+
+
+def fed_spec(kind: Any) -> tf.TensorSpec:
+    """The graph input a value of fed ``kind`` is (a Python number or str, or a list's kind)."""
+    spec = getattr(kind, "spec", None)
+    return spec if spec is not None else tf.TensorSpec([], FED_DTYPES[kind])
+
+
+def fits(value: Any, kind: Any) -> bool:
+    """``value`` is of fed ``kind`` (a type, or a kind with its own ``fits``)."""
+    check = getattr(kind, "fits", None)
+    return check(value) if check is not None else type(value) is kind
 
 
 def encodes(value: str) -> bool:
@@ -258,12 +272,7 @@ class PyScalar:
                 return self.tensor
             string_needed(self.tensor, f"converted to {dtype.name}")
         if dtype is None and self.kind is int:
-            ctx = current()
-            where, line, text = converted_line()
-            assumption = ctx.checks.check(speculation.INT32, None, line, where=where, detail=text)
-            in_range = tf.logical_and(self.tensor >= INT32[0], self.tensor <= INT32[1])
-            ctx.assert_that(in_range, assumption.message, assumption)
-            return tf.cast(self.tensor, tf.int32)
+            return as_int32(self.tensor)
         if dtype is None and self.kind is float:
             return tf.cast(self.tensor, tf.float32)  # eager converts a Python float to float32
         if dtype is not None and dtype != self.tensor.dtype:
@@ -374,14 +383,28 @@ class PyScalar:
 _PARTIAL = ("truediv", "floordiv", "mod", "pow")
 
 
-def string_needed(tensor: tf.Tensor, use: str) -> NoReturn:
-    """Python needs the value of a str the graph carries (``use``: for what): the trace fails,
-    and the strings fed to it that make this one are specialized by value from the next trace
-    on (``janus.trace.known_values``): a string is fed only while TensorFlow alone reads it."""
+def string_needed(tensor: tf.Tensor, use: str, noun: str = "str") -> NoReturn:
+    """Python needs the value of a str (or another ``noun``: a list of numbers) the graph was
+    fed (``use``: for what): the trace fails, and the inputs it is made of are specialized by
+    value from the next trace on (``janus.trace.known_values``): such a value is fed only
+    while TensorFlow alone reads it."""
     ctx = current()
     for source in known_values.fed_numbers([tensor], ctx.heap, ctx.bounds.branches):
-        ctx.heap.values_wanted.setdefault(source, f"a str {use}")
-    raise ConversionError(f"a Python str the graph carries is {use} (Python needs its value)", code=Code.TENSOR_VALUE)
+        ctx.heap.values_wanted.setdefault(source, f"a {noun} {use}")
+    raise ConversionError(f"a Python {noun} the graph carries is {use} (Python needs its value)",
+                          code=Code.TENSOR_VALUE)
+
+
+def as_int32(tensor: tf.Tensor) -> tf.Tensor:
+    """``tensor`` (int64) as the int32 TensorFlow makes of Python ints when no dtype is asked
+    for; eager would pick int64 for a value outside int32, so that case is asserted away: an
+    ``int32`` assumption (``janus.trace.speculation``) about the converted code's line."""
+    ctx = current()
+    where, line, text = converted_line()
+    assumption = ctx.checks.check(speculation.INT32, None, line, where=where, detail=text)
+    in_range = tf.reduce_all(tf.logical_and(tensor >= INT32[0], tensor <= INT32[1]))
+    ctx.assert_that(in_range, assumption.message, assumption)
+    return tf.cast(tensor, tf.int32)
 
 
 def _python_defines(op: str, a: tf.Tensor, b: tf.Tensor) -> None:
