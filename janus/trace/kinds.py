@@ -45,7 +45,8 @@ class Kind(enum.Enum):
     SCALAR = ("an int, float, str, bytes or complex: guarded by value (an int or float fed once it changes, a str "
               "fed once it changes while only TensorFlow reads it)")
     UNDEF = "a local not bound yet: any use fails the trace"
-    SEQUENCE = "a tuple, list or named tuple: guarded on type and length, items read in turn"
+    SEQUENCE = ("a tuple, list or named tuple: guarded on type and length, items read in turn (a list argument of "
+                "numbers whose values change is fed while only TensorFlow reads it)")
     MAPPING = ("a dict, OrderedDict, defaultdict, Counter or plain dict subclass: guarded on type and keys "
                "in order, values read in turn; the trace changes a copy, writes are deferred")
     DEQUE = ("a collections.deque: guarded on type, maxlen and length, items read in turn; the trace "
