@@ -44,7 +44,7 @@ from janus.trace.active import current
 from janus.lowering.trees.forest_plan import NodeView
 from janus.trace.known_values import KnownValue
 from janus.trace.mappings import EnvironView
-from janus.trace.scalars import PyScalar, string_needed
+from janus.trace.scalars import PyScalar, value_needed
 from janus.trace.values import SymbolicShape, is_symbolic, is_user_class
 
 _IMMUTABLE = (str, bytes, int, float, bool, tuple, frozenset, complex)
@@ -205,7 +205,7 @@ def _library(f: Any, args: tuple, kwargs: dict) -> Any:
     carried = [e for v in (*args, *kwargs.values()) for e in _carried_scalars(v)]
     strings = [e for e in carried if e.kind is str]
     if strings and module_of(f).split(".")[0] not in _TENSORFLOW:  # only TensorFlow reads a fed str
-        string_needed(strings[0].tensor, f"passed to {qualified_name(f)}")
+        value_needed(strings[0].tensor, f"passed to {qualified_name(f)}")
     if qualified_name(f).startswith("numpy.") and carried:
         # np.round(float(t), 4): NumPy would raise TypeError on the traced number (no
         # `rint` method), taken for an error eager raises; it needs the number's value

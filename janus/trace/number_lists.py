@@ -9,7 +9,7 @@ converted code sees a :class:`FedList`: TensorFlow converts it as it converts th
 (float32 or int32, or the dtype asked for), ``len`` is its length, and a tensor added to it
 adds.  Anything else Python does with a list (items, iteration, ``append``, ``+`` with a
 list, ``*``, comparisons, returning or storing it) needs its values: the trace restarts with
-the list specialized by value, for good (``janus.trace.scalars.string_needed``).
+the list specialized by value, for good (``janus.trace.scalars.value_needed``).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 import numpy as np
 import tensorflow as tf
 
-from janus.trace.scalars import as_int32, string_needed
+from janus.trace.scalars import as_int32, value_needed
 
 _DTYPES = {int: (tf.int64, np.int64), float: (tf.float64, np.float64)}
 
@@ -94,7 +94,7 @@ class FedList:
     __radd__ = __add__
 
     def needed(self, use: str) -> NoReturn:
-        string_needed(self.tensor, use, noun="list")
+        value_needed(self.tensor, use, noun="list")
 
     def _concrete(self, *args: Any, **kwargs: Any) -> NoReturn:
         self.needed("needed while tracing")

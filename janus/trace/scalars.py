@@ -17,7 +17,7 @@ A Python ``str`` that changes between calls is a ``PyScalar`` of kind ``str`` to
 Keras (alone or in a list, ``vectorize([sentence])``), joined with ``+``, returned or
 stored.  Anything else (a comparison, a dict key, a str method, a call into code that is
 not TensorFlow's) needs its value: the trace fails, and the next one specializes the fed
-strings it is made of (:func:`string_needed`).
+strings it is made of (:func:`value_needed`).
 
 The graph-tensor predicates (:func:`is_symbolic`, :func:`is_eager_tensor`) live here,
 below :mod:`janus.trace.values`, because the arithmetic needs them.
@@ -246,7 +246,7 @@ class PyScalar:
             tensor = tf.constant(value, FED_DTYPES[kind])
         if tensor.dtype != FED_DTYPES[kind]:
             if tf.string in (tensor.dtype, FED_DTYPES[kind]):
-                string_needed(tensor, f"used as a {kind.__name__}")
+                value_needed(tensor, f"used as a {kind.__name__}")
             tensor = tf.cast(tensor, DTYPES[kind])
         return cls(tensor, kind)
 
@@ -270,7 +270,7 @@ class PyScalar:
         if self.kind is str:
             if dtype in (None, tf.string):
                 return self.tensor
-            string_needed(self.tensor, f"converted to {dtype.name}")
+            value_needed(self.tensor, f"converted to {dtype.name}")
         if dtype is None and self.kind is int:
             return as_int32(self.tensor)
         if dtype is None and self.kind is float:
@@ -338,8 +338,8 @@ class PyScalar:
     def _string_binary(self, other: Any, op: str, reflected: bool) -> "PyScalar":
         """A str the graph carries joined to another (``s + " " + token``): the graph joins
         their UTF-8 bytes, which is Python's concatenation; any other operation needs the value."""
-        if op != "add" or not (type(other) is str or isinstance(other, PyScalar) and other.kind is str):
-            string_needed(self.tensor, f"used with {op}")
+        if op != "add" or not (type(other) is str and encodes(other) or isinstance(other, PyScalar) and other.kind is str):
+            value_needed(self.tensor, f"used with {op}")
         theirs = other.tensor if isinstance(other, PyScalar) else tf.constant(other.encode("utf-8"))
         parts = [theirs, self.tensor] if reflected else [self.tensor, theirs]
         return PyScalar(tf.strings.join(parts), str)
@@ -362,7 +362,7 @@ class PyScalar:
 
     def _concrete(self, *args, **kwargs):
         if self.kind is str:
-            string_needed(self.tensor, "needed while tracing")
+            value_needed(self.tensor, "needed while tracing")
         raise ConversionError(f"a Python {self.kind.__name__} computed from tensors is needed while tracing",
                               code=Code.TENSOR_VALUE)
 
@@ -373,7 +373,7 @@ class PyScalar:
         # a str method (s.split(), s.lower()) needs the value; anything else is not there, as
         # for a number (hasattr checks of TensorFlow's conversions see an AttributeError)
         if self.kind is str and not name.startswith("_") and hasattr(str, name):
-            string_needed(self.tensor, f"asked for .{name}")
+            value_needed(self.tensor, f"asked for .{name}")
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __repr__(self) -> str:
@@ -383,7 +383,7 @@ class PyScalar:
 _PARTIAL = ("truediv", "floordiv", "mod", "pow")
 
 
-def string_needed(tensor: tf.Tensor, use: str, noun: str = "str") -> NoReturn:
+def value_needed(tensor: tf.Tensor, use: str, noun: str = "str") -> NoReturn:
     """Python needs the value of a str (or another ``noun``: a list of numbers) the graph was
     fed (``use``: for what): the trace fails, and the inputs it is made of are specialized by
     value from the next trace on (``janus.trace.known_values``): such a value is fed only
