@@ -83,3 +83,16 @@ def test_lists_of_another_length_or_of_mixed_numbers():
     stats = check(f, calls, min_graph_calls=5, rtol=0, atol=0)
     assert stats["conversions"] <= 4, (f"one graph per length fed, and a graph per mixed list (two), within "
                                        f"four conversions: {stats}")
+
+
+def test_lists_of_numpy_numbers_convert_as_eager_converts_them():
+    @case
+    def f(actions, scores, t):  # replay-buffer lists of np.random.choice and np.float32 items
+        return tf.one_hot(actions, 4) * t, tf.convert_to_tensor(scores) + 1.0
+
+    rs = np.random.RandomState(1)
+    calls = [([np.int64(v) for v in rs.randint(0, 4, 5)], [np.float32(v) for v in rs.rand(5)], tf.constant(2.0))
+             for _ in range(10)]
+    stats = check(f, calls, min_graph_calls=6, rtol=0, atol=0)
+    assert stats["conversions"] <= 2, (f"the first graph specializes on the profiled lists' items, the miss feeds "
+                                       f"both lists, and that graph serves the rest: {stats}")

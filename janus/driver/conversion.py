@@ -251,6 +251,7 @@ class Conversion:
         if short is not None:
             self.note(_reason(Code.TOO_SHORT, "its eager runs are too short for a graph to pay; running as written"))
             policy.give_up_on_shortness(short)
+            entries.drop(lambda e: True)  # no graph of it is faster than its Python
             return False
         account = policy.whole_run(ledger)
         if not account.stop:

@@ -66,7 +66,7 @@ from janus.commit.effects import Effect, SetAttr, When
 from janus.driver.outcome import Why
 from janus.reporting.codes import Code, reason, tagged
 from janus.trace.guards import GuardKind
-from janus.trace.sources import Arg, Attr, KwArg, Source
+from janus.trace.sources import Arg, Attr, Item, KwArg, Source
 from janus.graphs.plan import TracePlan
 from janus.trace.speculation import Assumption, Speculator
 from janus.trace.number_lists import ListKind
@@ -203,11 +203,13 @@ class ConversionPolicy:
         return WholeRun(stop, ledger.calls, spent, eager, saved, grace, allowance)
 
     def too_short(self, ledger: "Ledger") -> float | None:
-        """Eager's seconds per call when, before any conversion, they are under
-        ``config.LIMITS.shortest_run_ms``: a graph call alone costs about as much, so no graph
-        could pay back its conversion (None: not so, or the rule is off)."""
+        """Eager's seconds per call when they are under ``config.LIMITS.shortest_run_ms``: a
+        graph call alone costs about as much, so no graph could pay back a conversion (None:
+        not so, or the rule is off).  Asked whenever a conversion is due: the profiled runs
+        before the first one are slower than the function's own (profiling costs), the runs
+        as written after a segment's trial are not."""
         limit, per_call = config.LIMITS.shortest_run_ms, ledger.eager_per_call()
-        if limit is None or per_call is None or self.conversions + self.failed_attempts or per_call * 1000 >= limit:
+        if limit is None or per_call is None or per_call * 1000 >= limit:
             return None
         return per_call
 
@@ -341,6 +343,8 @@ class ConversionPolicy:
                 continue
             first = first or guard.description
             value = graph.value_at(guard.source, args, kwargs) if guard.source is not None else None
+            if isinstance(guard.source, Item):  # an item of a list of NumPy numbers: the list is fed
+                self._learn_list(guard.source.parent, graph.value_at(guard.source.parent, args, kwargs))
             missed = self._learn_from_guard(guard, value, report)
             explained = explained and missed.explained
             state_number = state_number or missed.state_number
@@ -361,9 +365,7 @@ class ConversionPolicy:
                 self.tensor_value_misses.add(source)
             # an argument may take its old value again (its graph still serves it)
             return GuardMissed(explained=not source.is_argument, state_number=not source.is_argument)
-        if kind is GuardKind.VALUE and source.is_argument and source not in self.tensor_values \
-                and ListKind.of(value) is not None:
-            self.varying[source] = ListKind.of(value)  # a list of numbers: fed, until Python needs it
+        if kind is GuardKind.VALUE and self._learn_list(source, value):
             return GuardMissed(explained=False)
         if kind is GuardKind.VALUE and is_eager_tensor(value):
             self.tensor_value_misses.add(source)
@@ -377,6 +379,15 @@ class ConversionPolicy:
         # an argument tensor's new shape is relaxed by the next trace; anything else needs a profile
         return GuardMissed(explained=kind is GuardKind.TENSOR and is_eager_tensor(value)
                            and value.dtype == report.tensor_dtype(source))
+
+    def _learn_list(self, source: Source, value: Any) -> bool:
+        """A list argument of numbers whose values changed is fed from the next trace on,
+        until Python needs its items (``tensor_values``)."""
+        listed = ListKind.of(value)
+        if listed is None or not isinstance(source, (Arg, KwArg)) or source in self.tensor_values:
+            return False
+        self.varying[source] = listed
+        return True
 
     def _feed_written_numbers(self, entry: Any, args: tuple, kwargs: dict) -> None:
         """A number of state the function writes changes too: fed with the one that missed."""

@@ -64,7 +64,8 @@ for _ in range(40): f(tf.ones(2))
          "depends on measured time; tests/test_whole_run.py forces it with a fake clock"),
     page(Code.TOO_SHORT, Kind.GIVE_UP, "eager runs too short to pay for a graph",
          "The function's (or segment's) eager runs take less than 0.05 ms: a graph call alone costs about as much, "
-         "so no graph of it could pay back its conversion. It is not converted, and runs as written, unprofiled.",
+         "so no graph of it could pay back its conversion. It stops converting (its graphs dropped) and runs as "
+         "written, unprofiled.",
          "Nothing to do: it is already as fast as it gets; put more work in one call to make a graph worth it.",
          "`config.LIMITS.shortest_run_ms` (None: off)", None,
          "depends on measured time; tests/test_whole_run.py forces it with a fake clock"),

@@ -4,9 +4,10 @@ A replay buffer's sampled rewards and actions (``rewards_sample = [rewards_histo
 in indices]``, handed to ``rewards_sample + gamma * q`` and ``one_hot(action_sample, n)``)
 are new lists at every call: guarded by value, every graph would serve one call.  A list
 argument of one kind of number (all ints or all floats) whose values changed between calls
-is fed instead, as a ``float64`` or ``int64`` tensor of its length (:class:`ListKind`), and
-converted code sees a :class:`FedList`: TensorFlow converts it as it converts the list
-(float32 or int32, or the dtype asked for), ``len`` is its length, and a tensor added to it
+is fed instead, as a tensor of its length (:class:`ListKind`: ``int64`` for ints, Python's or
+NumPy's, ``float64`` or ``float32`` for floats), and converted code sees a :class:`FedList`:
+TensorFlow converts it as it converts the list (int32, checked, for ints; float32 for
+Python floats; a NumPy float's own dtype; or the dtype asked for), ``len`` is its length, and a tensor added to it
 adds.  Anything else Python does with a list (items, iteration, ``append``, ``+`` with a
 list, ``*``, comparisons, returning or storing it) needs its values: the trace restarts with
 the list specialized by value, for good (``janus.trace.scalars.value_needed``).
@@ -21,7 +22,11 @@ import tensorflow as tf
 
 from janus.trace.scalars import as_int32, value_needed
 
-_DTYPES = {int: (tf.int64, np.int64), float: (tf.float64, np.float64)}
+# The items a fed list may hold (all of one type): what it is fed as, and what TensorFlow
+# makes of such a list when no dtype is asked for (None: int32, or int64 for a value
+# outside int32, as for Python ints; a NumPy int64 item converts the same way).
+_ITEMS = {int: (np.int64, None), np.int64: (np.int64, None), np.int32: (np.int64, None),
+          float: (np.float64, tf.float32), np.float64: (np.float64, tf.float64), np.float32: (np.float32, tf.float32)}
 
 
 @dataclass(frozen=True)
@@ -33,11 +38,12 @@ class ListKind:
 
     @classmethod
     def of(cls, value: Any) -> "ListKind | None":
-        """The kind of ``value`` if it is a non-empty list of ints (within int64) or floats."""
+        """The kind of ``value`` if it is a non-empty list of ints (within int64) or floats,
+        Python's or NumPy's, all of one type."""
         if type(value) is not list or not value:
             return None
         item = type(value[0])
-        if item not in _DTYPES or not all(type(v) is item for v in value):
+        if item not in _ITEMS or not all(type(v) is item for v in value):
             return None
         if item is int and not all(-2 ** 63 <= v < 2 ** 63 for v in value):
             return None
@@ -49,11 +55,20 @@ class ListKind:
 
     @property
     def spec(self) -> tf.TensorSpec:
-        return tf.TensorSpec([self.length], _DTYPES[self.item][0])
+        return tf.TensorSpec([self.length], tf.as_dtype(_ITEMS[self.item][0]))
+
+    @property
+    def converted(self) -> tf.DType | None:
+        """The dtype TensorFlow makes of such a list (None: int32, checked)."""
+        return _ITEMS[self.item][1]
+
+    @property
+    def integral(self) -> bool:
+        return self.converted is None
 
     def feed(self, value: list) -> tf.Tensor:
         """The eager tensor the list is fed as, at each call (through NumPy, as a number is)."""
-        return tf.constant(np.asarray(value, _DTYPES[self.item][1]))
+        return tf.constant(np.asarray(value, _ITEMS[self.item][0]))
 
     def describe(self) -> str:
         return f"a list of {self.length} {self.item.__name__}s"
@@ -72,8 +87,8 @@ class FedList:
     def __tf_tensor__(self, dtype: tf.DType | None = None, name: str | None = None) -> tf.Tensor:
         """What TensorFlow makes of the list: int32 (checked in range) or float32, or ``dtype``."""
         if dtype is None:
-            return as_int32(self.tensor) if self.kind.item is int else tf.cast(self.tensor, tf.float32)
-        if not (dtype.is_floating or dtype.is_integer) or self.kind.item is float and dtype.is_integer:
+            return as_int32(self.tensor) if self.kind.integral else tf.cast(self.tensor, self.kind.converted)
+        if not (dtype.is_floating or dtype.is_integer) or not self.kind.integral and dtype.is_integer:
             self.needed(f"converted to {dtype.name}")
         return tf.cast(self.tensor, dtype)
 
