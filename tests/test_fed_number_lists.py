@@ -96,3 +96,15 @@ def test_lists_of_numpy_numbers_convert_as_eager_converts_them():
     stats = check(f, calls, min_graph_calls=6, rtol=0, atol=0)
     assert stats["conversions"] <= 2, (f"the first graph specializes on the profiled lists' items, the miss feeds "
                                        f"both lists, and that graph serves the rest: {stats}")
+
+
+def test_a_list_mixing_python_and_numpy_ints_is_fed():
+    @case
+    def f(actions, t):  # random actions are ints, greedy ones np.int64 (from .numpy())
+        return tf.one_hot(actions, 4) * t, tf.convert_to_tensor(actions)
+
+    rs = np.random.RandomState(2)
+    calls = [([int(v) if i % 2 else np.int64(v) for i, v in enumerate(rs.randint(0, 4, 5))], tf.constant(2.0))
+             for _ in range(8)]
+    stats = check(f, calls, min_graph_calls=4, rtol=0, atol=0)
+    assert stats["conversions"] <= 2, f"specialized on the profiled items, then fed after the miss: {stats}"

@@ -25,8 +25,10 @@ from janus.trace.scalars import as_int32, value_needed
 # The items a fed list may hold (all of one type): what it is fed as, and what TensorFlow
 # makes of such a list when no dtype is asked for (None: int32, or int64 for a value
 # outside int32, as for Python ints; a NumPy int64 item converts the same way).
-_ITEMS = {int: (np.int64, None), np.int64: (np.int64, None), np.int32: (np.int64, None),
-          float: (np.float64, tf.float32), np.float64: (np.float64, tf.float64), np.float32: (np.float32, tf.float32)}
+_ITEMS = {int: (np.int64, None), float: (np.float64, tf.float32), np.float64: (np.float64, tf.float64),
+          np.float32: (np.float32, tf.float32)}
+# Python's and NumPy's ints convert alike, mixed or not (int32 when every item fits): one kind.
+_CLASS = {int: int, np.int64: int, np.int32: int, float: float, np.float64: np.float64, np.float32: np.float32}
 
 
 @dataclass(frozen=True)
@@ -38,14 +40,14 @@ class ListKind:
 
     @classmethod
     def of(cls, value: Any) -> "ListKind | None":
-        """The kind of ``value`` if it is a non-empty list of ints (within int64) or floats,
-        Python's or NumPy's, all of one type."""
+        """The kind of ``value`` if it is a non-empty list of ints (Python's or NumPy's, mixed
+        or not, within int64) or of floats of one type (Python's, ``np.float64`` or ``np.float32``)."""
         if type(value) is not list or not value:
             return None
-        item = type(value[0])
-        if item not in _ITEMS or not all(type(v) is item for v in value):
+        item = _CLASS.get(type(value[0]))
+        if item is None or not all(_CLASS.get(type(v)) is item for v in value):
             return None
-        if item is int and not all(-2 ** 63 <= v < 2 ** 63 for v in value):
+        if item is int and not all(-2 ** 63 <= int(v) < 2 ** 63 for v in value):
             return None
         return cls(item, len(value))
 
