@@ -52,7 +52,7 @@ def _step_us(guarded: bool) -> tuple[float, float, int]:
         for _ in range(200):
             step(x)
         windows.append((time.perf_counter() - start) / 200 * 1e6)
-    state = library_state.LibraryState(*library_state._reachable([model, opt]))  # noqa: SLF001 - measured alone
+    state = library_state.LibraryState(library_state._reachable([model, opt]))  # noqa: SLF001 - measured alone
     alone = timeit.timeit(state.unchanged, number=2000) / 2000 * 1e6
     return statistics.median(windows), alone, len(state)
 

@@ -118,7 +118,7 @@ def test_the_guard_compares_attributes_and_items_and_fails_on_a_new_tensor():
     layer = _dense(4)
     holder = keras.layers.Layer()
     holder.parts = [layer]
-    state = library_state.LibraryState(*library_state._reachable([holder]))
+    state = library_state.LibraryState(library_state._reachable([holder]))
     assert layer in state.objects and holder in state.objects and state.unchanged()
     layer.units = 3
     assert not state.unchanged(), "a number changed"
@@ -126,7 +126,7 @@ def test_the_guard_compares_attributes_and_items_and_fails_on_a_new_tensor():
     assert state.unchanged()
     layer._kernel = tf.identity(layer._kernel)  # equal values, another tensor: ambiguous, so a change
     assert not state.unchanged()
-    state = library_state.LibraryState(*library_state._reachable([holder]))
+    state = library_state.LibraryState(library_state._reachable([holder]))
     holder.parts.append(np.zeros(2))
     assert not state.unchanged(), "an item added to a list of a layer"
 
@@ -159,3 +159,43 @@ def test_the_attributes_library_code_reads_are_found_in_its_bytecode():
     assert "_kernel" in library_state.library_reads(keras.layers.Dense)  # through the kernel property
     assert "rate" in library_state.library_reads(keras.layers.Dropout)
     assert "state" not in library_state.library_reads(Recurrent), "self.state = h stays a deferred write"
+
+
+SCALE = [1.0]
+WEIGHTS = np.array([1.0, 2.0], np.float32)
+
+
+def test_what_a_lambda_layers_function_reads_is_guarded():
+    """Keras calls a Lambda's function itself, so Janus never converts it: the globals and
+    closure cells it reads (rebound, or changed in place) are part of the guarded state."""
+    def make(jit):
+        offset = {"value": 0.5}
+        scale_layer = keras.layers.Lambda(lambda t: t * SCALE[0] * WEIGHTS + offset["value"])
+
+        @jit
+        def step(x):
+            return scale_layer(x) + 1.0
+
+        return SimpleNamespace(fn=step, offset=offset)
+
+    x = tf.constant([1.0, -1.0])
+
+    def rebind(p):
+        global SCALE
+        SCALE = [SCALE[0] + 1.0]
+
+    def in_place(p):
+        SCALE[0] = SCALE[0] * 2.0
+
+    def array_in_place(p):
+        WEIGHTS[1] = WEIGHTS[1] + 1.0
+
+    def cell(p):
+        p.offset["value"] += 1.0
+
+    calls = [(x,)] * 6
+    for change in (rebind, in_place, array_in_place, cell):
+        calls += [change, (x,), (x,)]
+    stats = check(make, calls, min_graph_calls=3, rtol=0, atol=0)
+    assert stats["conversions"] >= 2, (f"the unchanged function's graph serves the first calls; each change is a "
+                                       f"miss (and, changing at every other call, the graphs go unused): {stats}")

@@ -25,11 +25,14 @@ import dis
 import functools
 import operator
 import types
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
 from janus import config
+from janus.convert import libraries
 from janus.errors import ConversionError
 from janus.reporting.codes import Code
 from janus.trace.guards import GuardBuilder, GuardKind
@@ -38,45 +41,69 @@ from janus.trace.values import is_user_class
 
 class LibraryState:
     """The framework objects and containers a graph's library code may read, with copies of
-    their state when the graph was traced; :meth:`unchanged` is the guard's test."""
+    their state when the graph was traced, and the globals and closure cells of the user's
+    functions they hold (a ``Lambda``'s function, called by Keras, reads them unseen);
+    :meth:`unchanged` is the guard's test."""
 
-    __slots__ = ("objects", "attributes", "containers", "items")
+    __slots__ = ("objects", "attributes", "containers", "items", "arrays", "copies", "reads", "cells", "contents")
 
-    def __init__(self, objects: list, containers: list):
-        self.objects = objects
-        self.attributes = [dict(vars(o)) for o in objects]
-        self.containers = containers
-        self.items = [dict(c) if isinstance(c, dict) else list(c) for c in containers]
+    def __init__(self, reach: "_Reach"):
+        self.objects = reach.objects
+        self.attributes = [dict(vars(o)) for o in reach.objects]
+        self.containers = reach.containers
+        self.items = [dict(c) if isinstance(c, dict) else list(c) for c in reach.containers]
+        self.arrays = reach.arrays
+        self.copies = [a.copy() for a in reach.arrays]
+        # tuples: their == compares identity first, where a bare == of an array would not
+        self.reads = [(g, names, tuple(map(g.__getitem__, names))) for g, names in reach.globals]
+        self.cells = reach.cells
+        self.contents = tuple(c.cell_contents for c in reach.cells)
 
     def unchanged(self) -> bool:
-        """Every object's attributes and every container's items are as when traced (an
-        ``==`` that raises, a tensor compared with a new one, is a change: the guard fails)."""
+        """Every object's attributes and every container's items are as when traced, and so
+        are the values the user's functions among them read (an ``==`` that raises, a tensor
+        compared with a new one, is a change: the guard fails)."""
         try:
             return all(map(operator.eq, map(vars, self.objects), self.attributes)) \
-                and all(map(operator.eq, self.containers, self.items))
+                and all(map(operator.eq, self.containers, self.items)) \
+                and all(tuple(map(g.__getitem__, names)) == seen for g, names, seen in self.reads) \
+                and tuple(c.cell_contents for c in self.cells) == self.contents \
+                and all(map(np.array_equal, self.arrays, self.copies))
         except Exception:  # noqa: BLE001 - a value whose == raises (a tensor replaced): changed
             return False
 
     def __len__(self) -> int:
-        return len(self.objects) + len(self.containers)
+        return len(self.objects) + len(self.containers) + len(self.reads) + len(self.cells) + len(self.arrays)
+
+
+@dataclass
+class _Reach:
+    """What the walk from the objects a trace read found."""
+
+    objects: list = field(default_factory=list)
+    containers: list = field(default_factory=list)
+    arrays: list = field(default_factory=list)
+    globals: list = field(default_factory=list)  # (a user function's globals, the names it reads there)
+    cells: list = field(default_factory=list)  # the closure cells of user functions
 
 
 def guard(guard_set: GuardBuilder, roots: list[tuple[Any, Any]]) -> None:
     """Add the guard that the state of the framework objects reachable from ``roots``
     (``(source, object)`` pairs the trace read) is unchanged at the next call."""
-    objects, containers = _reachable([obj for _, obj in roots if _walked(obj)])
-    if not objects and not containers:
+    reach = _reachable([obj for _, obj in roots if _walked(obj)])
+    if not reach.objects and not reach.containers:
         return
-    state = LibraryState(objects, containers)
+    state = LibraryState(reach)
     guard_set.add(f"{guard_set.const(state, 'ls')}.unchanged()",
-                  f"the Python attributes of {len(objects)} TensorFlow and Keras objects the graph's library code "
-                  f"may read are as when traced", GuardKind.LIBRARY_STATE)
+                  f"the Python attributes of {len(reach.objects)} Keras objects the graph's library code may read "
+                  f"(and what the user's functions they hold read) are as when traced", GuardKind.LIBRARY_STATE)
 
 
-def _reachable(roots: list) -> tuple[list, list]:
+def _reachable(roots: list) -> _Reach:
     """The framework objects and mutable containers reachable from ``roots`` through
-    attributes and items (not through variables); too many fails the trace."""
-    objects, containers = [], []
+    attributes and items (not through variables), and through the globals and closure cells
+    of the user's functions among them; too many fails the trace."""
+    reach = _Reach()
     queue = collections.deque(roots)
     seen: set[int] = set()
     while queue:
@@ -88,13 +115,49 @@ def _reachable(roots: list) -> tuple[list, list]:
             raise ConversionError(f"the TensorFlow and Keras objects it reads hold more than "
                                   f"{config.LIMITS.library_state_objects:,} objects: their state cannot be guarded",
                                   code=Code.UNMODELED_VALUE)
-        if isinstance(obj, (list, dict)):
-            containers.append(obj)
-        elif not isinstance(obj, tuple):
-            objects.append(obj)
-        values = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple)) else vars(obj).values()
-        queue.extend(v for v in list(values) if _walked(v))
-    return objects, containers
+        queue.extend(v for v in _held(obj, reach) if _walked(v) or _user_function(v) or isinstance(v, np.ndarray))
+    return reach
+
+
+def _held(obj: Any, reach: _Reach) -> list:
+    """Record ``obj`` in ``reach``; the values it holds (or, a user function, reads)."""
+    if isinstance(obj, np.ndarray):
+        reach.arrays.append(obj)
+        return []
+    if _user_function(obj):
+        names = sorted(n for n in _global_names(obj.__code__) if n in obj.__globals__)
+        if names:
+            reach.globals.append((obj.__globals__, names))
+        cells = [c for c in obj.__closure__ or () if _bound(c)]
+        reach.cells += cells
+        return [obj.__globals__[n] for n in names] + [c.cell_contents for c in cells]
+    if isinstance(obj, (list, dict)):
+        reach.containers.append(obj)
+    elif not isinstance(obj, tuple):
+        reach.objects.append(obj)
+    values = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple)) else vars(obj).values()
+    return list(values)
+
+
+def _user_function(value: Any) -> bool:
+    return isinstance(value, types.FunctionType) and libraries.is_user_function(value)
+
+
+def _bound(cell: types.CellType) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:  # not bound yet
+        return False
+    return True
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    """The names ``code`` (and the functions nested in it) may read as globals."""
+    out = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            out |= _global_names(const)
+    return out
 
 
 @functools.lru_cache(maxsize=512)
