@@ -115,22 +115,23 @@ def _reachable(roots: list) -> _Reach:
             raise ConversionError(f"the TensorFlow and Keras objects it reads hold more than "
                                   f"{config.LIMITS.library_state_objects:,} objects: their state cannot be guarded",
                                   code=Code.UNMODELED_VALUE)
-        queue.extend(v for v in _held(obj, reach) if _walked(v) or _user_function(v) or isinstance(v, np.ndarray))
+        queue.extend(v for v in _held(obj, reach) if _walked(v) or _user_function(v))
     return reach
 
 
 def _held(obj: Any, reach: _Reach) -> list:
-    """Record ``obj`` in ``reach``; the values it holds (or, a user function, reads)."""
-    if isinstance(obj, np.ndarray):
-        reach.arrays.append(obj)
-        return []
+    """Record ``obj`` in ``reach``; the values it holds (or, a user function, reads: a NumPy
+    array among those is compared by value, since the function reads its items; one a Keras
+    object holds is an attribute compared as the same object)."""
     if _user_function(obj):
         names = sorted(n for n in _global_names(obj.__code__) if n in obj.__globals__)
         if names:
             reach.globals.append((obj.__globals__, names))
         cells = [c for c in obj.__closure__ or () if _bound(c)]
         reach.cells += cells
-        return [obj.__globals__[n] for n in names] + [c.cell_contents for c in cells]
+        values = [obj.__globals__[n] for n in names] + [c.cell_contents for c in cells]
+        reach.arrays += [v for v in values if isinstance(v, np.ndarray)]
+        return values
     if isinstance(obj, (list, dict)):
         reach.containers.append(obj)
     elif not isinstance(obj, tuple):
