@@ -272,17 +272,6 @@ def dataset_op_types(dataset: tf.data.Dataset) -> set[str]:
     return {n.op for n in nodes if not same_order_every_time(n)}
 
 
-def captured_eager_tensors(concrete: Any) -> list:
-    """The eager tensors (not variables' handles) a concrete function captured by value:
-    values library code read from Python state while tracing, held by the graph from then on.
-
-    Why: as for :func:`captured_constant_bytes`, ``FuncGraph.captures`` (TensorFlow's internal
-    graph class) lists the by-value captures without evaluating the call-time ones.
-    """
-    return [external for external, _ in concrete.graph.captures
-            if hasattr(external, "numpy") and external.dtype not in (tf.resource, tf.variant)]
-
-
 def captured_constant_bytes(concrete: Any) -> int:
     """Bytes of the constants a concrete function holds: the eager tensors it captured by
     value and its ``Const`` ops (a NumPy array read while tracing, say).

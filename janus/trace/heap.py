@@ -100,8 +100,8 @@ class HeapModel(GraphInputs):
     # uses as NumPy of arrays the graph computes (janus.trace.arrays.TensorValues): sticky, so
     # that library code catching the error cannot hide one
     computed_arrays_read: list[str] = field(default_factory=list)
-    # TensorFlow and Keras objects the trace read, with their sources: where the eager tensors
-    # their code captured by value are looked for (janus.graphs.captures)
+    # TensorFlow and Keras objects the trace read, with their sources: where the walk over the
+    # Python state their code reads while tracing starts (janus.trace.library_state)
     framework_objects: list[tuple[Source, Any]] = field(default_factory=list)
     _keep: list[Any] = field(default_factory=list)
     _pinned: set[int] = field(default_factory=set)
@@ -199,7 +199,8 @@ class HeapModel(GraphInputs):
 
     def _framework(self, value: Any, source: Source) -> Any:
         """A TensorFlow or Keras object: this very object (its state in variables), noted so
-        that tensors its code captured by value are guarded too (``janus.graphs.captures``)."""
+        that the Python state its code reads while tracing is guarded too
+        (``janus.trace.library_state``)."""
         self.framework_objects.append((source, value))
         return self._same_object(value, source)
 

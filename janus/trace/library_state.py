@@ -1,4 +1,4 @@
-"""The Python state of the TensorFlow and Keras objects a trace read: guarded unchanged.
+"""The Python state of the Keras objects a trace read: guarded unchanged.
 
 Library code Janus calls as it is (a Keras layer's ``call``, an optimizer's update) reads its
 objects' attributes in plain Python while tracing, and the graph keeps what it read: a
@@ -33,6 +33,7 @@ import tensorflow as tf
 
 from janus import config
 from janus.convert import libraries
+from janus.convert.registry import code_objects
 from janus.errors import ConversionError
 from janus.reporting.codes import Code
 from janus.trace.guards import GuardBuilder, GuardKind
@@ -154,11 +155,7 @@ def _bound(cell: types.CellType) -> bool:
 
 def _global_names(code: types.CodeType) -> set[str]:
     """The names ``code`` (and the functions nested in it) may read as globals."""
-    out = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            out |= _global_names(const)
-    return out
+    return {name for c in code_objects(code) for name in c.co_names}
 
 
 @functools.lru_cache(maxsize=512)
@@ -186,15 +183,13 @@ _ATTRIBUTE_LOADS = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
 def _names(code: types.CodeType) -> set[str]:
     """``name`` of every ``self.name`` read in ``code`` and the functions nested in it."""
     out: set[str] = set()
-    previous = None
-    for ins in dis.get_instructions(code):
-        if ins.opname in _ATTRIBUTE_LOADS and previous is not None and previous.opname in _SELF_LOADS \
-                and previous.argval == "self":
-            out.add(ins.argval)
-        previous = ins
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            out |= _names(const)
+    for nested in code_objects(code):
+        previous = None
+        for ins in dis.get_instructions(nested):
+            if ins.opname in _ATTRIBUTE_LOADS and previous is not None and previous.opname in _SELF_LOADS \
+                    and previous.argval == "self":
+                out.add(ins.argval)
+            previous = ins
     return out
 
 
