@@ -22,7 +22,7 @@ import threading
 import types
 from typing import Any
 
-from janus.convert.registry import is_converted_code
+from janus.convert.registry import code_objects, is_converted_code
 from janus_profiler import usercode
 
 # Called as they are: TensorFlow and the Keras family build ops from their Python in a
@@ -101,12 +101,8 @@ def allow_module(name: str) -> None:
 
 def allow_function(fn: types.FunctionType) -> None:
     """Convert ``fn`` (and the functions and lambdas defined in its body)."""
-    todo = [fn.__code__]
     with _lock:
-        while todo:
-            code = todo.pop()
-            _allowed_codes.add(code)
-            todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+        _allowed_codes.update(code_objects(fn.__code__))
 
 
 def is_allowed_module(module: str) -> bool:

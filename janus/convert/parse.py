@@ -180,7 +180,7 @@ def _check_same_code(fn: types.FunctionType, tree: ast.Module, first: int) -> No
         msg = getattr(e, "msg", None) or str(e)
         raise ConversionError(f"source of {fn.__qualname__} at {where} does not compile on its own ({msg})",
                               permanent=True, code=Code.NO_SOURCE) from None
-    candidates = [c for c in _code_objects(compiled)
+    candidates = [c for c in registry.code_objects(compiled)
                   if c.co_name == code.co_name and c.co_firstlineno == code.co_firstlineno]
     if any(_same_code(c, code) for c in candidates):
         return
@@ -238,13 +238,6 @@ def _outline(code: types.CodeType) -> tuple:
     nested = sorted((c.co_name, c.co_firstlineno, _outline(c)) for c in code.co_consts if isinstance(c, types.CodeType))
     return code.co_name, code.co_firstlineno, code.co_varnames[:code.co_argcount], tuple(lines), tuple(numbers), \
         tuple(nested)
-
-
-def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
-    yield code
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            yield from _code_objects(const)
 
 
 _SAME_ATTRS = ("co_code", "co_names", "co_varnames", "co_freevars", "co_cellvars", "co_argcount",
